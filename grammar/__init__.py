@@ -1,0 +1,1 @@
+"""The grammar of the .ver language."""

@@ -1,0 +1,1 @@
+"""The engines: brute-force oracle (and later A*, MILP, SAT)."""

@@ -1,0 +1,1 @@
+"""The brute-force oracle."""

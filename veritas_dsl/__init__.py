@@ -1,0 +1,1 @@
+"""veritas-dsl."""

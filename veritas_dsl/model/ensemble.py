@@ -1,0 +1,384 @@
+"""The model IR: a tree ensemble as flat numpy arrays.
+
+Every importer (XGBoost, scikit-learn, LightGBM, our own JSON) produces an :class:`Ensemble`, and
+every engine reads one. The split rule is XGBoost's: a float32 input ``x`` goes to the left child of
+node ``n`` when ``x[feature[n]] < threshold[n]``, with the threshold a float32 value. Importers of
+libraries that split on ``x <= t`` convert their thresholds so that this rule reproduces them
+exactly on every float32 input (see :func:`le_threshold_as_lt`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+Task = Literal["regression", "binary", "multiclass"]
+
+#: Tag written into the files of :meth:`Ensemble.save`; :meth:`Ensemble.load` refuses others.
+FILE_FORMAT = "veritas-dsl-ensemble"
+FILE_VERSION = 1
+
+_EVAL_CHUNK_ROWS = 4096
+
+
+class ModelError(ValueError):
+    """A model cannot be imported or evaluated faithfully; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class LibraryModel:
+    """The original library model an Ensemble was imported from, kept to validate witnesses.
+
+    ``raw_margin(X)`` takes float32 inputs in the library's own feature order, shape
+    ``(n, n_library_features)``, and returns the library's raw output, shape ``(n,)`` or
+    ``(n, n_outputs)``; ``columns[j]`` is the Ensemble feature that feeds library column ``j``.
+    """
+
+    name: str
+    raw_margin: Callable[[np.ndarray], np.ndarray]
+    columns: np.ndarray
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Raw output of the library model on ``X`` given in the Ensemble's feature order."""
+        return np.asarray(self.raw_margin(np.ascontiguousarray(X[:, self.columns])))
+
+
+@dataclass(frozen=True, eq=False)
+class Ensemble:
+    """A tree ensemble as flat arrays, one row per node.
+
+    Attributes
+    ----------
+    feature : int32 array, shape (n_nodes,)
+        Feature tested at each internal node; -1 at leaves.
+    threshold : float32 array, shape (n_nodes,)
+        Split threshold; ``x[feature] < threshold`` goes left. 0 at leaves.
+    left, right : int32 arrays, shape (n_nodes,)
+        Absolute node indices of the children; -1 at leaves.
+    value : float64 array, shape (n_nodes, n_outputs)
+        Leaf values, one column per output (class); rows of internal nodes are 0.
+    tree_offsets : int64 array, shape (n_trees + 1,)
+        Tree ``t`` owns nodes ``tree_offsets[t]:tree_offsets[t + 1]``; its root is the first.
+    base_score : float64 array, shape (n_outputs,)
+        Added to the sum of the leaf values (already in margin space).
+    feature_names : tuple of str
+        One name per input feature, in input column order.
+    task : {"regression", "binary", "multiclass"}
+        How outputs turn into a class: ``binary`` predicts 1 when the single output is strictly
+        above ``class_threshold``; ``multiclass`` predicts the first output of largest value.
+    class_threshold : float
+        The binary decision threshold of the raw output (0 for margins, 0.5 for probabilities).
+    source : str
+        Where the model came from, for messages (library, objective, path).
+    library : LibraryModel or None
+        The original model, used to validate witnesses; None after :meth:`load`.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    tree_offsets: np.ndarray
+    base_score: np.ndarray
+    feature_names: tuple[str, ...]
+    task: Task = "regression"
+    class_threshold: float = 0.0
+    source: str = ""
+    library: LibraryModel | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        coerce = {
+            "feature": np.int32,
+            "threshold": np.float32,
+            "left": np.int32,
+            "right": np.int32,
+            "value": np.float64,
+            "tree_offsets": np.int64,
+            "base_score": np.float64,
+        }
+        for name, dtype in coerce.items():
+            array = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "feature_names", tuple(self.feature_names))
+        self._check()
+
+    def _check(self) -> None:
+        n = len(self.feature)
+        if not (len(self.threshold) == len(self.left) == len(self.right) == n):
+            raise ModelError("node arrays have different lengths")
+        if self.value.ndim != 2 or self.value.shape[0] != n:
+            raise ModelError("value must have shape (n_nodes, n_outputs)")
+        if self.base_score.shape != (self.value.shape[1],):
+            raise ModelError("base_score must have one entry per output")
+        offsets = self.tree_offsets
+        if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != n or np.any(np.diff(offsets) <= 0):
+            raise ModelError("tree_offsets must rise strictly from 0 to n_nodes")
+        leaf = self.feature < 0
+        if np.any(self.feature >= len(self.feature_names)):
+            raise ModelError("a split uses a feature index beyond feature_names")
+        if np.any((self.left[leaf] != -1) | (self.right[leaf] != -1)):
+            raise ModelError("a leaf has children")
+        tree_of = np.repeat(np.arange(self.n_trees), np.diff(offsets))
+        inner = ~leaf
+        for child in (self.left[inner], self.right[inner]):
+            parent_tree = tree_of[inner]
+            if np.any((child <= np.nonzero(inner)[0]) | (child >= n)):
+                raise ModelError("a child index does not point forward inside the node arrays")
+            if np.any(tree_of[child] != parent_tree):
+                raise ModelError("a child index points into another tree")
+        if np.any(np.isnan(self.threshold[inner])):
+            raise ModelError("a split threshold is NaN")
+        if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.base_score)):
+            raise ModelError("a leaf value or the base score is not finite")
+        if self.task == "binary" and self.n_outputs != 1:
+            raise ModelError("a binary model has exactly one output")
+        if self.task not in ("regression", "binary", "multiclass"):
+            raise ModelError(f"unknown task {self.task!r}")
+
+    # -- shape -------------------------------------------------------------------------------
+
+    @property
+    def n_trees(self) -> int:
+        return len(self.tree_offsets) - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.feature)
+
+    @property
+    def n_outputs(self) -> int:
+        return self.value.shape[1]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def roots(self) -> np.ndarray:
+        """Root node of each tree, int64, shape (n_trees,)."""
+        return self.tree_offsets[:-1]
+
+    def is_leaf(self) -> np.ndarray:
+        """Boolean mask of the leaves, shape (n_nodes,)."""
+        return self.feature < 0
+
+    def node_depth(self) -> np.ndarray:
+        """Depth of every node (roots are 0), int32, shape (n_nodes,)."""
+        depth = np.zeros(self.n_nodes, dtype=np.int32)
+        # Children always come after their parent, so one forward pass suffices.
+        for node in np.nonzero(~self.is_leaf())[0]:
+            depth[self.left[node]] = depth[self.right[node]] = depth[node] + 1
+        return depth
+
+    def tree_depths(self) -> np.ndarray:
+        """Depth of each tree (a single leaf has depth 0), shape (n_trees,)."""
+        depth = self.node_depth()
+        return np.maximum.reduceat(depth, self.tree_offsets[:-1])
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def leaves(self, X: np.ndarray) -> np.ndarray:
+        """The leaf each row of ``X`` reaches in each tree, int64, shape (n, n_trees)."""
+        X = as_inputs(X, self.n_features)
+        out = np.empty((len(X), self.n_trees), dtype=np.int64)
+        for start in range(0, len(X), _EVAL_CHUNK_ROWS):
+            out[start : start + _EVAL_CHUNK_ROWS] = self._leaves(X[start : start + _EVAL_CHUNK_ROWS])
+        return out
+
+    def _leaves(self, X: np.ndarray) -> np.ndarray:
+        node = np.broadcast_to(self.roots, (len(X), self.n_trees)).copy()
+        rows = np.broadcast_to(np.arange(len(X))[:, None], node.shape)
+        active = self.feature[node] >= 0
+        while active.any():
+            at, r = node[active], rows[active]
+            go_left = X[r, self.feature[at]] < self.threshold[at]
+            node[active] = np.where(go_left, self.left[at], self.right[at])
+            active = self.feature[node] >= 0
+        return node
+
+    def eval(self, X: np.ndarray) -> np.ndarray:
+        """Raw output (margin) of the ensemble on ``X``.
+
+        ``X`` is cast to float32 first, as XGBoost does; NaN is refused. Leaf values are added in
+        tree order to the base score, in float64. Returns shape ``(n,)`` for one output and
+        ``(n, n_outputs)`` for several.
+        """
+        nodes = self.leaves(X)
+        total = np.broadcast_to(self.base_score, (len(nodes), self.n_outputs)).copy()
+        for t in range(self.n_trees):
+            total += self.value[nodes[:, t]]
+        return total[:, 0] if self.n_outputs == 1 else total
+
+    def predict_class(self, X: np.ndarray) -> np.ndarray:
+        """Predicted class per row (int64), by the rule of ``task``."""
+        return classes_of(self.eval(X), self)
+
+    # -- transformation ----------------------------------------------------------------------
+
+    def reindex(self, feature_names: Sequence[str]) -> Ensemble:
+        """The same model over a feature space given by name (a superset, in any order).
+
+        Used when several models share one query: each is re-expressed in the query's columns.
+        """
+        position = {name: i for i, name in enumerate(feature_names)}
+        if len(position) != len(feature_names):
+            raise ModelError("feature names are not unique")
+        missing = [name for name in self.feature_names if name not in position]
+        if missing:
+            raise ModelError(f"feature(s) {', '.join(missing)} of {self.source} are not present")
+        mapping = np.array([position[name] for name in self.feature_names], dtype=np.int32)
+        feature = np.where(self.feature >= 0, mapping[np.maximum(self.feature, 0)], -1)
+        library = None
+        if self.library is not None:
+            library = replace(self.library, columns=mapping[self.library.columns])
+        return replace(self, feature=feature, feature_names=tuple(feature_names), library=library)
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Write the ensemble to a JSON file that :meth:`load` reads back exactly.
+
+        Float32 thresholds are written as the shortest decimal of their float64 value, which
+        reads back to the same float32; the write goes to a temporary file first, so a failure
+        never leaves a half-written model behind.
+        """
+        document = {
+            "format": FILE_FORMAT,
+            "version": FILE_VERSION,
+            "feature_names": list(self.feature_names),
+            "task": self.task,
+            "class_threshold": self.class_threshold,
+            "source": self.source,
+            "base_score": self.base_score.tolist(),
+            "tree_offsets": self.tree_offsets.tolist(),
+            "feature": self.feature.tolist(),
+            "threshold": self.threshold.astype(np.float64).tolist(),
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "value": self.value.tolist(),
+        }
+        path = Path(path)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(document, separators=(",", ":")))
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Ensemble:
+        """Read a file written by :meth:`save`."""
+        path = Path(path)
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ModelError(f"{path}: cannot read an ensemble file ({error})") from None
+        return cls.from_document(document, where=str(path))
+
+    @classmethod
+    def from_document(cls, document: object, where: str = "document") -> Ensemble:
+        """Build an ensemble from the parsed JSON of :meth:`save`."""
+        if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
+            raise ModelError(f"{where}: not a {FILE_FORMAT} file")
+        if document.get("version") != FILE_VERSION:
+            raise ModelError(f"{where}: unsupported version {document.get('version')!r}")
+        try:
+            value = np.asarray(document["value"], dtype=np.float64)
+            return cls(
+                feature=document["feature"],
+                threshold=np.asarray(document["threshold"], dtype=np.float64),
+                left=document["left"],
+                right=document["right"],
+                value=value.reshape(len(value), -1),
+                tree_offsets=document["tree_offsets"],
+                base_score=document["base_score"],
+                feature_names=tuple(document["feature_names"]),
+                task=document["task"],
+                class_threshold=float(document["class_threshold"]),
+                source=document.get("source", where),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            if isinstance(error, ModelError):
+                raise ModelError(f"{where}: {error}") from None
+            raise ModelError(f"{where}: malformed ensemble file ({error!r})") from None
+
+    # -- importers ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_xgboost(cls, model: object) -> Ensemble:
+        """Import an XGBoost ``Booster``, ``XGBClassifier``/``XGBRegressor``, or model file."""
+        from veritas_dsl.model.xgboost import from_xgboost
+
+        return from_xgboost(model)
+
+    @classmethod
+    def from_sklearn(cls, estimator: object) -> Ensemble:
+        """Import a fitted scikit-learn tree, forest or gradient-boosting estimator."""
+        from veritas_dsl.model.sklearn import from_sklearn
+
+        return from_sklearn(estimator)
+
+    @classmethod
+    def from_lightgbm(cls, model: object) -> Ensemble:
+        """Import a LightGBM ``Booster``, ``LGBMModel`` or text model file."""
+        from veritas_dsl.model.lightgbm import from_lightgbm
+
+        return from_lightgbm(model)
+
+
+def as_inputs(X: np.ndarray, n_features: int) -> np.ndarray:
+    """``X`` as a C-contiguous float32 matrix of ``n_features`` columns; NaN is refused."""
+    X = np.asarray(X)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ModelError(f"inputs must have shape (n, {n_features}), got {X.shape}")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    bad = np.argwhere(np.isnan(X))
+    if len(bad):
+        row, col = bad[0]
+        raise ModelError(f"input row {row}, feature {col} is NaN; missing values are not supported")
+    return X
+
+
+def classes_of(margins: np.ndarray, model: Ensemble) -> np.ndarray:
+    """Predicted classes from raw outputs of ``model`` (``(n,)`` or ``(n, n_outputs)``)."""
+    if model.task == "binary":
+        return (np.asarray(margins) > model.class_threshold).astype(np.int64)
+    if model.task == "multiclass":
+        return np.argmax(margins, axis=1).astype(np.int64)
+    raise ModelError(f"{model.source} is a regression model; it has no classes")
+
+
+def le_threshold_as_lt(threshold: np.ndarray) -> np.ndarray:
+    """float32 thresholds ``s`` with ``x < s`` exactly when ``x <= t`` for every float32 ``x``.
+
+    Libraries that split on ``x <= t`` with a float64 ``t`` (scikit-learn, LightGBM) compare the
+    float32 input in float64. The float32 inputs with ``x <= t`` are those up to ``d``, the
+    largest float32 not above ``t``; so ``s`` is the float32 right after ``d``. Rounding ``t`` to
+    the nearest float32 first would be wrong when it rounds up.
+    """
+    t = np.asarray(threshold, dtype=np.float64)
+    down = t.astype(np.float32)
+    above = down.astype(np.float64) > t
+    down[above] = np.nextafter(down[above], np.float32(-np.inf))
+    return np.nextafter(down, np.float32(np.inf))
+
+
+def margin_close(expected: np.ndarray, actual: np.ndarray, tolerance: float = 1e-5) -> np.ndarray:
+    """Elementwise: ``|expected - actual| <= tolerance * max(1, |expected|)``."""
+    expected = np.asarray(expected, dtype=np.float64)
+    actual = np.asarray(actual, dtype=np.float64)
+    return np.abs(expected - actual) <= tolerance * np.maximum(1.0, np.abs(expected))
+
+
+def logit(p: float) -> float:
+    """The margin of a probability, as XGBoost turns a logistic base score into one."""
+    if not 0.0 < p < 1.0:
+        raise ModelError(f"a logistic base score must lie strictly between 0 and 1, got {p}")
+    return math.log(p / (1.0 - p))

@@ -1,0 +1,82 @@
+"""Load a model file of any supported format into an :class:`Ensemble`.
+
+Formats: ``xgboost`` (JSON or UBJSON model files), ``lightgbm`` (text model files), ``sklearn``
+(skops files, which load without pickle; pickle and joblib files only when the caller passes
+``trust_pickle=True``, since unpickling runs code), and ``ensemble`` (our own JSON).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
+
+FORMATS = ("xgboost", "lightgbm", "sklearn", "ensemble")
+
+_PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+
+
+def detect_format(path: Path) -> str:
+    """Guess a model file's format from its name and, for JSON, its first bytes."""
+    suffix = path.suffix.lower()
+    if suffix == ".ubj":
+        return "xgboost"
+    if suffix == ".txt":
+        return "lightgbm"
+    if suffix in (".skops", *_PICKLE_SUFFIXES):
+        return "sklearn"
+    if suffix == ".json":
+        with path.open("rb") as handle:
+            head = handle.read(256)
+        return "ensemble" if FILE_FORMAT.encode() in head else "xgboost"
+    raise ModelError(
+        f"{path}: cannot tell the model format from the name; give one of {', '.join(FORMATS)}"
+    )
+
+
+def load_model(path: str | Path, format: str | None = None, trust_pickle: bool = False) -> Ensemble:
+    """Load the model at ``path``; ``format`` is detected from the file when not given."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    format = format or detect_format(path)
+    if format == "xgboost":
+        return Ensemble.from_xgboost(path)
+    if format == "lightgbm":
+        return Ensemble.from_lightgbm(path)
+    if format == "ensemble":
+        return Ensemble.load(path)
+    if format == "sklearn":
+        return Ensemble.from_sklearn(_load_sklearn(path, trust_pickle))
+    raise ModelError(f"unknown model format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _load_sklearn(path: Path, trust_pickle: bool) -> object:
+    if path.suffix.lower() in _PICKLE_SUFFIXES:
+        if not trust_pickle:
+            raise ModelError(
+                f"{path}: loading a pickle runs code from the file; save the model with skops "
+                "instead, or pass the trust flag if you trust this file"
+            )
+        if path.suffix.lower() == ".joblib":
+            import joblib
+
+            return joblib.load(path)
+        import pickle
+
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    try:
+        import skops.io
+    except ImportError:
+        raise ModelError("skops is not installed (pip install 'veritas-dsl[sklearn]')") from None
+    try:
+        untrusted = skops.io.get_untrusted_types(file=path)
+    except Exception as error:  # skops raises many kinds on a corrupt file
+        raise ModelError(f"{path}: not a readable skops file ({error})") from None
+    # Only scikit-learn's and numpy's own types are trusted: they rebuild state, not run code.
+    foreign = [name for name in untrusted if not name.startswith(("sklearn.", "numpy."))]
+    if foreign:
+        raise ModelError(f"{path}: the file holds types we do not trust: {', '.join(foreign)}")
+    return skops.io.load(path, trusted=untrusted)
+

@@ -1,0 +1,171 @@
+"""Import fitted scikit-learn trees, forests and gradient boosting.
+
+scikit-learn sends ``x <= t`` left, comparing the float32 input with a float64 threshold; each
+threshold becomes the float32 ``s`` with ``x < s`` on exactly the same inputs
+(:func:`~veritas_dsl.model.ensemble.le_threshold_as_lt`). A forest's output is the mean of its trees,
+so leaf values are divided by the number of trees. A classifier's raw output is its
+``predict_proba`` (class 1's probability for two classes), a gradient-boosting model's is its
+``decision_function``, a regressor's its ``predict``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, le_threshold_as_lt
+
+SUPPORTED_ESTIMATORS = (
+    "DecisionTreeClassifier",
+    "DecisionTreeRegressor",
+    "ExtraTreeClassifier",
+    "ExtraTreeRegressor",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "ExtraTreesClassifier",
+    "ExtraTreesRegressor",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
+)
+
+
+def from_sklearn(estimator: object) -> Ensemble:
+    """Import a fitted scikit-learn estimator named in :data:`SUPPORTED_ESTIMATORS`."""
+    try:
+        from sklearn import ensemble, tree
+        from sklearn.base import is_classifier
+        from sklearn.dummy import DummyClassifier, DummyRegressor
+    except ImportError:
+        raise ModelError("scikit-learn is not installed (pip install 'veritas-dsl[sklearn]')") from None
+
+    kind = type(estimator).__name__
+    supported = tuple(getattr(ensemble, n, None) or getattr(tree, n) for n in SUPPORTED_ESTIMATORS)
+    if not isinstance(estimator, supported) or not hasattr(estimator, "n_features_in_"):
+        raise ModelError(
+            f"{kind} is not a fitted estimator we can import; supported are "
+            + ", ".join(SUPPORTED_ESTIMATORS)
+        )
+    if getattr(estimator, "n_outputs_", 1) != 1:
+        raise ModelError(f"{kind} predicts {estimator.n_outputs_} targets; only one is supported")
+
+    n_features = int(estimator.n_features_in_)
+    names = getattr(estimator, "feature_names_in_", None)
+    feature_names = tuple(str(n) for n in names) if names is not None else _default_names(n_features)
+    classifier = is_classifier(estimator)
+    n_classes = len(estimator.classes_) if classifier else 0
+    if classifier and n_classes < 2:
+        raise ModelError(f"{kind} was fitted on a single class; it has nothing to verify")
+
+    boosting = (ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor)
+    if isinstance(estimator, boosting):
+        init = estimator.init_
+        if not (isinstance(init, str) and init == "zero") and not isinstance(
+            init, (DummyClassifier, DummyRegressor)
+        ):
+            raise ModelError(
+                f"{kind} has an init estimator of type {type(init).__name__}; only the default "
+                "(constant) init or init='zero' is supported"
+            )
+        stages = estimator.estimators_
+        trees = [(stages[i, k].tree_, k) for i in range(stages.shape[0]) for k in range(stages.shape[1])]
+        scale = float(estimator.learning_rate)
+        n_outputs = stages.shape[1]
+        # The init estimator is constant, so its raw prediction at any point is the base score.
+        base = estimator._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
+        raw = estimator.decision_function if classifier else estimator.predict
+        leaf_values = _regression_leaves
+        class_threshold = 0.0  # a margin picks class 1 above 0
+    else:
+        members = getattr(estimator, "estimators_", [estimator])
+        trees = [(member.tree_, 0) for member in members]
+        scale = 1.0 / len(trees)
+        n_outputs = 1 if n_classes <= 2 else n_classes
+        base = np.zeros(n_outputs)
+        class_threshold = 0.5  # a probability picks class 1 above one half
+        if classifier:
+            raw = _probability(estimator.predict_proba, n_classes)
+            leaf_values = _probability_leaves
+        else:
+            raw = estimator.predict
+            leaf_values = _regression_leaves
+
+    if n_classes > 2:
+        task = "multiclass"
+    elif n_classes == 2:
+        task = "binary"
+    else:
+        task = "regression"
+    return _assemble(
+        trees,
+        leaf_values,
+        scale,
+        n_outputs,
+        np.asarray(base, dtype=np.float64).reshape(n_outputs),
+        feature_names,
+        task,
+        class_threshold if task == "binary" else 0.0,
+        f"sklearn {kind}",
+        LibraryModel(f"sklearn {kind}", raw, np.arange(n_features)),
+    )
+
+
+def _default_names(n: int) -> tuple[str, ...]:
+    return tuple(f"f{i}" for i in range(n))
+
+
+def _probability(predict_proba, n_classes: int):
+    def raw(X: np.ndarray) -> np.ndarray:
+        proba = predict_proba(X)
+        return proba[:, 1] if n_classes == 2 else proba
+
+    return raw
+
+
+def _probability_leaves(tree, n_outputs: int) -> np.ndarray:
+    """Class probabilities per node, as ``predict_proba`` normalises the stored values."""
+    value = np.asarray(tree.value[:, 0, :], dtype=np.float64)
+    total = value.sum(axis=1, keepdims=True)
+    total[total == 0.0] = 1.0
+    proba = value / total
+    return proba[:, 1:2] if n_outputs == 1 else proba
+
+
+def _regression_leaves(tree, n_outputs: int) -> np.ndarray:
+    return np.asarray(tree.value[:, 0, 0:1], dtype=np.float64)
+
+
+def _assemble(
+    trees, leaf_values, scale, n_outputs, base, feature_names, task, class_threshold, source, library
+) -> Ensemble:
+    features, thresholds, lefts, rights, values, sizes = [], [], [], [], [], []
+    offset = 0
+    for tree, output in trees:
+        left = np.asarray(tree.children_left, dtype=np.int64)
+        leaf = left < 0
+        right = np.asarray(tree.children_right, dtype=np.int64)
+        features.append(np.where(leaf, -1, tree.feature))
+        thresholds.append(np.where(leaf, np.float32(0), le_threshold_as_lt(tree.threshold)))
+        lefts.append(np.where(leaf, -1, left + offset))
+        rights.append(np.where(leaf, -1, right + offset))
+        per_node = leaf_values(tree, n_outputs) * scale
+        value = np.zeros((len(left), n_outputs))
+        if per_node.shape[1] == n_outputs:
+            value[leaf] = per_node[leaf]
+        else:
+            value[leaf, output] = per_node[leaf, 0]
+        values.append(value)
+        sizes.append(len(left))
+        offset += len(left)
+    return Ensemble(
+        feature=np.concatenate(features),
+        threshold=np.concatenate(thresholds),
+        left=np.concatenate(lefts),
+        right=np.concatenate(rights),
+        value=np.concatenate(values),
+        tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+        base_score=base,
+        feature_names=feature_names,
+        task=task,
+        class_threshold=class_threshold,
+        source=source,
+        library=library,
+    )
