@@ -1,1 +1,12 @@
-"""veritas-dsl."""
+"""veritas-dsl: prove properties of tree ensembles, or find concrete counterexamples.
+
+The data flows one way: ``.ver`` text, syntax tree, typed AST, query IR (:mod:`veritas_dsl.ir`),
+an engine (:mod:`veritas_dsl.solvers`), a :class:`Result`, a report. The model layer
+(:class:`Ensemble`) turns XGBoost, scikit-learn and LightGBM models into flat arrays.
+"""
+
+from veritas_dsl.model import Ensemble, ModelError, load_model
+from veritas_dsl.result import Result, Termination, TracePoint, Witness
+
+__all__ = ["Ensemble", "ModelError", "Result", "Termination", "TracePoint", "Witness", "load_model"]
+__version__ = "0.1.0"

@@ -1,1 +1,95 @@
-def main(): print("hi")
+"""The `ver` command. The only module that writes to the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+import traceback
+
+from veritas_dsl.model import FORMATS, ModelError, load_model
+from veritas_dsl.model.summary import ModelSummary, summarize
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes a CI script can trust."""
+
+    OK = 0
+    """Everything ran and every check held."""
+    FAILED = 1
+    """A check (`expect`, `property`) failed."""
+    ERROR = 2
+    """The spec, a model or the tool itself failed."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ModelError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return ExitCode.ERROR
+    except Exception as error:  # the last line of defence: no traceback unless asked
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"internal error: {error!r} (run with --debug for the traceback)", file=sys.stderr)
+        return ExitCode.ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ver", description="Verify properties of tree ensembles, or find counterexamples."
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    inspect = commands.add_parser("inspect", help="describe a model file")
+    inspect.add_argument("model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)")
+    inspect.add_argument("--format", choices=FORMATS, help="model format (default: from the file)")
+    inspect.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow loading scikit-learn pickle/joblib files, which runs code from the file",
+    )
+    inspect.add_argument("--json", action="store_true", help="print one JSON document")
+    inspect.set_defaults(handler=_inspect)
+    return parser
+
+
+def _inspect(args: argparse.Namespace) -> ExitCode:
+    model = load_model(args.model, args.format, trust_pickle=args.trust_pickle)
+    summary = summarize(model)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=2))
+    else:
+        print(_render_summary(summary))
+    return ExitCode.OK
+
+
+def _render_summary(s: ModelSummary) -> str:
+    base = ", ".join(f"{b:.6g}" for b in s.base_score)
+    lines = [
+        f"model      {s.source}",
+        f"task       {s.task}, {s.n_outputs} output(s), {s.n_features} features",
+        f"trees      {s.n_trees} ({s.n_nodes} nodes, {s.n_leaves} leaves)",
+        f"depth      max {s.max_depth}, mean {s.mean_depth:.2f}",
+        f"leaves     values in [{s.leaf_min:.6g}, {s.leaf_max:.6g}], base score {base}",
+        f"features   {len(s.features)} of {s.n_features} used",
+    ]
+    width = max((len(f.name) for f in s.features), default=0)
+    lines.append(f"  {'feature':<{width}}  {'splits':>6}  {'thresholds':>10}  range")
+    for f in s.features:
+        lines.append(
+            f"  {f.name:<{width}}  {f.splits:>6}  {f.thresholds:>10}  [{f.lowest:.6g}, {f.highest:.6g}]"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

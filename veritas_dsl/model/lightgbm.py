@@ -3,7 +3,7 @@
 Supported: numerical splits (``x <= t``, converted like scikit-learn's), every objective (the raw
 score is what we model), multiclass with one tree per class per iteration, and random-forest mode
 (``average_output``). Not supported, each refused with the tree and node named: categorical splits,
-linear trees, and ``zero_as_missing`` splits that send zero the other way than its value would.
+linear trees (leaves with coefficients), and ``zero_as_missing`` splits that send zero the other way than its value would.
 """
 
 from __future__ import annotations
@@ -72,8 +72,6 @@ def _from_dump(dump: dict, booster: object, where: str) -> Ensemble:
     columns: dict[str, list] = {"feature": [], "threshold": [], "left": [], "right": [], "leaf": []}
     sizes = []
     for t, info in enumerate(infos):
-        if info.get("is_linear"):
-            raise ModelError(f"{where}: tree {t} is a linear tree; not supported")
         before = len(columns["feature"])
         _flatten(info["tree_structure"], columns, t, where)
         sizes.append(len(columns["feature"]) - before)
@@ -120,9 +118,13 @@ def _flatten(root: dict, columns: dict[str, list], t: int, where: str) -> None:
         if parent >= 0:
             columns[side][parent] = index
         if "leaf_value" in node:
+            if node.get("leaf_coeff"):
+                leaf = node.get("leaf_index", index)
+                raise ModelError(f"{where}: tree {t}, leaf {leaf} is linear (linear_tree); not supported")
             for key, item in (("feature", -1), ("threshold", np.nan), ("left", -1), ("right", -1)):
                 columns[key].append(item)
-            columns["leaf"].append(float(node["leaf_value"]))
+            # A linear tree's leaf without coefficients predicts its constant term.
+            columns["leaf"].append(float(node.get("leaf_const", node["leaf_value"])))
             continue
         split = node.get("split_index", index)
         if node.get("decision_type") != "<=":

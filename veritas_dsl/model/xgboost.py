@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +92,10 @@ def _load_file(path: Path) -> object:
     try:
         return xgboost.Booster(model_file=str(path))
     except xgboost.core.XGBoostError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
-        raise ModelError(f"{path}: XGBoost cannot load this model ({first_line})") from None
+        lines = str(error).strip().splitlines() or ["unknown error"]
+        # Drop XGBoost's "[time] source/file.h:88: " prefix; users need the reason, not our build.
+        reason = re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", lines[0])
+        raise ModelError(f"{path}: XGBoost cannot load this model ({reason})") from None
 
 
 def _from_document(document: object, booster: object, rounds: int | None, where: str) -> Ensemble:

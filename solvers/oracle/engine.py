@@ -1,0 +1,191 @@
+"""The brute-force oracle: exact answers for tiny ensembles, the reference every engine is tested on.
+
+It enumerates every reachable combination of leaves (one per tree of every model and instance the
+query reads). A combination fixes every output, so the objective is a constant over its box; the
+oracle then looks for an input in that box satisfying the other constraints
+(:mod:`~veritas_dsl.solvers.oracle.points`). For a maximisation it tries combinations from the best
+value down and stops at the first one with an input, so the answer is the optimum by construction.
+It shares no code with the search or encoding of any engine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from veritas_dsl.ir.evaluate import model_outputs, term_value
+from veritas_dsl.ir.logic import negate
+from veritas_dsl.ir.query import (
+    CONSTRUCTS,
+    Ball,
+    Find,
+    Interval,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    Prove,
+    Query,
+    Row,
+    Tie,
+)
+from veritas_dsl.result import Result, Termination, Witness
+from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
+from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
+from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
+from veritas_dsl.solvers.oracle.points import WitnessError, find_point
+
+#: The oracle refuses queries with more reachable leaf combinations than this.
+MAX_COMBINATIONS = 200_000
+
+
+class OracleEngine:
+    """Exhaustive enumeration; exact on every IR construct, for tiny ensembles only."""
+
+    name = "oracle"
+    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=False)
+
+    def __init__(self, max_combinations: int = MAX_COMBINATIONS) -> None:
+        self.max_combinations = max_combinations
+
+    def available(self) -> Availability:
+        return Availability.AVAILABLE
+
+    def solve(self, query: Query, limits: Limits | None = None) -> Result:
+        """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large."""
+        limits = limits or Limits()
+        start = time.monotonic()
+        deadline = None if limits.timeout_s is None else start + limits.timeout_s
+        try:
+            result = self._solve(query, deadline)
+        except TimeoutError:
+            result = _unknown(query, Termination.TIME_LIMIT)
+        except WitnessError as error:
+            result = _unknown(query, Termination.ERROR)
+            result.message = str(error)
+        result.time_s = time.monotonic() - start
+        return result
+
+    def _solve(self, query: Query, deadline: float | None) -> Result:
+        goal = query.goal
+        space = build_space(query)
+        box = initial_box(query, space)
+        rest = tuple(c for c in query.constraints if not _folded_into_box(c))
+        if isinstance(goal, Prove):
+            rest += (negate(goal.conclusion),)
+        distance_goal = goal if isinstance(goal, MinimizeDistance) else None
+        candidates: list[tuple[float, Combination]] = []
+        if box is not None:
+            for combination in combinations(query, space, *box, self.max_combinations, deadline):
+                candidates.append((_order_key(query, space, combination), combination))
+        candidates.sort(key=lambda item: item[0])
+
+        best: tuple[float, Witness] | None = None
+        for key, combination in candidates:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError
+            if distance_goal is not None and best is not None and key >= best[0]:
+                break  # no box left can be closer than the best point found
+            point = find_point(
+                query, space, combination.lo, combination.hi, rest, combination.margins, distance_goal
+            )
+            if point is None:
+                continue
+            value = point.value
+            if isinstance(goal, (Maximize, Minimize)):
+                value = term_value(goal.term, combination.margins)
+            witness = Witness(point.inputs, value)
+            _check_outputs(query, point.inputs, combination)
+            if distance_goal is None:
+                best = (key, witness)
+                break
+            if best is None or value < best[1].value:
+                best = (value, witness)
+
+        if best is None:
+            return _infeasible(query)
+        value = best[1].value
+        return Result(
+            query=query.name,
+            engine=OracleEngine.name,
+            termination=Termination.OPTIMAL,
+            lower=value,
+            upper=value,
+            witnesses=[best[1]],
+            stats={"combinations": len(candidates)},
+        )
+
+
+def _folded_into_box(c) -> bool:
+    """Constraints that :func:`initial_box` and the variable numbering already express."""
+    if isinstance(c, Interval | Tie):
+        return True
+    return isinstance(c, Ball) and c.norm == "linf" and isinstance(c.center, Row)
+
+
+def _order_key(query: Query, space, combination: Combination) -> float:
+    """Sort key: best objective first; for distances, the box's distance to the center."""
+    goal = query.goal
+    if isinstance(goal, Maximize):
+        return -term_value(goal.term, combination.margins)
+    if isinstance(goal, Minimize):
+        return term_value(goal.term, combination.margins)
+    if isinstance(goal, MinimizeDistance):
+        return _box_distance(query, space, combination, goal)
+    return 0.0
+
+
+def _box_distance(query: Query, space, combination: Combination, goal: MinimizeDistance) -> float:
+    """A lower bound on the goal's distance over the box (exact when nothing else constrains)."""
+    lo, hi = combination.lo, combination.hi
+    a = query.instances.index(goal.instance)
+    gaps = []
+    for f in range(query.n_features):
+        va = space.var[a, f]
+        if isinstance(goal.center, Row):
+            low, high = goal.center.values[f], goal.center.values[f]
+        else:
+            vb = space.var[query.instances.index(goal.center), f]
+            low, high = lo[vb], hi[vb]
+        gaps.append(max(_gap(lo[va], high), _gap(low, hi[va])))
+    exact = max(gaps, default=Fraction(0)) if goal.norm == "linf" else sum(gaps, Fraction(0))
+    return float(exact)
+
+
+def _gap(a: float, b: float) -> Fraction:
+    """``max(0, a - b)`` exactly; infinite ends leave no gap to count."""
+    if not (math.isfinite(a) and math.isfinite(b)) or a <= b:
+        return Fraction(0)
+    return Fraction(a) - Fraction(b)
+
+
+def _check_outputs(query: Query, inputs, combination: Combination) -> None:
+    """The witness must reach the combination's leaves; anything else is a bug in the oracle."""
+    outputs = model_outputs(query, inputs)
+    for pair, margin in combination.margins.items():
+        if not np.array_equal(outputs[pair], margin):
+            raise AssertionError(f"oracle witness reaches other leaves for {pair}: {outputs[pair]} != {margin}")
+
+
+def _infeasible(query: Query) -> Result:
+    bound = {Maximize: -math.inf, Minimize: math.inf, MinimizeDistance: math.inf}.get(type(query.goal))
+    return Result(
+        query=query.name,
+        engine=OracleEngine.name,
+        termination=Termination.INFEASIBLE,
+        lower=bound,
+        upper=bound,
+    )
+
+
+def _unknown(query: Query, termination: Termination) -> Result:
+    has_bounds = not isinstance(query.goal, Find | Prove)
+    return Result(
+        query=query.name,
+        engine=OracleEngine.name,
+        termination=termination,
+        lower=-math.inf if has_bounds else None,
+        upper=math.inf if has_bounds else None,
+    )

@@ -1,0 +1,31 @@
+"""The engines, listed explicitly, under the names the language uses."""
+
+from __future__ import annotations
+
+from veritas_dsl.ir.query import Query, constructs
+from veritas_dsl.solvers.base import Engine, UnsupportedQuery
+from veritas_dsl.solvers.oracle.engine import OracleEngine
+
+ENGINES: dict[str, Engine] = {engine.name: engine for engine in (OracleEngine(),)}
+
+
+def get(name: str) -> Engine:
+    """The engine called ``name``."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise UnsupportedQuery(
+            f"unknown engine {name!r}; engines are {', '.join(sorted(ENGINES))}"
+        ) from None
+
+
+def check_supports(engine: Engine, query: Query) -> None:
+    """Raise :class:`UnsupportedQuery` naming the constructs ``engine`` lacks and who has them."""
+    missing = sorted(constructs(query) - engine.capabilities.constructs)
+    if not missing:
+        return
+    able = [name for name, other in ENGINES.items() if constructs(query) <= other.capabilities.constructs]
+    hint = f"; engines that can: {', '.join(able)}" if able else "; no engine supports all of them"
+    raise UnsupportedQuery(
+        f"query {query.name}: engine {engine.name} does not support {', '.join(missing)}{hint}"
+    )

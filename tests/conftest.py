@@ -1,0 +1,90 @@
+"""Shared fixtures: hand-built ensembles with answers known by hand, and small seeded models."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from veritas_dsl.model import Ensemble
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensemble:
+    """An Ensemble from nested tuples: a leaf is a number (or list), a split ``(f, t, left, right)``."""
+    feature, threshold, left, right, value, offsets = [], [], [], [], [], [0]
+    n_outputs = 1
+
+    def outputs(leaf):
+        return list(leaf) if isinstance(leaf, (list, tuple)) else [leaf]
+
+    def first_leaf(node):
+        while isinstance(node, tuple) and len(node) == 4 and isinstance(node[0], int):
+            node = node[2]
+        return node
+
+    n_outputs = len(outputs(first_leaf(trees[0])))
+
+    def add(node) -> int:
+        index = len(feature)
+        feature.append(-1)
+        threshold.append(0.0)
+        left.append(-1)
+        right.append(-1)
+        value.append([0.0] * n_outputs)
+        if isinstance(node, tuple) and len(node) == 4 and isinstance(node[0], int):
+            f, t, lo, hi = node
+            feature[index], threshold[index] = f, t
+            left[index] = add(lo)
+            right[index] = add(hi)
+        else:
+            value[index] = outputs(node)
+        return index
+
+    for tree in trees:
+        add(tree)
+        offsets.append(len(feature))
+    return Ensemble(
+        feature=feature,
+        threshold=threshold,
+        left=left,
+        right=right,
+        value=value,
+        tree_offsets=offsets,
+        base_score=[base] * n_outputs if np.ndim(base) == 0 else base,
+        feature_names=names or tuple(f"x{i}" for i in range(n_features)),
+        task=task,
+        source="hand-built",
+    )
+
+
+@pytest.fixture
+def two_trees() -> Ensemble:
+    """Two trees over (x0, x1); the output by region is
+
+    ===============  =========  ==========  ======
+    region           x1 < 1     1 <= x1 < 2  x1 >= 2
+    ===============  =========  ==========  ======
+    x0 < 1           1.5        0           0
+    1 <= x0 < 2      3.5        2           -3
+    x0 >= 2          7          2           -3
+    ===============  =========  ==========  ======
+    """
+    t0 = (0, 1.0, 1.0, (1, 2.0, 3.0, -2.0))
+    t1 = (1, 1.0, (0, 2.0, 0.5, 4.0), -1.0)
+    return build([t0, t1], 2)
+
+
+@pytest.fixture
+def one_hot_trees() -> Ensemble:
+    """Bool features b0, b1, b2: b0 ? 5 : (b1 ? 2 : 0), plus b2 ? 3 : 1."""
+    t0 = (0, 0.5, (1, 0.5, 0.0, 2.0), 5.0)
+    t1 = (2, 0.5, 1.0, 3.0)
+    return build([t0, t1], 3, names=("b0", "b1", "b2"))

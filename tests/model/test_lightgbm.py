@@ -1,0 +1,98 @@
+"""LightGBM import: parity with ``predict(raw_score=True)`` per objective, file loading, refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference.points import assert_parity, parity_points
+
+lgb = pytest.importorskip("lightgbm", reason="LightGBM is an optional importer")
+
+from veritas_dsl.model import Ensemble, ModelError, load_model  # noqa: E402
+
+RNG = np.random.default_rng(5)
+X = RNG.normal(size=(500, 4)) * np.array([1.0, 50.0, 0.02, 1.0])
+Z = X / np.array([1.0, 50.0, 0.02, 1.0])
+Y_BINARY = (Z[:, 0] - Z[:, 1] > 0).astype(int)
+Y_CLASS = np.digitize(Z[:, 0] + Z[:, 2], [-0.5, 0.5])
+Y_REAL = Z[:, 0] * 3 - Z[:, 1] + Z[:, 2] * Z[:, 3]
+
+CASES = {
+    "binary": (Y_BINARY, {}),
+    "multiclass": (Y_CLASS, {"num_class": 3}),
+    "multiclassova": (Y_CLASS, {"num_class": 3}),
+    "regression": (Y_REAL, {}),
+    "regression_l1": (Y_REAL, {}),
+    "huber": (Y_REAL, {}),
+    "poisson": (np.round(np.abs(Y_REAL)), {}),
+    "quantile": (Y_REAL, {"alpha": 0.7}),
+    "cross_entropy": ((Y_REAL > 0) * 0.8 + 0.1, {}),
+}
+
+
+def train(objective: str, **extra) -> "lgb.Booster":
+    y, params = CASES[objective]
+    params = {"objective": objective, "num_leaves": 8, "verbose": -1, "seed": 3, **params, **extra}
+    return lgb.train(params, lgb.Dataset(X, y), num_boost_round=10)
+
+
+def lgb_thresholds(booster):
+    found = []
+    for info in booster.dump_model()["tree_info"]:
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_feature" in node:
+                found.append((node["split_feature"], node["threshold"]))
+                stack += [node["left_child"], node["right_child"]]
+    return found
+
+
+@pytest.mark.parametrize("objective", sorted(CASES))
+def test_parity_per_objective(objective):
+    booster = train(objective)
+    model = Ensemble.from_lightgbm(booster)
+    points = parity_points(model, X, library_thresholds=lgb_thresholds(booster))
+    assert_parity(model, lambda p: booster.predict(p, raw_score=True), points)
+    expected = {"binary": "binary", "multiclass": "multiclass", "multiclassova": "multiclass"}
+    assert model.task == expected.get(objective, "regression")
+
+
+def test_random_forest_mode_is_the_mean_of_its_trees():
+    booster = train("regression", boosting="rf", bagging_freq=1, bagging_fraction=0.6)
+    model = Ensemble.from_lightgbm(booster)
+    assert_parity(model, booster.predict, parity_points(model, X))  # predict averages; raw sums
+    assert np.allclose(model.library.predict(X.astype(np.float32)), booster.predict(X.astype(np.float32)))
+
+
+def test_sklearn_wrapper_and_text_file(tmp_path):
+    fitted = lgb.LGBMClassifier(n_estimators=6, num_leaves=6, verbose=-1).fit(X, Y_CLASS)
+    model = Ensemble.from_lightgbm(fitted)
+    assert np.array_equal(model.predict_class(X), fitted.predict(X))
+    path = tmp_path / "model.txt"
+    fitted.booster_.save_model(path)
+    assert np.array_equal(load_model(path).eval(X), model.eval(X))
+
+
+def test_categorical_split_is_refused():
+    codes = RNG.integers(0, 4, len(X))
+    data = lgb.Dataset(np.column_stack([codes, X[:, 0]]), (codes == 2) + (X[:, 0] > 0), categorical_feature=[0])
+    booster = lgb.train({"objective": "regression", "verbose": -1, "min_data_per_group": 5, "cat_smooth": 1}, data, 3)
+    with pytest.raises(ModelError, match="categorical"):
+        Ensemble.from_lightgbm(booster)
+
+
+def test_linear_tree_is_refused():
+    booster = lgb.train({"objective": "regression", "linear_tree": True, "verbose": -1}, lgb.Dataset(X, Y_REAL), 2)
+    with pytest.raises(ModelError, match="linear_tree"):
+        Ensemble.from_lightgbm(booster)
+
+
+def test_zero_as_missing_split_that_moves_zero_is_refused():
+    data = X.copy()
+    data[RNG.random(data.shape) < 0.3] = 0.0
+    target = data[:, 0] * 3 + (data[:, 1] == 0)
+    params = {"objective": "regression", "zero_as_missing": True, "verbose": -1, "num_leaves": 8}
+    booster = lgb.train(params, lgb.Dataset(data, target), 5)
+    with pytest.raises(ModelError, match="sends zero"):
+        Ensemble.from_lightgbm(booster)

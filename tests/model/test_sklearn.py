@@ -1,0 +1,130 @@
+"""scikit-learn import: parity with predict_proba / decision_function / predict on every estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference.points import assert_parity, parity_points
+
+pytest.importorskip("sklearn", reason="scikit-learn is an optional importer")
+from sklearn import ensemble, tree  # noqa: E402
+
+from veritas_dsl.model import Ensemble, ModelError, load_model  # noqa: E402
+
+RNG = np.random.default_rng(11)
+# float64 training data, so that scikit-learn's thresholds are midpoints that float32 cannot hold.
+X = RNG.normal(size=(300, 4)) * np.array([1.0, 100.0, 0.01, 1.0])
+X[:, 3] = np.round(X[:, 3] * 3)
+Z = X / np.array([1.0, 100.0, 0.01, 1.0])
+Y_BINARY = (Z[:, 0] + Z[:, 1] > 0).astype(int)
+Y_CLASS = np.digitize(Z[:, 0] - Z[:, 2], [-0.6, 0.6])
+Y_REAL = Z[:, 0] * 2 + Z[:, 1] * Z[:, 2] + Z[:, 3]
+
+CLASSIFIERS = [
+    tree.DecisionTreeClassifier(max_depth=5, random_state=0),
+    tree.ExtraTreeClassifier(max_depth=5, random_state=0),
+    ensemble.RandomForestClassifier(n_estimators=7, max_depth=4, random_state=0),
+    ensemble.ExtraTreesClassifier(n_estimators=7, max_depth=4, random_state=0),
+    ensemble.GradientBoostingClassifier(n_estimators=7, max_depth=3, random_state=0),
+]
+REGRESSORS = [
+    tree.DecisionTreeRegressor(max_depth=5, random_state=0),
+    tree.ExtraTreeRegressor(max_depth=5, random_state=0),
+    ensemble.RandomForestRegressor(n_estimators=7, max_depth=4, random_state=0),
+    ensemble.ExtraTreesRegressor(n_estimators=7, max_depth=4, random_state=0),
+    ensemble.GradientBoostingRegressor(n_estimators=7, max_depth=3, random_state=0),
+    ensemble.GradientBoostingRegressor(n_estimators=7, loss="absolute_error", random_state=0),
+]
+
+
+def raw_output(estimator, n_classes: int):
+    if hasattr(estimator, "decision_function"):
+        return estimator.decision_function
+    if n_classes == 2:
+        return lambda points: estimator.predict_proba(points)[:, 1]
+    return estimator.predict_proba if n_classes else estimator.predict
+
+
+def original_thresholds(estimator):
+    members = np.ravel(getattr(estimator, "estimators_", [estimator]))
+    return [(f, t) for m in members for f, t in zip(m.tree_.feature, m.tree_.threshold, strict=True) if f >= 0]
+
+
+@pytest.mark.parametrize("labels", ["binary", "multiclass"])
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=lambda e: type(e).__name__)
+def test_classifier_parity(estimator, labels):
+    y = Y_BINARY if labels == "binary" else Y_CLASS
+    fitted = estimator.fit(X, y)
+    model = Ensemble.from_sklearn(fitted)
+    n_classes = len(fitted.classes_)
+    assert model.task == labels
+    points = parity_points(model, X, library_thresholds=original_thresholds(fitted))
+    assert_parity(model, raw_output(fitted, n_classes), points)
+    for name, P in points.items():
+        assert np.array_equal(model.predict_class(P), fitted.predict(P)), name
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=lambda e: f"{type(e).__name__}-{e.loss if hasattr(e, 'loss') else ''}")
+def test_regressor_parity(estimator):
+    fitted = estimator.fit(X, Y_REAL)
+    model = Ensemble.from_sklearn(fitted)
+    assert model.task == "regression"
+    points = parity_points(model, X, library_thresholds=original_thresholds(fitted))
+    assert_parity(model, fitted.predict, points)
+
+
+def test_thresholds_that_round_up_in_float32_still_split_the_same():
+    # A threshold just below a float32 value: the float32 equal to round(t) must go right.
+    t = float(np.nextafter(np.float32(1.0), np.float32(2.0))) - 1e-12
+    Xs = np.array([[0.0], [2.0]])
+    fitted = tree.DecisionTreeRegressor(max_depth=1).fit(Xs, [0.0, 1.0])
+    fitted.tree_.threshold[0] = t  # the Tree exposes its arrays writable; set the threshold we need
+    model = Ensemble.from_sklearn(fitted)
+    x = np.float32(t)  # rounds up, above t
+    assert float(x) > t
+    assert model.eval(np.array([[x]]))[0] == fitted.predict(np.array([[x]], dtype=np.float32))[0] == 1.0
+
+
+def test_feature_names_and_library_model():
+    fitted = ensemble.RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, Y_BINARY)
+    model = Ensemble.from_sklearn(fitted)
+    assert model.feature_names == ("f0", "f1", "f2", "f3")
+    assert model.class_threshold == 0.5
+    assert np.array_equal(model.library.predict(X.astype(np.float32)), fitted.predict_proba(X.astype(np.float32))[:, 1])
+
+
+@pytest.mark.parametrize(
+    "estimator, message",
+    [
+        (ensemble.HistGradientBoostingClassifier(max_iter=3), "HistGradientBoostingClassifier is not"),
+        (ensemble.RandomForestClassifier(n_estimators=2), "not a fitted"),
+        (tree.DecisionTreeRegressor(max_depth=2), "2 targets"),
+        (ensemble.GradientBoostingClassifier(n_estimators=2, init=tree.DecisionTreeClassifier(max_depth=1)), "init estimator"),
+    ],
+)
+def test_unsupported_estimators_are_refused(estimator, message):
+    if "not a fitted" not in message:
+        target = np.column_stack([Y_REAL, -Y_REAL]) if "targets" in message else Y_BINARY
+        estimator.fit(X, target)
+    with pytest.raises(ModelError, match=message):
+        Ensemble.from_sklearn(estimator)
+
+
+def test_skops_file_loads_without_pickle(tmp_path):
+    skops_io = pytest.importorskip("skops.io", reason="skops is an optional importer")
+    fitted = ensemble.GradientBoostingClassifier(n_estimators=4, random_state=0).fit(X, Y_CLASS)
+    path = tmp_path / "model.skops"
+    skops_io.dump(fitted, path)
+    model = load_model(path)
+    assert np.array_equal(model.eval(X), Ensemble.from_sklearn(fitted).eval(X))
+
+
+def test_pickle_needs_the_trust_flag(tmp_path):
+    import pickle
+
+    fitted = tree.DecisionTreeClassifier(max_depth=2).fit(X, Y_BINARY)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(fitted))
+    with pytest.raises(ModelError, match="runs code"):
+        load_model(path)
+    assert load_model(path, trust_pickle=True).n_trees == 1

@@ -1,0 +1,34 @@
+"""A second, simpler exact reference for small box-constrained queries: the threshold grid.
+
+Between consecutive thresholds of a feature every model is constant, so trying, per feature, each
+threshold, the float32 just below it, and the box ends covers every cell. The Cartesian product of
+those values, evaluated with ``Ensemble.eval``, gives exact optima of box-only queries. It shares
+nothing with the oracle's enumeration of leaf combinations.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from veritas_dsl.ir.float32 import ceil32, floor32, next_down
+
+
+def candidate_values(models, feature: int, lo: float, hi: float, integral: bool = False) -> list[float]:
+    """Values of ``feature`` that meet every cell of the threshold grid inside ``[lo, hi]``."""
+    values = {ceil32(lo) if np.isfinite(lo) else -1e6, floor32(hi) if np.isfinite(hi) else 1e6}
+    for model in models:
+        at = model.feature == feature
+        for t in np.unique(model.threshold[at]):
+            values.update((float(t), next_down(float(t))))
+    if integral:
+        values = {float(np.ceil(v)) for v in values} | {float(np.floor(v)) for v in values}
+    return sorted(v for v in values if lo <= v <= hi)
+
+
+def grid_points(models, bounds, integral=None) -> np.ndarray:
+    """Every grid point of the box ``bounds`` (a list of (lo, hi) per feature), float32."""
+    integral = integral or [False] * len(bounds)
+    axes = [candidate_values(models, f, lo, hi, integral[f]) for f, (lo, hi) in enumerate(bounds)]
+    return np.array(list(itertools.product(*axes)), dtype=np.float32).reshape(-1, len(bounds))

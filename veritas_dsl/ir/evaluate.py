@@ -1,0 +1,153 @@
+"""The meaning of a query on concrete inputs: outputs, distances, and which constraints hold.
+
+This is the reference semantics of the IR. Engines use it to check their witnesses, and the tests
+use it to check engines. Inputs are float32; model outputs are added in float64 (as
+``Ensemble.eval`` does); distances and linear constraints are exact rational arithmetic on the
+inputs, with no tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+import numpy as np
+
+from veritas_dsl.ir.query import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    Constraint,
+    DomainKind,
+    Interval,
+    Linear,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    Norm,
+    OneHot,
+    OutputConstraint,
+    OutputTerm,
+    Query,
+    Reference,
+    Row,
+    Tie,
+)
+
+Inputs = Mapping[str, np.ndarray]
+Margins = Mapping[tuple[str, str], np.ndarray]
+
+
+def as_point(values: np.ndarray, n_features: int) -> np.ndarray:
+    """One input as a float32 vector of ``n_features`` values."""
+    point = np.asarray(values, dtype=np.float32).reshape(-1)
+    if point.shape != (n_features,):
+        raise ValueError(f"an input needs {n_features} values, got {point.shape[0]}")
+    return point
+
+
+def model_outputs(query: Query, inputs: Inputs) -> dict[tuple[str, str], np.ndarray]:
+    """Outputs of every model on every instance: ``{(model, instance): float64 (n_outputs,)}``."""
+    result = {}
+    for model_name, model in query.models.items():
+        for instance in query.instances:
+            margin = model.eval(as_point(inputs[instance], query.n_features)[None, :])
+            result[model_name, instance] = np.asarray(margin, dtype=np.float64).reshape(-1)
+    return result
+
+
+def term_value(term: OutputTerm, margins: Margins) -> float:
+    """``constant + sum(coef * model(instance)[output])``, added in atom order."""
+    total = float(term.constant)
+    for atom in term.atoms:
+        total += atom.coef * float(margins[atom.model, atom.instance][atom.output])
+    return total
+
+
+def reference_point(reference: Reference, inputs: Inputs) -> np.ndarray:
+    """The float32 point a :class:`Row` or an instance name stands for."""
+    if isinstance(reference, Row):
+        return np.asarray(reference.values, dtype=np.float32)
+    return np.asarray(inputs[reference], dtype=np.float32)
+
+
+def exact_distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> Fraction:
+    """The exact ``linf`` or ``l1`` distance of two float32 points, as a rational."""
+    gaps = [abs(Fraction(float(u)) - Fraction(float(v))) for u, v in zip(a, b, strict=True)]
+    if norm == "linf":
+        return max(gaps, default=Fraction(0))
+    return sum(gaps, Fraction(0))
+
+
+def distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> float:
+    """The ``linf`` or ``l1`` distance of two float32 points, rounded to the nearest float64."""
+    return float(exact_distance(norm, a, b))
+
+
+def compare(value: float, op: str, rhs: float) -> bool:
+    """``value op rhs`` for the comparison operators of the IR."""
+    if op == "<":
+        return value < rhs
+    if op == "<=":
+        return value <= rhs
+    if op == ">":
+        return value > rhs
+    if op == ">=":
+        return value >= rhs
+    if op == "==":
+        return value == rhs
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def holds(constraint: Constraint, inputs: Inputs, margins: Margins) -> bool:
+    """Whether ``constraint`` holds on concrete inputs (``margins`` from :func:`model_outputs`)."""
+    c = constraint
+    if isinstance(c, Interval):
+        return bool(c.lo <= float(inputs[c.instance][c.feature]) <= c.hi)
+    if isinstance(c, Tie):
+        return bool(inputs[c.first][c.feature] == inputs[c.second][c.feature])
+    if isinstance(c, OneHot):
+        return sum(float(inputs[c.instance][f]) for f in c.features) == 1.0
+    if isinstance(c, AtMostKChanged):
+        reference = reference_point(c.reference, inputs)
+        return int(np.count_nonzero(inputs[c.instance] != reference)) <= c.k
+    if isinstance(c, Ball):
+        gap = exact_distance(c.norm, inputs[c.instance], reference_point(c.center, inputs))
+        return gap <= Fraction(c.radius)
+    if isinstance(c, Linear):
+        total = sum(
+            (Fraction(t.coef) * Fraction(float(inputs[t.instance][t.feature])) for t in c.terms),
+            Fraction(0),
+        )
+        return compare(total, c.op, Fraction(c.rhs))
+    if isinstance(c, OutputConstraint):
+        return compare(term_value(c.term, margins), c.op, c.rhs)
+    if isinstance(c, AnyOf):
+        return any(all(holds(a, inputs, margins) for a in alt) for alt in c.alternatives)
+    raise TypeError(f"unknown constraint {c!r}")
+
+
+def domain_violations(query: Query, inputs: Inputs) -> list[str]:
+    """Features whose value lies outside their range or kind, as messages."""
+    problems = []
+    for instance in query.instances:
+        point = inputs[instance]
+        for f, feature in enumerate(query.features):
+            v = float(point[f])
+            if not feature.lo <= v <= feature.hi:
+                problems.append(f"{instance}.{feature.name} = {v} outside [{feature.lo}, {feature.hi}]")
+            elif feature.kind is DomainKind.INT and v != round(v):
+                problems.append(f"{instance}.{feature.name} = {v} is not an integer")
+            elif feature.kind is DomainKind.BOOL and v not in (0.0, 1.0):
+                problems.append(f"{instance}.{feature.name} = {v} is not 0 or 1")
+    return problems
+
+
+def objective_value(query: Query, inputs: Inputs, margins: Margins) -> float | None:
+    """The goal's objective at these inputs, or None for find and prove."""
+    goal = query.goal
+    if isinstance(goal, (Maximize, Minimize)):
+        return term_value(goal.term, margins)
+    if isinstance(goal, MinimizeDistance):
+        return distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))
+    return None

@@ -1,0 +1,421 @@
+"""The query IR: what a `.ver` query asks, in solver-neutral terms.
+
+A :class:`Query` has a feature space shared by its models, one or two named input instances, a
+conjunction of constraints, and a goal. Types are named after the mathematics, never after an
+encoding; every engine (A*, MILP, SAT, the brute-force oracle) reads this and nothing of the syntax.
+
+Semantics, which every engine follows:
+
+* An instance is a vector of float32 values, one per feature; models see it exactly as their
+  library does (``x[f] < t`` goes left).
+* Distances and linear constraints are exact (rational arithmetic) on those float32 values.
+* A model output ``model(instance)[output]`` is the raw margin (:meth:`Ensemble.eval`).
+* ``lower <= optimum <= upper`` for every result; the optimum of an infeasible maximisation is
+  ``-inf`` (``+inf`` when minimising).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from veritas_dsl.model.ensemble import Ensemble
+
+
+class IRError(ValueError):
+    """A query refers to something that does not exist; a bug in whoever built it."""
+
+
+class DomainKind(enum.Enum):
+    """The values a feature may take."""
+
+    REAL = "real"
+    """Any float32 value in the feature's range."""
+    INT = "int"
+    """Integral float32 values in the range."""
+    BOOL = "bool"
+    """0 or 1."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One input feature: its name, kind and closed range ``[lo, hi]`` (shared by all instances)."""
+
+    name: str
+    kind: DomainKind = DomainKind.REAL
+    lo: float = -math.inf
+    hi: float = math.inf
+
+
+@dataclass(frozen=True)
+class Row:
+    """A constant input point (a data row), float32 values in feature order."""
+
+    values: tuple[float, ...]
+    label: str = "row"
+
+
+#: The center of a distance or the reference of a change count: a constant row, or an instance name.
+Reference: TypeAlias = "Row | str"
+
+Norm = Literal["linf", "l1"]
+ComparisonOp = Literal["<", "<=", ">", ">="]
+LinearOp = Literal["<=", ">=", "=="]
+
+
+# -- constraints on inputs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """``lo <= instance[feature] <= hi`` (closed; strict bounds are lowered to the next float32)."""
+
+    instance: str
+    feature: int
+    lo: float = -math.inf
+    hi: float = math.inf
+
+
+@dataclass(frozen=True)
+class Tie:
+    """``first[feature] == second[feature]``: two instances share a feature's value."""
+
+    first: str
+    second: str
+    feature: int
+
+
+@dataclass(frozen=True)
+class OneHot:
+    """Exactly one of ``features`` (all bool) is 1 in ``instance``."""
+
+    instance: str
+    features: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AtMostKChanged:
+    """At most ``k`` features of ``instance`` differ from ``reference`` (a row or an instance)."""
+
+    instance: str
+    reference: Reference
+    k: int
+
+
+@dataclass(frozen=True)
+class Ball:
+    """``distance(instance, center) <= radius`` under ``norm`` (``linf`` or ``l1``)."""
+
+    norm: Norm
+    instance: str
+    center: Reference
+    radius: float
+
+
+@dataclass(frozen=True)
+class LinearTerm:
+    """``coef * instance[feature]``."""
+
+    coef: float
+    instance: str
+    feature: int
+
+
+@dataclass(frozen=True)
+class Linear:
+    """``sum(terms) op rhs`` over input features, op one of ``<=``, ``>=``, ``==``."""
+
+    terms: tuple[LinearTerm, ...]
+    op: LinearOp
+    rhs: float
+
+
+# -- constraints on outputs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputAtom:
+    """``coef * model(instance)[output]``."""
+
+    coef: float
+    model: str
+    instance: str
+    output: int = 0
+
+
+@dataclass(frozen=True)
+class OutputTerm:
+    """An affine sum of model outputs: ``constant + sum(atoms)``."""
+
+    atoms: tuple[OutputAtom, ...]
+    constant: float = 0.0
+
+
+@dataclass(frozen=True)
+class OutputConstraint:
+    """``term op rhs`` with op one of ``<``, ``<=``, ``>``, ``>=``."""
+
+    term: OutputTerm
+    op: ComparisonOp
+    rhs: float
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """At least one alternative holds; each alternative is a conjunction of constraints."""
+
+    alternatives: tuple[tuple[Constraint, ...], ...]
+
+
+Constraint: TypeAlias = (
+    "Interval | Tie | OneHot | AtMostKChanged | Ball | Linear | OutputConstraint | AnyOf"
+)
+
+
+# -- goals ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Maximize:
+    """Find the largest value of ``term`` over the inputs that satisfy the constraints."""
+
+    term: OutputTerm
+
+
+@dataclass(frozen=True)
+class Minimize:
+    """Find the smallest value of ``term``."""
+
+    term: OutputTerm
+
+
+@dataclass(frozen=True)
+class MinimizeDistance:
+    """Find the smallest ``norm`` distance between ``instance`` and ``center`` (a closest example)."""
+
+    norm: Norm
+    instance: str
+    center: Reference
+
+
+@dataclass(frozen=True)
+class Find:
+    """Find any input that satisfies the constraints, or show that none does."""
+
+
+@dataclass(frozen=True)
+class Prove:
+    """Show that every input satisfying the constraints satisfies ``conclusion`` (a conjunction
+    of output constraints and :class:`AnyOf` of them), or find a counterexample."""
+
+    conclusion: tuple[Constraint, ...]
+
+
+Goal: TypeAlias = "Maximize | Minimize | MinimizeDistance | Find | Prove"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A solver-neutral verification problem.
+
+    Attributes
+    ----------
+    name : str
+        The query's name, for messages.
+    features : tuple of Feature
+        The shared feature space; every model is expressed over it (``Ensemble.reindex``).
+    instances : tuple of str
+        Names of the input instances, e.g. ``("x",)`` or ``("x1", "x2")``.
+    models : mapping of str to Ensemble
+        The models that output terms refer to by name.
+    constraints : tuple of Constraint
+        A conjunction.
+    goal : Goal
+        What to find.
+    """
+
+    name: str
+    features: tuple[Feature, ...]
+    instances: tuple[str, ...]
+    models: Mapping[str, Ensemble]
+    constraints: tuple[Constraint, ...] = ()
+    goal: Goal = field(default_factory=Find)
+
+    def __post_init__(self) -> None:
+        check_query(self)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
+
+    def feature_index(self, name: str) -> int:
+        """Index of the feature called ``name``."""
+        for i, feature in enumerate(self.features):
+            if feature.name == name:
+                return i
+        raise IRError(f"query {self.name}: no feature {name!r}")
+
+
+def walk(constraints: tuple[Constraint, ...]):
+    """Yield every constraint, descending into the alternatives of :class:`AnyOf`."""
+    for constraint in constraints:
+        yield constraint
+        if isinstance(constraint, AnyOf):
+            for alternative in constraint.alternatives:
+                yield from walk(alternative)
+
+
+def output_terms(query: Query):
+    """Yield every output term of the query: in constraints, the goal and a conclusion."""
+    goal = query.goal
+    if isinstance(goal, (Maximize, Minimize)):
+        yield goal.term
+    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
+    for constraint in walk(query.constraints + conclusion):
+        if isinstance(constraint, OutputConstraint):
+            yield constraint.term
+
+
+def check_query(query: Query) -> None:
+    """Raise :class:`IRError` when the query refers to unknown instances, features or models."""
+    n = query.n_features
+    names = [f.name for f in query.features]
+    if len(set(names)) != len(names):
+        raise IRError(f"query {query.name}: feature names are not unique")
+    if not query.instances or len(set(query.instances)) != len(query.instances):
+        raise IRError(f"query {query.name}: instances must be named, once each")
+    for name, model in query.models.items():
+        if model.feature_names != tuple(names):
+            raise IRError(f"query {query.name}: model {name} is not over the query's features")
+
+    def instance(name: str) -> None:
+        if name not in query.instances:
+            raise IRError(f"query {query.name}: unknown instance {name!r}")
+
+    def reference(ref: Reference) -> None:
+        if isinstance(ref, Row):
+            if len(ref.values) != n:
+                raise IRError(f"query {query.name}: row {ref.label} has {len(ref.values)} values")
+        else:
+            instance(ref)
+
+    def feature(index: int) -> None:
+        if not 0 <= index < n:
+            raise IRError(f"query {query.name}: feature index {index} out of range")
+
+    goal = query.goal
+    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
+    for c in walk(query.constraints + conclusion):
+        if isinstance(c, Interval):
+            instance(c.instance)
+            feature(c.feature)
+        elif isinstance(c, Tie):
+            instance(c.first)
+            instance(c.second)
+            feature(c.feature)
+        elif isinstance(c, OneHot):
+            instance(c.instance)
+            for f in c.features:
+                feature(f)
+                if query.features[f].kind is not DomainKind.BOOL:
+                    raise IRError(f"query {query.name}: one-hot feature {names[f]} is not bool")
+        elif isinstance(c, AtMostKChanged):
+            instance(c.instance)
+            reference(c.reference)
+        elif isinstance(c, Ball):
+            instance(c.instance)
+            reference(c.center)
+        elif isinstance(c, Linear):
+            for term in c.terms:
+                instance(term.instance)
+                feature(term.feature)
+        elif isinstance(c, OutputConstraint | AnyOf):
+            pass
+        else:
+            raise IRError(f"query {query.name}: unknown constraint {c!r}")
+    for c in conclusion:
+        for inner in walk((c,)):
+            if not isinstance(inner, OutputConstraint | AnyOf):
+                raise IRError(f"query {query.name}: a conclusion may only constrain outputs")
+    if isinstance(goal, MinimizeDistance):
+        instance(goal.instance)
+        reference(goal.center)
+    for term in output_terms(query):
+        for atom in term.atoms:
+            instance(atom.instance)
+            if atom.model not in query.models:
+                raise IRError(f"query {query.name}: unknown model {atom.model!r}")
+            if not 0 <= atom.output < query.models[atom.model].n_outputs:
+                raise IRError(f"query {query.name}: model {atom.model} has no output {atom.output}")
+
+
+#: Every construct a query can use; engines declare the subset they answer.
+CONSTRUCTS = frozenset(
+    {
+        "two_instances",
+        "several_models",
+        "multiclass",
+        "int_domain",
+        "bool_domain",
+        "tie",
+        "one_hot",
+        "changed",
+        "linf",
+        "l1",
+        "linear",
+        "output_constraint",
+        "disjunction",
+        "maximize",
+        "minimize",
+        "minimize_distance",
+        "find",
+        "prove",
+    }
+)
+
+
+def constructs(query: Query) -> frozenset[str]:
+    """The constructs ``query`` uses (a subset of :data:`CONSTRUCTS`)."""
+    used = {
+        Maximize: "maximize",
+        Minimize: "minimize",
+        MinimizeDistance: "minimize_distance",
+        Find: "find",
+        Prove: "prove",
+    }
+    found = {used[type(query.goal)]}
+    if len(query.instances) > 1:
+        found.add("two_instances")
+    models = {atom.model for term in output_terms(query) for atom in term.atoms}
+    if len(models) > 1:
+        found.add("several_models")
+    if any(query.models[m].n_outputs > 1 for m in models):
+        found.add("multiclass")
+    kinds = {f.kind for f in query.features}
+    if DomainKind.INT in kinds:
+        found.add("int_domain")
+    if DomainKind.BOOL in kinds:
+        found.add("bool_domain")
+    goal = query.goal
+    if isinstance(goal, MinimizeDistance):
+        found.add(goal.norm)
+    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
+    names = {
+        Tie: "tie",
+        OneHot: "one_hot",
+        AtMostKChanged: "changed",
+        Linear: "linear",
+        OutputConstraint: "output_constraint",
+        AnyOf: "disjunction",
+    }
+    for c in walk(query.constraints + conclusion):
+        if isinstance(c, Ball):
+            found.add(c.norm)
+        elif type(c) in names:
+            found.add(names[type(c)])
+    if len(conclusion) > 1:  # the negation of a conjunction is a disjunction
+        found.add("disjunction")
+    return frozenset(found)

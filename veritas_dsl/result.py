@@ -1,0 +1,105 @@
+"""What an engine returns: why it stopped, kept apart from what it found."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Termination(enum.Enum):
+    """Why an engine stopped. Limits are never merged: each has its own member."""
+
+    OPTIMAL = "optimal"
+    """The question is answered exactly: the optimum is proven (``lower == upper``), or for
+    find and prove a witness (a counterexample, for prove) was found."""
+    INFEASIBLE = "infeasible"
+    """No input satisfies the constraints; for prove, no counterexample exists: the property holds."""
+    TIME_LIMIT = "time_limit"
+    """The time limit was reached; the bounds are valid but may not meet."""
+    STEP_LIMIT = "step_limit"
+    """The step (node, expansion) limit was reached."""
+    MEMORY_LIMIT = "memory_limit"
+    """The engine's memory limit was reached; it stopped cleanly."""
+    LICENCE_LIMIT = "licence_limit"
+    """The solver's licence does not allow a problem of this size."""
+    INTERRUPTED = "interrupted"
+    """The user interrupted the run."""
+    ERROR = "error"
+    """The engine failed; ``Result.message`` says why."""
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A concrete input: one float32 vector per instance, in the query's feature order.
+
+    ``value`` is the objective at this input (for optimisation and distance goals), computed on
+    the Ensemble; witnesses are validated against the original library model before reporting.
+    """
+
+    inputs: Mapping[str, np.ndarray]
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """The bounds known ``time_s`` seconds after the start."""
+
+    time_s: float
+    lower: float
+    upper: float
+
+
+@dataclass
+class Result:
+    """An engine's answer to one query.
+
+    Attributes
+    ----------
+    query, engine : str
+        Which query, answered by which engine.
+    termination : Termination
+        Why the engine stopped.
+    lower, upper : float or None
+        Bounds on the optimum of an optimisation or distance goal (``lower <= optimum <=
+        upper``; ``-inf`` for both when a maximisation is infeasible, ``+inf`` when a
+        minimisation is). None for find and prove goals.
+    witnesses : list of Witness
+        Concrete inputs found; the first is the best. For prove, counterexamples.
+    trace : list of TracePoint
+        How the bounds moved over time.
+    stats : dict
+        Engine statistics (states expanded, states per second, ...), plain numbers and strings.
+    time_s : float
+        Wall time of the solve.
+    message : str
+        A human note: the error, or a change of engine.
+    """
+
+    query: str
+    engine: str
+    termination: Termination
+    lower: float | None = None
+    upper: float | None = None
+    witnesses: list[Witness] = field(default_factory=list)
+    trace: list[TracePoint] = field(default_factory=list)
+    stats: dict[str, float | int | str] = field(default_factory=dict)
+    time_s: float = 0.0
+    message: str = ""
+
+    @property
+    def exact(self) -> bool:
+        """True when the engine answered the question, not stopped at a limit."""
+        return self.termination in (Termination.OPTIMAL, Termination.INFEASIBLE)
+
+    @property
+    def gap(self) -> float | None:
+        """``upper - lower`` (0 when both are the same infinity), or None without bounds."""
+        if self.lower is None or self.upper is None:
+            return None
+        if self.lower == self.upper:
+            return 0.0
+        return self.upper - self.lower if math.isfinite(self.upper - self.lower) else math.inf

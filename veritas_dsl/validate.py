@@ -1,0 +1,61 @@
+"""Witness validation on the original library models.
+
+A witness an engine reports must reproduce: on every model, the library's own prediction (XGBoost,
+scikit-learn or LightGBM) must match our Ensemble's, and the query's constraints (and, for a
+counterexample, the negated conclusion) must hold with the library's outputs. Anything else is a
+bug, never a result, so it raises.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veritas_dsl.ir.evaluate import as_point, domain_violations, holds, model_outputs
+from veritas_dsl.ir.logic import negate
+from veritas_dsl.ir.query import Prove, Query
+from veritas_dsl.model.ensemble import margin_close
+from veritas_dsl.result import Witness
+
+#: Largest accepted difference between library and Ensemble outputs, relative above magnitude 1.
+TOLERANCE = 1e-5
+
+
+class WitnessMismatch(AssertionError):
+    """A witness does not reproduce on the original model, or breaks the query's constraints."""
+
+
+def library_outputs(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
+    """Outputs of every model on every instance from the original library model.
+
+    Models without one (loaded from our own JSON) answer with the Ensemble itself.
+    """
+    outputs = model_outputs(query, inputs)
+    for (model_name, instance), ours in outputs.items():
+        library = query.models[model_name].library
+        if library is None:
+            continue
+        point = as_point(inputs[instance], query.n_features)[None, :]
+        theirs = np.asarray(library.predict(point), dtype=np.float64).reshape(-1)
+        if theirs.shape != ours.shape or not margin_close(theirs, ours, TOLERANCE).all():
+            raise WitnessMismatch(
+                f"query {query.name}: on {instance} = {point[0].tolist()}, {library.name} model "
+                f"{model_name} predicts {theirs.tolist()} but the Ensemble gives {ours.tolist()}"
+            )
+        outputs[model_name, instance] = theirs
+    return outputs
+
+
+def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np.ndarray]:
+    """Check ``witness`` on the library models; return their outputs, or raise WitnessMismatch."""
+    inputs = {name: as_point(witness.inputs[name], query.n_features) for name in query.instances}
+    problems = domain_violations(query, inputs)
+    if problems:
+        raise WitnessMismatch(f"query {query.name}: witness leaves the domain: {problems[0]}")
+    outputs = library_outputs(query, inputs)
+    required = query.constraints
+    if isinstance(query.goal, Prove):
+        required += (negate(query.goal.conclusion),)
+    for constraint in required:
+        if not holds(constraint, inputs, outputs):
+            raise WitnessMismatch(f"query {query.name}: witness breaks {constraint}")
+    return outputs
