@@ -1,6 +1,6 @@
 """Regenerate the small models and data the examples use. Deterministic: run it, diff nothing.
 
-    python examples/make_examples.py
+python examples/make_examples.py
 """
 
 from __future__ import annotations
@@ -39,11 +39,20 @@ def main() -> None:
     (HERE / "data").mkdir(exist_ok=True)
     X, y = credit_data(2000, seed=1)
     train(X, y, rounds=20, depth=3, seed=1).save_model(HERE / "models" / "credit.json")
-    train(X[:1000], y[:1000], rounds=20, depth=3, seed=2).save_model(HERE / "models" / "credit_v2.json")
+    train(X[:1000], y[:1000], rounds=20, depth=3, seed=2).save_model(
+        HERE / "models" / "credit_v2.json"
+    )
     X_test, y_test = credit_data(200, seed=2)
     header = ",".join([*FEATURES, "label"])
     rows = np.column_stack([X_test, y_test])
-    np.savetxt(HERE / "data" / "credit_test.csv", rows, delimiter=",", header=header, comments="", fmt="%.9g")
+    np.savetxt(
+        HERE / "data" / "credit_test.csv",
+        rows,
+        delimiter=",",
+        header=header,
+        comments="",
+        fmt="%.9g",
+    )
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from veritas_dsl.ir.query import Query, constructs
 from veritas_dsl.solvers.base import Engine, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+
+from veritas_dsl.ir.query import Query, constructs
 
 ENGINES: dict[str, Engine] = {engine.name: engine for engine in (OracleEngine(),)}
 
@@ -24,7 +25,11 @@ def check_supports(engine: Engine, query: Query) -> None:
     missing = sorted(constructs(query) - engine.capabilities.constructs)
     if not missing:
         return
-    able = [name for name, other in ENGINES.items() if constructs(query) <= other.capabilities.constructs]
+    able = [
+        name
+        for name, other in ENGINES.items()
+        if constructs(query) <= other.capabilities.constructs
+    ]
     hint = f"; engines that can: {', '.join(able)}" if able else "; no engine supports all of them"
     raise UnsupportedQuery(
         f"query {query.name}: engine {engine.name} does not support {', '.join(missing)}{hint}"

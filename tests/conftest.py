@@ -18,7 +18,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensemble:
-    """An Ensemble from nested tuples: a leaf is a number (or list), a split ``(f, t, left, right)``."""
+    """An Ensemble from nested tuples: a leaf is a number or list; a split is (f, t, lo, hi)."""
     feature, threshold, left, right, value, offsets = [], [], [], [], [], [0]
     n_outputs = 1
 

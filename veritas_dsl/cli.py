@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         else:
-            print(f"internal error: {error!r} (run with --debug for the traceback)", file=sys.stderr)
+            print(
+                f"internal error: {error!r} (run with --debug for the traceback)", file=sys.stderr
+            )
         return ExitCode.ERROR
 
 
@@ -50,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     inspect = commands.add_parser("inspect", help="describe a model file")
-    inspect.add_argument("model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)")
+    inspect.add_argument(
+        "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
+    )
     inspect.add_argument("--format", choices=FORMATS, help="model format (default: from the file)")
     inspect.add_argument(
         "--trust-pickle",
@@ -86,7 +90,8 @@ def _render_summary(s: ModelSummary) -> str:
     lines.append(f"  {'feature':<{width}}  {'splits':>6}  {'thresholds':>10}  range")
     for f in s.features:
         lines.append(
-            f"  {f.name:<{width}}  {f.splits:>6}  {f.thresholds:>10}  [{f.lowest:.6g}, {f.highest:.6g}]"
+            f"  {f.name:<{width}}  {f.splits:>6}  {f.thresholds:>10}  "
+            f"[{f.lowest:.6g}, {f.highest:.6g}]"
         )
     return "\n".join(lines)
 

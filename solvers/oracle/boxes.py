@@ -1,8 +1,8 @@
 """Input variables and their float32 boxes, shared by the oracle's enumeration and point search.
 
-Each (instance, feature) pair is a variable, except that pairs tied by a top-level :class:`Tie` share
-one. A box is a closed float32 interval per variable (``lo``, ``hi``: float64 arrays holding
-float32 values); integer and bool variables keep integral bounds.
+Each (instance, feature) pair is a variable, except that pairs tied by a top-level
+:class:`Tie` share one. A box is a closed float32 interval per variable (``lo``, ``hi``: float64
+arrays holding float32 values); integer and bool variables keep integral bounds.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The brute-force oracle: exact answers for tiny ensembles, the reference every engine is tested on.
+"""The brute-force oracle: exact answers for tiny ensembles, the reference for every engine.
 
 It enumerates every reachable combination of leaves (one per tree of every model and instance the
 query reads). A combination fixes every output, so the objective is a constant over its box; the
@@ -15,6 +15,10 @@ import time
 from fractions import Fraction
 
 import numpy as np
+from veritas_dsl.solvers.base import Availability, Capabilities, Limits
+from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
+from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
+from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 from veritas_dsl.ir.evaluate import model_outputs, term_value
 from veritas_dsl.ir.logic import negate
@@ -32,10 +36,6 @@ from veritas_dsl.ir.query import (
     Tie,
 )
 from veritas_dsl.result import Result, Termination, Witness
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
-from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
-from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
-from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
 MAX_COMBINATIONS = 200_000
@@ -89,7 +89,13 @@ class OracleEngine:
             if distance_goal is not None and best is not None and key >= best[0]:
                 break  # no box left can be closer than the best point found
             point = find_point(
-                query, space, combination.lo, combination.hi, rest, combination.margins, distance_goal
+                query,
+                space,
+                combination.lo,
+                combination.hi,
+                rest,
+                combination.margins,
+                distance_goal,
             )
             if point is None:
                 continue
@@ -166,11 +172,15 @@ def _check_outputs(query: Query, inputs, combination: Combination) -> None:
     outputs = model_outputs(query, inputs)
     for pair, margin in combination.margins.items():
         if not np.array_equal(outputs[pair], margin):
-            raise AssertionError(f"oracle witness reaches other leaves for {pair}: {outputs[pair]} != {margin}")
+            raise AssertionError(
+                f"oracle witness reaches other leaves for {pair}: {outputs[pair]} != {margin}"
+            )
 
 
 def _infeasible(query: Query) -> Result:
-    bound = {Maximize: -math.inf, Minimize: math.inf, MinimizeDistance: math.inf}.get(type(query.goal))
+    bound = {Maximize: -math.inf, Minimize: math.inf, MinimizeDistance: math.inf}.get(
+        type(query.goal)
+    )
     return Result(
         query=query.name,
         engine=OracleEngine.name,

@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from veritas_dsl.solvers.base import UnsupportedQuery
+from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import Query, output_terms
 from veritas_dsl.model.ensemble import Ensemble
-from veritas_dsl.solvers.base import UnsupportedQuery
-from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Combination:
-    """One leaf per tree: the outputs it fixes, ``{(model, instance): (n_outputs,)}``, and its box."""
+    """One leaf per tree: the outputs it fixes (``{(model, instance): (n_outputs,)}``), its box."""
 
     margins: dict[tuple[str, str], np.ndarray]
     lo: np.ndarray
@@ -108,7 +108,9 @@ def combinations(
         pair, first, base, leaves = levels[level]
         for value, conditions in leaves:
             new_lo, new_hi = lo.copy(), hi.copy()
-            if all(narrow(new_lo, new_hi, v, a, b, bool(space.integral[v])) for v, a, b in conditions):
+            if all(
+                narrow(new_lo, new_hi, v, a, b, bool(space.integral[v])) for v, a, b in conditions
+            ):
                 start = base.copy() if first else margins[pair]
                 # Add leaf values in tree order, exactly as Ensemble.eval does.
                 yield from descend(level + 1, new_lo, new_hi, {**margins, pair: start + value})

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 from veritas_dsl.ir.evaluate import distance, holds, reference_point
 from veritas_dsl.ir.float32 import as_float32, ball_interval, ceil32, floor32
@@ -31,7 +32,6 @@ from veritas_dsl.ir.query import (
     Tie,
     walk,
 )
-from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 #: Attempts at tightening linear constraints when rounding to float32 breaks one.
 _REPAIRS = 4
@@ -65,7 +65,7 @@ def branches(constraints: tuple[Constraint, ...], margins) -> list[list[Constrai
             if not result:
                 return []
         else:
-            result = [r + [c] for r in result]
+            result = [[*r, c] for r in result]
     return result
 
 
@@ -204,7 +204,10 @@ class _Program:
         status = h.getModelStatus()
         if status == highspy.HighsModelStatus.kOptimal:
             return np.array(h.getSolution().col_value[:n])
-        if status in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        if status in (
+            highspy.HighsModelStatus.kInfeasible,
+            highspy.HighsModelStatus.kUnboundedOrInfeasible,
+        ):
             return None
         raise WitnessError(f"HiGHS stopped with status {h.modelStatusToString(status)}")
 
@@ -311,7 +314,9 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
             for f in range(query.n_features):
                 x = var(c.instance, f)
                 if x != var(c.center, f):
-                    program.row(-tighten(c.radius), tighten(c.radius), {x: 1.0, var(c.center, f): -1.0})
+                    program.row(
+                        -tighten(c.radius), tighten(c.radius), {x: 1.0, var(c.center, f): -1.0}
+                    )
         elif isinstance(c, Ball):
             cols = distance_columns(c.instance, c.center, 0.0)
             program.row(-math.inf, tighten(c.radius), dict.fromkeys(cols, 1.0))
@@ -361,7 +366,9 @@ def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
                 pairs.append((v, space.of(query, reference, f)))
     for c in special:
         if isinstance(c, Tie):
-            pairs.append((space.of(query, c.first, c.feature), space.of(query, c.second, c.feature)))
+            pairs.append(
+                (space.of(query, c.first, c.feature), space.of(query, c.second, c.feature))
+            )
 
     values = np.empty(space.n_vars)
     for v in range(space.n_vars):
@@ -370,7 +377,9 @@ def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
             values[v] = min(max(float(round(s)), lo[v]), hi[v])
             continue
         candidates = {b for b in (lo[v], hi[v]) if math.isfinite(b)} | attract[v]
-        close = [a for a in candidates if abs(s - a) <= 1e-9 * max(1.0, abs(a)) and lo[v] <= a <= hi[v]]
+        close = [
+            a for a in candidates if abs(s - a) <= 1e-9 * max(1.0, abs(a)) and lo[v] <= a <= hi[v]
+        ]
         if close:
             values[v] = close[0]
         elif v in toward:
@@ -379,6 +388,9 @@ def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
             values[v] = as_float32(s)
         values[v] = min(max(values[v], lo[v]), hi[v])
     for a, b in pairs:
-        if abs(values[a] - values[b]) <= 1e-9 * max(1.0, abs(values[a])) and lo[b] <= values[a] <= hi[b]:
+        if (
+            abs(values[a] - values[b]) <= 1e-9 * max(1.0, abs(values[a]))
+            and lo[b] <= values[a] <= hi[b]
+        ):
             values[b] = values[a]
     return values

@@ -22,7 +22,10 @@ def test_ceil_and_floor_are_the_nearest_float32_on_each_side(v):
     assert next_down(up) < v < next_up(down) or up == down == v
 
 
-@given(st.floats(min_value=-1e4, max_value=1e4, allow_nan=False, width=32), st.floats(0, 10, allow_nan=False))
+@given(
+    st.floats(min_value=-1e4, max_value=1e4, allow_nan=False, width=32),
+    st.floats(0, 10, allow_nan=False),
+)
 def test_ball_interval_is_exactly_the_float32_values_within_the_radius(center, radius):
     lo, hi = ball_interval(center, radius)
 

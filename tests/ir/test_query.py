@@ -33,7 +33,9 @@ OUT = OutputTerm((OutputAtom(1.0, "m", "x"),))
 
 
 def query(constraints=(), goal=None, instances=("x",), features=FEATURES, models=None):
-    return Query("q", features, instances, models or {"m": MODEL}, tuple(constraints), goal or Find())
+    return Query(
+        "q", features, instances, models or {"m": MODEL}, tuple(constraints), goal or Find()
+    )
 
 
 @pytest.mark.parametrize(
@@ -92,6 +94,9 @@ def test_negation_flips_comparisons_and_swaps_and_or():
     assert negated == AnyOf(
         (
             (OutputConstraint(OUT, "<=", 1.0),),
-            (AnyOf(((OutputConstraint(OUT, ">", 3.0),),)), AnyOf(((OutputConstraint(OUT, "<", 0.0),),))),
+            (
+                AnyOf(((OutputConstraint(OUT, ">", 3.0),),)),
+                AnyOf(((OutputConstraint(OUT, "<", 0.0),),)),
+            ),
         )
     )

@@ -24,7 +24,9 @@ def test_shape_facts(two_trees):
 
 
 def test_multi_output_eval_and_classes():
-    model = build([(0, 0.0, [1.0, 0.0, 0.0], [0.0, 2.0, 2.0])], 1, base=[0.0, 0.5, 0.0], task="multiclass")
+    model = build(
+        [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 2.0, 2.0])], 1, base=[0.0, 0.5, 0.0], task="multiclass"
+    )
     margins = model.eval(np.array([[-1.0], [1.0]]))
     assert margins.tolist() == [[1.0, 0.5, 0.0], [0.0, 2.5, 2.0]]
     assert model.predict_class(np.array([[-1.0], [1.0]])).tolist() == [0, 1]
@@ -79,12 +81,30 @@ def test_arrays_are_read_only(two_trees):
 
 
 def test_save_load_is_exact(tmp_path, two_trees):
-    odd = build([(0, float(np.float32(0.1)), 1 / 3, (1, float(np.nextafter(np.float32(2), 0)), 1e-300, -7.5))], 2)
+    odd = build(
+        [
+            (
+                0,
+                float(np.float32(0.1)),
+                1 / 3,
+                (1, float(np.nextafter(np.float32(2), 0)), 1e-300, -7.5),
+            )
+        ],
+        2,
+    )
     for model in (two_trees, odd):
         path = tmp_path / "model.json"
         model.save(path)
         loaded = Ensemble.load(path)
-        for name in ("feature", "threshold", "left", "right", "value", "tree_offsets", "base_score"):
+        for name in (
+            "feature",
+            "threshold",
+            "left",
+            "right",
+            "value",
+            "tree_offsets",
+            "base_score",
+        ):
             assert np.array_equal(getattr(loaded, name), getattr(model, name)), name
         assert loaded.feature_names == model.feature_names
         assert not (tmp_path / "model.json.partial").exists()

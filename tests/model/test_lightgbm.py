@@ -1,4 +1,4 @@
-"""LightGBM import: parity with ``predict(raw_score=True)`` per objective, file loading, refusals."""
+"""LightGBM import: parity with ``predict(raw_score=True)`` per objective, files, refusals."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ CASES = {
 }
 
 
-def train(objective: str, **extra) -> "lgb.Booster":
+def train(objective: str, **extra) -> lgb.Booster:
     y, params = CASES[objective]
     params = {"objective": objective, "num_leaves": 8, "verbose": -1, "seed": 3, **params, **extra}
     return lgb.train(params, lgb.Dataset(X, y), num_boost_round=10)
@@ -62,7 +62,9 @@ def test_random_forest_mode_is_the_mean_of_its_trees():
     booster = train("regression", boosting="rf", bagging_freq=1, bagging_fraction=0.6)
     model = Ensemble.from_lightgbm(booster)
     assert_parity(model, booster.predict, parity_points(model, X))  # predict averages; raw sums
-    assert np.allclose(model.library.predict(X.astype(np.float32)), booster.predict(X.astype(np.float32)))
+    assert np.allclose(
+        model.library.predict(X.astype(np.float32)), booster.predict(X.astype(np.float32))
+    )
 
 
 def test_sklearn_wrapper_and_text_file(tmp_path):
@@ -76,14 +78,22 @@ def test_sklearn_wrapper_and_text_file(tmp_path):
 
 def test_categorical_split_is_refused():
     codes = RNG.integers(0, 4, len(X))
-    data = lgb.Dataset(np.column_stack([codes, X[:, 0]]), (codes == 2) + (X[:, 0] > 0), categorical_feature=[0])
-    booster = lgb.train({"objective": "regression", "verbose": -1, "min_data_per_group": 5, "cat_smooth": 1}, data, 3)
+    data = lgb.Dataset(
+        np.column_stack([codes, X[:, 0]]), (codes == 2) + (X[:, 0] > 0), categorical_feature=[0]
+    )
+    booster = lgb.train(
+        {"objective": "regression", "verbose": -1, "min_data_per_group": 5, "cat_smooth": 1},
+        data,
+        3,
+    )
     with pytest.raises(ModelError, match="categorical"):
         Ensemble.from_lightgbm(booster)
 
 
 def test_linear_tree_is_refused():
-    booster = lgb.train({"objective": "regression", "linear_tree": True, "verbose": -1}, lgb.Dataset(X, Y_REAL), 2)
+    booster = lgb.train(
+        {"objective": "regression", "linear_tree": True, "verbose": -1}, lgb.Dataset(X, Y_REAL), 2
+    )
     with pytest.raises(ModelError, match="linear_tree"):
         Ensemble.from_lightgbm(booster)
 

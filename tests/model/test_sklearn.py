@@ -1,4 +1,4 @@
-"""scikit-learn import: parity with predict_proba / decision_function / predict on every estimator."""
+"""scikit-learn import: parity with predict_proba, decision_function or predict, per estimator."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from reference.points import assert_parity, parity_points
 
 pytest.importorskip("sklearn", reason="scikit-learn is an optional importer")
-from sklearn import ensemble, tree  # noqa: E402
+from sklearn import ensemble, tree
 
-from veritas_dsl.model import Ensemble, ModelError, load_model  # noqa: E402
+from veritas_dsl.model import Ensemble, ModelError, load_model
 
 RNG = np.random.default_rng(11)
 # float64 training data, so that scikit-learn's thresholds are midpoints that float32 cannot hold.
@@ -47,7 +47,12 @@ def raw_output(estimator, n_classes: int):
 
 def original_thresholds(estimator):
     members = np.ravel(getattr(estimator, "estimators_", [estimator]))
-    return [(f, t) for m in members for f, t in zip(m.tree_.feature, m.tree_.threshold, strict=True) if f >= 0]
+    return [
+        (f, t)
+        for m in members
+        for f, t in zip(m.tree_.feature, m.tree_.threshold, strict=True)
+        if f >= 0
+    ]
 
 
 @pytest.mark.parametrize("labels", ["binary", "multiclass"])
@@ -64,7 +69,11 @@ def test_classifier_parity(estimator, labels):
         assert np.array_equal(model.predict_class(P), fitted.predict(P)), name
 
 
-@pytest.mark.parametrize("estimator", REGRESSORS, ids=lambda e: f"{type(e).__name__}-{e.loss if hasattr(e, 'loss') else ''}")
+@pytest.mark.parametrize(
+    "estimator",
+    REGRESSORS,
+    ids=lambda e: f"{type(e).__name__}-{e.loss if hasattr(e, 'loss') else ''}",
+)
 def test_regressor_parity(estimator):
     fitted = estimator.fit(X, Y_REAL)
     model = Ensemble.from_sklearn(fitted)
@@ -82,24 +91,41 @@ def test_thresholds_that_round_up_in_float32_still_split_the_same():
     model = Ensemble.from_sklearn(fitted)
     x = np.float32(t)  # rounds up, above t
     assert float(x) > t
-    assert model.eval(np.array([[x]]))[0] == fitted.predict(np.array([[x]], dtype=np.float32))[0] == 1.0
+    assert (
+        model.eval(np.array([[x]]))[0]
+        == fitted.predict(np.array([[x]], dtype=np.float32))[0]
+        == 1.0
+    )
 
 
 def test_feature_names_and_library_model():
-    fitted = ensemble.RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, Y_BINARY)
+    fitted = ensemble.RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(
+        X, Y_BINARY
+    )
     model = Ensemble.from_sklearn(fitted)
     assert model.feature_names == ("f0", "f1", "f2", "f3")
     assert model.class_threshold == 0.5
-    assert np.array_equal(model.library.predict(X.astype(np.float32)), fitted.predict_proba(X.astype(np.float32))[:, 1])
+    assert np.array_equal(
+        model.library.predict(X.astype(np.float32)),
+        fitted.predict_proba(X.astype(np.float32))[:, 1],
+    )
 
 
 @pytest.mark.parametrize(
     "estimator, message",
     [
-        (ensemble.HistGradientBoostingClassifier(max_iter=3), "HistGradientBoostingClassifier is not"),
+        (
+            ensemble.HistGradientBoostingClassifier(max_iter=3),
+            "HistGradientBoostingClassifier is not",
+        ),
         (ensemble.RandomForestClassifier(n_estimators=2), "not a fitted"),
         (tree.DecisionTreeRegressor(max_depth=2), "2 targets"),
-        (ensemble.GradientBoostingClassifier(n_estimators=2, init=tree.DecisionTreeClassifier(max_depth=1)), "init estimator"),
+        (
+            ensemble.GradientBoostingClassifier(
+                n_estimators=2, init=tree.DecisionTreeClassifier(max_depth=1)
+            ),
+            "init estimator",
+        ),
     ],
 )
 def test_unsupported_estimators_are_refused(estimator, message):

@@ -57,7 +57,9 @@ def test_parity_per_objective(objective):
     booster = train(objective)
     model = Ensemble.from_xgboost(booster)
     assert_parity(model, margin(booster), parity_points(model, X))
-    expected_task = {"binary": "binary", "multi": "multiclass"}.get(objective.split(":")[0], "regression")
+    expected_task = {"binary": "binary", "multi": "multiclass"}.get(
+        objective.split(":")[0], "regression"
+    )
     assert model.task == expected_task
 
 
@@ -92,7 +94,13 @@ def test_feature_names_come_from_the_model():
     booster = xgb.train({"max_depth": 2}, xgb.DMatrix(X, Y_REAL, feature_names=names), 3)
     assert Ensemble.from_xgboost(booster).feature_names == tuple(names)
     assert train("reg:squarederror").feature_names is None
-    assert Ensemble.from_xgboost(train("reg:squarederror")).feature_names == ("f0", "f1", "f2", "f3", "f4")
+    assert Ensemble.from_xgboost(train("reg:squarederror")).feature_names == (
+        "f0",
+        "f1",
+        "f2",
+        "f3",
+        "f4",
+    )
 
 
 def test_sklearn_wrappers():
@@ -101,15 +109,21 @@ def test_sklearn_wrappers():
     assert model.task == "binary"
     points = parity_points(model, X)
     assert_parity(model, lambda p: classifier.predict(p, output_margin=True), points)
-    assert np.array_equal(model.predict_class(points["thresholds"]), classifier.predict(points["thresholds"]))
+    assert np.array_equal(
+        model.predict_class(points["thresholds"]), classifier.predict(points["thresholds"])
+    )
 
     regressor = xgb.XGBRegressor(n_estimators=8, max_depth=3).fit(X, Y_REAL)
     model = Ensemble.from_xgboost(regressor)
-    assert_parity(model, lambda p: regressor.predict(p, output_margin=True), parity_points(model, X))
+    assert_parity(
+        model, lambda p: regressor.predict(p, output_margin=True), parity_points(model, X)
+    )
 
 
 def test_early_stopping_uses_best_iteration_like_predict():
-    model = xgb.XGBRegressor(n_estimators=200, max_depth=3, early_stopping_rounds=3, learning_rate=0.9)
+    model = xgb.XGBRegressor(
+        n_estimators=200, max_depth=3, early_stopping_rounds=3, learning_rate=0.9
+    )
     model.fit(X[:300], Y_REAL[:300], eval_set=[(X[300:], Y_REAL[300:])], verbose=False)
     assert model.best_iteration + 1 < 200
     ensemble = Ensemble.from_xgboost(model)
@@ -130,7 +144,14 @@ def test_library_model_predicts_the_raw_margin():
         ({"booster": "dart"}, "'dart'"),
         ({"booster": "gblinear", "max_depth": None}, "'gblinear'"),
         ({"objective": "survival:aft"}, "survival:aft"),
-        ({"multi_strategy": "multi_output_tree", "tree_method": "hist", "objective": "reg:squarederror"}, None),
+        (
+            {
+                "multi_strategy": "multi_output_tree",
+                "tree_method": "hist",
+                "objective": "reg:squarederror",
+            },
+            None,
+        ),
     ],
 )
 def test_unsupported_models_are_refused(params, message):
@@ -142,7 +163,9 @@ def test_unsupported_models_are_refused(params, message):
     if params.get("objective") == "survival:aft":
         data.set_float_info("label_lower_bound", np.abs(Y_REAL) + 1)
         data.set_float_info("label_upper_bound", np.abs(Y_REAL) + 2)
-    booster = xgb.train({"objective": "reg:squarederror", "max_depth": 2, **params}, data, num_boost_round=2)
+    booster = xgb.train(
+        {"objective": "reg:squarederror", "max_depth": 2, **params}, data, num_boost_round=2
+    )
     with pytest.raises(ModelError, match=message):
         Ensemble.from_xgboost(booster)
 
@@ -169,7 +192,7 @@ def test_missing_other_than_nan_is_refused():
 def test_bad_files_are_clear_errors(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(ModelError, match="broken.json: XGBoost cannot load"):
+    with pytest.raises(ModelError, match=r"broken\.json: XGBoost cannot load"):
         Ensemble.from_xgboost(path)
     with pytest.raises(ModelError, match="no such model file"):
         Ensemble.from_xgboost(tmp_path / "absent.json")

@@ -15,7 +15,9 @@ import numpy as np
 from veritas_dsl.ir.float32 import ceil32, floor32, next_down
 
 
-def candidate_values(models, feature: int, lo: float, hi: float, integral: bool = False) -> list[float]:
+def candidate_values(
+    models, feature: int, lo: float, hi: float, integral: bool = False
+) -> list[float]:
     """Values of ``feature`` that meet every cell of the threshold grid inside ``[lo, hi]``."""
     values = {ceil32(lo) if np.isfinite(lo) else -1e6, floor32(hi) if np.isfinite(hi) else 1e6}
     for model in models:
@@ -32,3 +34,20 @@ def grid_points(models, bounds, integral=None) -> np.ndarray:
     integral = integral or [False] * len(bounds)
     axes = [candidate_values(models, f, lo, hi, integral[f]) for f, (lo, hi) in enumerate(bounds)]
     return np.array(list(itertools.product(*axes)), dtype=np.float32).reshape(-1, len(bounds))
+
+
+def cells(models, n_features: int):
+    """Every cell of the threshold grid as ``(lo, hi)`` float32 bounds per feature (closed)."""
+    axes = []
+    for f in range(n_features):
+        cuts = sorted({float(t) for m in models for t in m.threshold[m.feature == f]})
+        lows = [-np.inf, *cuts]
+        highs = [*(next_down(c) for c in cuts), np.inf]
+        axes.append(list(zip(lows, highs, strict=True)))
+    for combo in itertools.product(*axes):
+        yield np.array([c[0] for c in combo]), np.array([c[1] for c in combo])
+
+
+def representative(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """A point of the cell: its lower corner, or the upper one where the cell is unbounded below."""
+    return np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi, 0.0)).astype(np.float32)

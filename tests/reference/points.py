@@ -20,16 +20,22 @@ def around(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=np.float32)
     down = np.nextafter(values, STEP_DOWN)
     up = np.nextafter(values, STEP_UP)
-    return np.concatenate([np.nextafter(down, STEP_DOWN), down, values, up, np.nextafter(up, STEP_UP)])
+    return np.concatenate(
+        [np.nextafter(down, STEP_DOWN), down, values, up, np.nextafter(up, STEP_UP)]
+    )
 
 
-def parity_points(model: Ensemble, data: np.ndarray, seed: int = 0, library_thresholds=None) -> dict:
+def parity_points(
+    model: Ensemble, data: np.ndarray, seed: int = 0, library_thresholds=None
+) -> dict:
     """Named sets of float32 points: ``rows``, ``random``, ``thresholds``."""
     rng = np.random.default_rng(seed)
     data = np.asarray(data, dtype=np.float32)
     lo, hi = data.min(axis=0), data.max(axis=0)
     span = np.maximum(hi - lo, 1.0)
-    random = rng.uniform(lo - 0.2 * span, hi + 0.2 * span, size=(500, data.shape[1])).astype(np.float32)
+    random = rng.uniform(lo - 0.2 * span, hi + 0.2 * span, size=(500, data.shape[1])).astype(
+        np.float32
+    )
 
     inner = model.feature >= 0
     splits = list(zip(model.feature[inner], model.threshold[inner], strict=True))
@@ -46,7 +52,7 @@ def parity_points(model: Ensemble, data: np.ndarray, seed: int = 0, library_thre
 
 
 def assert_parity(model: Ensemble, expected_fn, points: dict, tolerance: float = 1e-5) -> float:
-    """Assert ``model.eval`` matches ``expected_fn`` on every point set; return the largest error."""
+    """Assert ``model.eval`` matches ``expected_fn`` on every point set; return the worst error."""
     worst = 0.0
     for name, X in points.items():
         ours = model.eval(X)

@@ -135,7 +135,9 @@ def domain_violations(query: Query, inputs: Inputs) -> list[str]:
         for f, feature in enumerate(query.features):
             v = float(point[f])
             if not feature.lo <= v <= feature.hi:
-                problems.append(f"{instance}.{feature.name} = {v} outside [{feature.lo}, {feature.hi}]")
+                problems.append(
+                    f"{instance}.{feature.name} = {v} outside [{feature.lo}, {feature.hi}]"
+                )
             elif feature.kind is DomainKind.INT and v != round(v):
                 problems.append(f"{instance}.{feature.name} = {v} is not an integer")
             elif feature.kind is DomainKind.BOOL and v not in (0.0, 1.0):

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+import numpy as np
+
 from veritas_dsl.model.ensemble import Ensemble
 
 
@@ -52,10 +54,13 @@ class Feature:
 
 @dataclass(frozen=True)
 class Row:
-    """A constant input point (a data row), float32 values in feature order."""
+    """A constant input point (a data row); values are rounded to float32, as models see them."""
 
     values: tuple[float, ...]
     label: str = "row"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(float(v) for v in np.float32(self.values)))
 
 
 #: The center of a distance or the reference of a change count: a constant row, or an instance name.
@@ -194,7 +199,7 @@ class Minimize:
 
 @dataclass(frozen=True)
 class MinimizeDistance:
-    """Find the smallest ``norm`` distance between ``instance`` and ``center`` (a closest example)."""
+    """Find the smallest ``norm`` distance from ``instance`` to ``center`` (a closest example)."""
 
     norm: Norm
     instance: str

@@ -190,7 +190,9 @@ class Ensemble:
         X = as_inputs(X, self.n_features)
         out = np.empty((len(X), self.n_trees), dtype=np.int64)
         for start in range(0, len(X), _EVAL_CHUNK_ROWS):
-            out[start : start + _EVAL_CHUNK_ROWS] = self._leaves(X[start : start + _EVAL_CHUNK_ROWS])
+            out[start : start + _EVAL_CHUNK_ROWS] = self._leaves(
+                X[start : start + _EVAL_CHUNK_ROWS]
+            )
         return out
 
     def _leaves(self, X: np.ndarray) -> np.ndarray:

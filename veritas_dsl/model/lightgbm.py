@@ -3,7 +3,8 @@
 Supported: numerical splits (``x <= t``, converted like scikit-learn's), every objective (the raw
 score is what we model), multiclass with one tree per class per iteration, and random-forest mode
 (``average_output``). Not supported, each refused with the tree and node named: categorical splits,
-linear trees (leaves with coefficients), and ``zero_as_missing`` splits that send zero the other way than its value would.
+linear trees (leaves with coefficients), and ``zero_as_missing`` splits that send zero the
+other way than its value would.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def from_lightgbm(model: object) -> Ensemble:
     try:
         import lightgbm
     except ImportError:
-        raise ModelError("LightGBM is not installed (pip install 'veritas-dsl[lightgbm]')") from None
+        raise ModelError(
+            "LightGBM is not installed (pip install 'veritas-dsl[lightgbm]')"
+        ) from None
 
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
@@ -55,7 +58,6 @@ def from_lightgbm(model: object) -> Ensemble:
 
 def _from_dump(dump: dict, booster: object, where: str) -> Ensemble:
     objective = str(dump.get("objective", "regression")).split()[0]
-    n_classes = int(dump.get("num_class", 1))
     per_iteration = int(dump.get("num_tree_per_iteration", 1))
     feature_names = tuple(str(n) for n in dump["feature_names"])
     infos = dump["tree_info"]
@@ -120,7 +122,9 @@ def _flatten(root: dict, columns: dict[str, list], t: int, where: str) -> None:
         if "leaf_value" in node:
             if node.get("leaf_coeff"):
                 leaf = node.get("leaf_index", index)
-                raise ModelError(f"{where}: tree {t}, leaf {leaf} is linear (linear_tree); not supported")
+                raise ModelError(
+                    f"{where}: tree {t}, leaf {leaf} is linear (linear_tree); not supported"
+                )
             for key, item in (("feature", -1), ("threshold", np.nan), ("left", -1), ("right", -1)):
                 columns[key].append(item)
             # A linear tree's leaf without coefficients predicts its constant term.

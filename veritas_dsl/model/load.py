@@ -79,4 +79,3 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
     if foreign:
         raise ModelError(f"{path}: the file holds types we do not trust: {', '.join(foreign)}")
     return skops.io.load(path, trusted=untrusted)
-

@@ -2,8 +2,8 @@
 
 scikit-learn sends ``x <= t`` left, comparing the float32 input with a float64 threshold; each
 threshold becomes the float32 ``s`` with ``x < s`` on exactly the same inputs
-(:func:`~veritas_dsl.model.ensemble.le_threshold_as_lt`). A forest's output is the mean of its trees,
-so leaf values are divided by the number of trees. A classifier's raw output is its
+(:func:`~veritas_dsl.model.ensemble.le_threshold_as_lt`). A forest's output is the mean of its
+trees, so leaf values are divided by the number of trees. A classifier's raw output is its
 ``predict_proba`` (class 1's probability for two classes), a gradient-boosting model's is its
 ``decision_function``, a regressor's its ``predict``.
 """
@@ -35,7 +35,9 @@ def from_sklearn(estimator: object) -> Ensemble:
         from sklearn.base import is_classifier
         from sklearn.dummy import DummyClassifier, DummyRegressor
     except ImportError:
-        raise ModelError("scikit-learn is not installed (pip install 'veritas-dsl[sklearn]')") from None
+        raise ModelError(
+            "scikit-learn is not installed (pip install 'veritas-dsl[sklearn]')"
+        ) from None
 
     kind = type(estimator).__name__
     supported = tuple(getattr(ensemble, n, None) or getattr(tree, n) for n in SUPPORTED_ESTIMATORS)
@@ -49,7 +51,9 @@ def from_sklearn(estimator: object) -> Ensemble:
 
     n_features = int(estimator.n_features_in_)
     names = getattr(estimator, "feature_names_in_", None)
-    feature_names = tuple(str(n) for n in names) if names is not None else _default_names(n_features)
+    feature_names = (
+        tuple(str(n) for n in names) if names is not None else _default_names(n_features)
+    )
     classifier = is_classifier(estimator)
     n_classes = len(estimator.classes_) if classifier else 0
     if classifier and n_classes < 2:
@@ -66,7 +70,9 @@ def from_sklearn(estimator: object) -> Ensemble:
                 "(constant) init or init='zero' is supported"
             )
         stages = estimator.estimators_
-        trees = [(stages[i, k].tree_, k) for i in range(stages.shape[0]) for k in range(stages.shape[1])]
+        trees = [
+            (stages[i, k].tree_, k) for i in range(stages.shape[0]) for k in range(stages.shape[1])
+        ]
         scale = float(estimator.learning_rate)
         n_outputs = stages.shape[1]
         # The init estimator is constant, so its raw prediction at any point is the base score.
@@ -134,7 +140,16 @@ def _regression_leaves(tree, n_outputs: int) -> np.ndarray:
 
 
 def _assemble(
-    trees, leaf_values, scale, n_outputs, base, feature_names, task, class_threshold, source, library
+    trees,
+    leaf_values,
+    scale,
+    n_outputs,
+    base,
+    feature_names,
+    task,
+    class_threshold,
+    source,
+    library,
 ) -> Ensemble:
     features, thresholds, lefts, rights, values, sizes = [], [], [], [], [], []
     offset = 0

@@ -125,4 +125,3 @@ class _Reader:
             self.pos -= 1
             key = self.string()
             result[key] = self.value()
-

@@ -69,7 +69,8 @@ def from_xgboost(model: object) -> Ensemble:
     elif isinstance(model, xgboost.XGBModel):
         if not (isinstance(model.missing, float) and math.isnan(model.missing)):
             raise ModelError(
-                f"XGBoost model treats {model.missing!r} as missing; only NaN-as-missing is supported"
+                f"XGBoost model treats {model.missing!r} as missing; only NaN as missing is "
+                "supported"
             )
         booster = model.get_booster()
         best = booster.attr("best_iteration")

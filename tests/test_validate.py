@@ -1,0 +1,68 @@
+"""Witness validation: a witness must reproduce on the library model and satisfy the query."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import xgboost as xgb
+from veritas_dsl.solvers.oracle.engine import OracleEngine
+
+from veritas_dsl.ir import (
+    Feature,
+    Find,
+    Interval,
+    Maximize,
+    OutputAtom,
+    OutputConstraint,
+    OutputTerm,
+    Prove,
+    Query,
+)
+from veritas_dsl.model import Ensemble
+from veritas_dsl.result import Witness
+from veritas_dsl.validate import WitnessMismatch, validate_witness
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(300, 2)).astype(np.float32)
+BOOSTER = xgb.train(
+    {"max_depth": 2, "objective": "binary:logistic"}, xgb.DMatrix(X, X[:, 0] > X[:, 1]), 3
+)
+MODEL = Ensemble.from_xgboost(BOOSTER)
+OUT = OutputTerm((OutputAtom(1.0, "m", "x"),))
+
+
+def query(model=MODEL, constraints=(), goal=None):
+    features = tuple(Feature(n) for n in model.feature_names)
+    return Query("q", features, ("x",), {"m": model}, tuple(constraints), goal or Maximize(OUT))
+
+
+def test_oracle_witness_reproduces_on_xgboost():
+    q = query()
+    result = OracleEngine().solve(q)
+    outputs = validate_witness(q, result.witnesses[0])
+    x = result.witnesses[0].inputs["x"]
+    expected = BOOSTER.predict(xgb.DMatrix(x[None, :]), output_margin=True)[0]
+    assert outputs["m", "x"][0] == expected
+    assert result.lower == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_wrong_ensemble_is_caught_by_the_library():
+    tampered = dataclasses.replace(MODEL, value=MODEL.value + 0.25)  # keeps the library model
+    q = query(tampered)
+    witness = OracleEngine().solve(q).witnesses[0]
+    with pytest.raises(WitnessMismatch, match="xgboost model m predicts"):
+        validate_witness(q, witness)
+
+
+def test_a_witness_outside_the_constraints_is_caught():
+    q = query(constraints=[Interval("x", 0, 0.0, 1.0)], goal=Find())
+    with pytest.raises(WitnessMismatch, match="breaks Interval"):
+        validate_witness(q, Witness({"x": np.array([2.0, 0.0], dtype=np.float32)}))
+
+
+def test_a_counterexample_must_violate_the_conclusion():
+    q = query(goal=Prove((OutputConstraint(OUT, "<", 100.0),)))
+    with pytest.raises(WitnessMismatch, match="breaks AnyOf"):
+        validate_witness(q, Witness({"x": np.zeros(2, dtype=np.float32)}))
