@@ -9,6 +9,7 @@ import sys
 import traceback
 
 from veritas_dsl.model import FORMATS, ModelError, load_model
+from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
 
 
@@ -69,10 +70,32 @@ def _parser() -> argparse.ArgumentParser:
 def _inspect(args: argparse.Namespace) -> ExitCode:
     model = load_model(args.model, args.format, trust_pickle=args.trust_pickle)
     summary = summarize(model)
+    parity = check_library(model) if model.library is not None else None
     if args.json:
-        print(json.dumps(summary.to_dict(), indent=2))
+        document = summary.to_dict()
+        if parity is not None:
+            document["parity"] = {
+                "library": model.library.name,
+                "points": parity.points,
+                "worst_error": parity.worst_error,
+                "mismatches": parity.mismatches,
+            }
+        print(json.dumps(document, indent=2))
     else:
         print(_render_summary(summary))
+        if parity is not None:
+            verdict = "matches" if parity.ok else f"DIFFERS on {parity.mismatches} of"
+            print(
+                f"parity     {verdict} {model.library.name} on {parity.points} points "
+                f"(worst relative error {parity.worst_error:.2g})"
+            )
+    if parity is not None and not parity.ok:
+        point = parity.first_mismatch.tolist()
+        print(
+            f"error: the imported model differs from {model.library.name} at {point}",
+            file=sys.stderr,
+        )
+        return ExitCode.ERROR
     return ExitCode.OK
 
 

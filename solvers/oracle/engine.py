@@ -25,7 +25,6 @@ from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
     Ball,
-    Find,
     Interval,
     Maximize,
     Minimize,
@@ -34,6 +33,8 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    infeasible_optimum,
+    trivial_bounds,
 )
 from veritas_dsl.result import Result, Termination, Witness
 
@@ -178,24 +179,9 @@ def _check_outputs(query: Query, inputs, combination: Combination) -> None:
 
 
 def _infeasible(query: Query) -> Result:
-    bound = {Maximize: -math.inf, Minimize: math.inf, MinimizeDistance: math.inf}.get(
-        type(query.goal)
-    )
-    return Result(
-        query=query.name,
-        engine=OracleEngine.name,
-        termination=Termination.INFEASIBLE,
-        lower=bound,
-        upper=bound,
-    )
+    bound = infeasible_optimum(query.goal)
+    return Result(query.name, OracleEngine.name, Termination.INFEASIBLE, bound, bound)
 
 
 def _unknown(query: Query, termination: Termination) -> Result:
-    has_bounds = not isinstance(query.goal, Find | Prove)
-    return Result(
-        query=query.name,
-        engine=OracleEngine.name,
-        termination=termination,
-        lower=-math.inf if has_bounds else None,
-        upper=math.inf if has_bounds else None,
-    )
+    return Result(query.name, OracleEngine.name, termination, *trivial_bounds(query.goal))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference.points import assert_parity, parity_points
+from reference.points import assert_parity
+
+from veritas_dsl.model.parity import probe_points
 
 lgb = pytest.importorskip("lightgbm", reason="LightGBM is an optional importer")
 
@@ -52,7 +54,7 @@ def lgb_thresholds(booster):
 def test_parity_per_objective(objective):
     booster = train(objective)
     model = Ensemble.from_lightgbm(booster)
-    points = parity_points(model, X, library_thresholds=lgb_thresholds(booster))
+    points = probe_points(model, X, extra_thresholds=lgb_thresholds(booster))
     assert_parity(model, lambda p: booster.predict(p, raw_score=True), points)
     expected = {"binary": "binary", "multiclass": "multiclass", "multiclassova": "multiclass"}
     assert model.task == expected.get(objective, "regression")
@@ -61,7 +63,7 @@ def test_parity_per_objective(objective):
 def test_random_forest_mode_is_the_mean_of_its_trees():
     booster = train("regression", boosting="rf", bagging_freq=1, bagging_fraction=0.6)
     model = Ensemble.from_lightgbm(booster)
-    assert_parity(model, booster.predict, parity_points(model, X))  # predict averages; raw sums
+    assert_parity(model, booster.predict, probe_points(model, X))  # predict averages; raw sums
     assert np.allclose(
         model.library.predict(X.astype(np.float32)), booster.predict(X.astype(np.float32))
     )
@@ -106,3 +108,21 @@ def test_zero_as_missing_split_that_moves_zero_is_refused():
     booster = lgb.train(params, lgb.Dataset(data, target), 5)
     with pytest.raises(ModelError, match="sends zero"):
         Ensemble.from_lightgbm(booster)
+
+
+def test_inputs_near_zero_are_read_as_zero_like_lightgbm():
+    # A feature of -1, 0 and 1 makes LightGBM split at -kZeroThreshold and +kZeroThreshold, and its
+    # predictor reads any |x| <= kZeroThreshold as 0; points on both thresholds must agree.
+    values = RNG.choice([-1.0, 0.0, 1.0], size=600)
+    data = np.column_stack([values, RNG.normal(size=600)])
+    target = (values == 0) * 2.0 + (values > 0) + 0.1 * data[:, 1]
+    booster = lgb.train(
+        {"objective": "regression", "verbose": -1, "num_leaves": 4}, lgb.Dataset(data, target), 5
+    )
+    thresholds = {t for f, t in lgb_thresholds(booster) if f == 0}
+    assert any(t < 0 for t in thresholds) and any(t > 0 for t in thresholds), thresholds
+    model = Ensemble.from_lightgbm(booster)
+    tiny = np.array([[v, 0.0] for v in (-1e-35, -1e-36, 0.0, 1e-36, 1e-35, -2e-35, 2e-35)])
+    points = probe_points(model, data, extra_thresholds=lgb_thresholds(booster))
+    points["tiny"] = tiny
+    assert_parity(model, lambda p: booster.predict(p, raw_score=True), points)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference.points import assert_parity, parity_points
+from reference.points import assert_parity
+
+from veritas_dsl.model.parity import probe_points
 
 pytest.importorskip("sklearn", reason="scikit-learn is an optional importer")
 from sklearn import ensemble, tree
@@ -63,7 +65,7 @@ def test_classifier_parity(estimator, labels):
     model = Ensemble.from_sklearn(fitted)
     n_classes = len(fitted.classes_)
     assert model.task == labels
-    points = parity_points(model, X, library_thresholds=original_thresholds(fitted))
+    points = probe_points(model, X, extra_thresholds=original_thresholds(fitted))
     assert_parity(model, raw_output(fitted, n_classes), points)
     for name, P in points.items():
         assert np.array_equal(model.predict_class(P), fitted.predict(P)), name
@@ -78,7 +80,7 @@ def test_regressor_parity(estimator):
     fitted = estimator.fit(X, Y_REAL)
     model = Ensemble.from_sklearn(fitted)
     assert model.task == "regression"
-    points = parity_points(model, X, library_thresholds=original_thresholds(fitted))
+    points = probe_points(model, X, extra_thresholds=original_thresholds(fitted))
     assert_parity(model, fitted.predict, points)
 
 

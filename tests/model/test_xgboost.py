@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 import xgboost as xgb
-from reference.points import assert_parity, parity_points
+from reference.points import assert_parity
 
 from veritas_dsl.model import Ensemble, ModelError, load_model
+from veritas_dsl.model.parity import probe_points
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=(400, 5)).astype(np.float32) * np.array([1, 10, 0.1, 1000, 1], dtype=np.float32)
@@ -56,7 +57,7 @@ def margin(booster: xgb.Booster):
 def test_parity_per_objective(objective):
     booster = train(objective)
     model = Ensemble.from_xgboost(booster)
-    assert_parity(model, margin(booster), parity_points(model, X))
+    assert_parity(model, margin(booster), probe_points(model, X))
     expected_task = {"binary": "binary", "multi": "multiclass"}.get(
         objective.split(":")[0], "regression"
     )
@@ -66,14 +67,14 @@ def test_parity_per_objective(objective):
 def test_binary_classes_match_predict():
     booster = train("binary:logistic")
     model = Ensemble.from_xgboost(booster)
-    points = parity_points(model, X)["thresholds"]
+    points = probe_points(model, X)["thresholds"]
     assert np.array_equal(model.predict_class(points), (booster.predict(xgb.DMatrix(points)) > 0.5))
 
 
 def test_multiclass_classes_match_softmax():
     booster = train("multi:softmax")
     model = Ensemble.from_xgboost(booster)
-    points = parity_points(model, X)["thresholds"]
+    points = probe_points(model, X)["thresholds"]
     assert np.array_equal(model.predict_class(points), booster.predict(xgb.DMatrix(points)))
 
 
@@ -107,7 +108,7 @@ def test_sklearn_wrappers():
     classifier = xgb.XGBClassifier(n_estimators=8, max_depth=3).fit(X, Y_BINARY)
     model = Ensemble.from_xgboost(classifier)
     assert model.task == "binary"
-    points = parity_points(model, X)
+    points = probe_points(model, X)
     assert_parity(model, lambda p: classifier.predict(p, output_margin=True), points)
     assert np.array_equal(
         model.predict_class(points["thresholds"]), classifier.predict(points["thresholds"])
@@ -115,9 +116,7 @@ def test_sklearn_wrappers():
 
     regressor = xgb.XGBRegressor(n_estimators=8, max_depth=3).fit(X, Y_REAL)
     model = Ensemble.from_xgboost(regressor)
-    assert_parity(
-        model, lambda p: regressor.predict(p, output_margin=True), parity_points(model, X)
-    )
+    assert_parity(model, lambda p: regressor.predict(p, output_margin=True), probe_points(model, X))
 
 
 def test_early_stopping_uses_best_iteration_like_predict():

@@ -424,3 +424,20 @@ def constructs(query: Query) -> frozenset[str]:
     if len(conclusion) > 1:  # the negation of a conjunction is a disjunction
         found.add("disjunction")
     return frozenset(found)
+
+
+def infeasible_optimum(goal: Goal) -> float | None:
+    """The optimum of ``goal`` over no inputs: -inf for a maximisation, +inf for a minimisation,
+    None for find and prove (which have no bounds)."""
+    if isinstance(goal, Maximize):
+        return -math.inf
+    if isinstance(goal, Minimize | MinimizeDistance):
+        return math.inf
+    return None
+
+
+def trivial_bounds(goal: Goal) -> tuple[float | None, float | None]:
+    """Bounds known before any work: (-inf, inf), or (None, None) for find and prove."""
+    if isinstance(goal, Find | Prove):
+        return None, None
+    return -math.inf, math.inf

@@ -16,8 +16,9 @@ import numpy as np
 
 from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, Task, le_threshold_as_lt
 
-# LightGBM treats |x| <= kZeroThreshold as zero when a split has missing_type "Zero".
-_ZERO_THRESHOLD = 1e-35
+# LightGBM's kZeroThreshold (1e-35 as a float32). Its predictor reads every input with
+# |x| <= kZeroThreshold as exactly 0, and "Zero" missing_type splits send that region by default.
+_ZERO_THRESHOLD = float(np.float32(1e-35))
 
 
 def from_lightgbm(model: object) -> Ensemble:
@@ -84,7 +85,7 @@ def _from_dump(dump: dict, booster: object, where: str) -> Ensemble:
     value = np.zeros((len(leaf_value), n_outputs))
     output = np.repeat(np.arange(len(infos)) % per_iteration, sizes)
     value[leaf, output[leaf]] = leaf_value[leaf] * scale
-    threshold = np.asarray(columns["threshold"], dtype=np.float64)
+    threshold = _zeroed_input_thresholds(np.asarray(columns["threshold"], dtype=np.float64))
 
     task: Task = "regression"
     if objective == "binary":
@@ -109,6 +110,21 @@ def _from_dump(dump: dict, booster: object, where: str) -> Ensemble:
         source=f"lightgbm {objective} ({where})",
         library=LibraryModel("lightgbm", raw_margin, np.arange(len(feature_names))),
     )
+
+
+def _zeroed_input_thresholds(threshold: np.ndarray) -> np.ndarray:
+    """Thresholds ``t'`` with ``x <= t'`` exactly when LightGBM, reading ``x`` as 0 for
+    ``|x| <= kZeroThreshold``, sends ``x`` left on ``x <= t``.
+
+    Outside ``[-kZeroThreshold, kZeroThreshold)`` nothing changes. For ``0 <= t < kZeroThreshold``
+    the whole zero region goes left, so ``t' = kZeroThreshold``; for ``-kZeroThreshold <= t < 0``
+    it goes right, so only ``x < -kZeroThreshold`` goes left.
+    """
+    t = threshold.copy()
+    zero = _ZERO_THRESHOLD
+    t[(t >= 0) & (t < zero)] = zero
+    t[(t >= -zero) & (t < 0)] = float(np.nextafter(np.float32(-zero), np.float32(-np.inf)))
+    return t
 
 
 def _flatten(root: dict, columns: dict[str, list], t: int, where: str) -> None:
