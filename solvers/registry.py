@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from veritas_dsl.ir.query import Query, constructs
 from veritas_dsl.solvers.base import Engine, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
-
-from veritas_dsl.ir.query import Query, constructs
 
 ENGINES: dict[str, Engine] = {engine.name: engine for engine in (OracleEngine(),)}
 

@@ -7,7 +7,6 @@ import dataclasses
 import numpy as np
 import pytest
 import xgboost as xgb
-from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 from veritas_dsl.ir import (
     Feature,
@@ -22,6 +21,7 @@ from veritas_dsl.ir import (
 )
 from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Witness
+from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 RNG = np.random.default_rng(3)

@@ -15,10 +15,6 @@ import time
 from fractions import Fraction
 
 import numpy as np
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits
-from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
-from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
-from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 from veritas_dsl.ir.evaluate import model_outputs, term_value
 from veritas_dsl.ir.logic import negate
@@ -37,6 +33,10 @@ from veritas_dsl.ir.query import (
     trivial_bounds,
 )
 from veritas_dsl.result import Result, Termination, Witness
+from veritas_dsl.solvers.base import Availability, Capabilities, Limits
+from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
+from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
+from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
 MAX_COMBINATIONS = 200_000

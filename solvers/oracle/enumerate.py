@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from veritas_dsl.solvers.base import UnsupportedQuery
-from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import Query, output_terms
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.solvers.base import UnsupportedQuery
+from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 from veritas_dsl.ir.evaluate import distance, holds, reference_point
 from veritas_dsl.ir.float32 import as_float32, ball_interval, ceil32, floor32
@@ -32,6 +31,7 @@ from veritas_dsl.ir.query import (
     Tie,
     walk,
 )
+from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 #: Attempts at tightening linear constraints when rounding to float32 breaks one.
 _REPAIRS = 4

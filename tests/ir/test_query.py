@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from conftest import build
 
 from veritas_dsl.ir import (
     AnyOf,
@@ -26,6 +25,8 @@ from veritas_dsl.ir import (
     negate,
 )
 from veritas_dsl.ir.query import constructs
+
+from conftest import build
 
 MODEL = build([(0, 0.5, 1.0, 2.0)], 2)
 FEATURES = (Feature("x0"), Feature("x1"))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import build
 from hypothesis import given
 from hypothesis import strategies as st
 
 from veritas_dsl.model import Ensemble, ModelError
 from veritas_dsl.model.ensemble import classes_of, le_threshold_as_lt
+
+from conftest import build
 
 
 def test_eval_follows_x_less_than_threshold(two_trees):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference.points import assert_parity
 
 from veritas_dsl.model.parity import probe_points
+
+from reference.points import assert_parity
 
 lgb = pytest.importorskip("lightgbm", reason="LightGBM is an optional importer")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from reference.points import assert_parity
 
 from veritas_dsl.model.parity import probe_points
+
+from reference.points import assert_parity
 
 pytest.importorskip("sklearn", reason="scikit-learn is an optional importer")
 from sklearn import ensemble, tree

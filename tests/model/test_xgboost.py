@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 import xgboost as xgb
-from reference.points import assert_parity
 
 from veritas_dsl.model import Ensemble, ModelError, load_model
 from veritas_dsl.model.parity import probe_points
+
+from reference.points import assert_parity
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=(400, 5)).astype(np.float32) * np.array([1, 10, 0.1, 1000, 1], dtype=np.float32)

@@ -8,12 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import build
 from hypothesis import given
 from hypothesis import strategies as st
-from reference.grid import cells, grid_points, representative
-from veritas_dsl.solvers.base import Limits, UnsupportedQuery
-from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 from veritas_dsl.ir import (
     AnyOf,
@@ -38,7 +34,12 @@ from veritas_dsl.ir import (
     Tie,
 )
 from veritas_dsl.result import Termination
+from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.validate import validate_witness
+
+from conftest import build
+from reference.grid import cells, grid_points, representative
 
 ORACLE = OracleEngine()
 

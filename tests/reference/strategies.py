@@ -1,0 +1,197 @@
+"""Hypothesis strategies: small random ensembles and queries over every IR construct.
+
+Every engine is tested on these against the brute-force oracle (``tests/solvers/test_engines.py``).
+Thresholds and leaf values come from small sets, so that ties, shared thresholds and equal
+optima (the cases engines get wrong) are common.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from veritas_dsl.ir import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    DomainKind,
+    Feature,
+    Find,
+    Interval,
+    Linear,
+    LinearTerm,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    OneHot,
+    OutputAtom,
+    OutputConstraint,
+    OutputTerm,
+    Prove,
+    Query,
+    Row,
+    Tie,
+)
+
+from conftest import build
+
+THRESHOLDS = [-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0]
+COORDINATES = [-1.5, -0.5, 0.0, 0.1, 0.5, 1.0, 2.5]
+
+#: The query families :func:`queries` draws from; each names the construct it exercises.
+FAMILIES = (
+    "maximize",
+    "minimize",
+    "box",
+    "int_domain",
+    "one_hot",
+    "changed",
+    "linf",
+    "l1",
+    "output_constraint",
+    "disjunction",
+    "prove",
+    "min_linf",
+    "min_l1",
+    "two_instances",
+    "two_models",
+    "multiclass",
+    "linear",
+)
+
+
+@st.composite
+def ensembles(draw, n_features=3, max_trees=3, max_depth=2, n_outputs=1, thresholds=None):
+    """A random ensemble; multi-output leaves when ``n_outputs > 1`` (task multiclass)."""
+    thresholds = thresholds or THRESHOLDS
+    values = st.integers(-4, 4).map(lambda v: v / 2)
+
+    def leaf():
+        if n_outputs == 1:
+            return draw(values)
+        return [draw(values) for _ in range(n_outputs)]
+
+    def tree(depth):
+        if depth == 0 or (depth < max_depth and draw(st.booleans())):
+            return leaf()
+        feature = draw(st.integers(0, n_features - 1))
+        return (feature, draw(st.sampled_from(thresholds)), tree(depth - 1), tree(depth - 1))
+
+    n_trees = draw(st.integers(1, max_trees))
+    base = draw(values)
+    return build(
+        [tree(max_depth) for _ in range(n_trees)],
+        n_features,
+        base=base if n_outputs == 1 else [base] * n_outputs,
+        task="regression" if n_outputs == 1 else "multiclass",
+    )
+
+
+def rows(n_features: int):
+    return st.lists(st.sampled_from(COORDINATES), min_size=n_features, max_size=n_features).map(
+        lambda values: Row(tuple(values))
+    )
+
+
+def _out(instance="x", model="m", coef=1.0, output=0):
+    return OutputAtom(coef, model, instance, output)
+
+
+def _term(*atoms):
+    return OutputTerm(tuple(atoms))
+
+
+def _features(n, kinds=None, bounds=None):
+    kinds = kinds or [DomainKind.REAL] * n
+    bounds = bounds or [(-math.inf, math.inf)] * n
+    return tuple(
+        Feature(f"x{i}", kind, lo, hi)
+        for i, (kind, (lo, hi)) in enumerate(zip(kinds, bounds, strict=True))
+    )
+
+
+@st.composite
+def queries(draw, family: str) -> Query:
+    """A random small query of one family (see :data:`FAMILIES`)."""
+    n = 3
+    model = draw(ensembles(n_features=n))
+    models = {"m": model}
+    instances = ("x",)
+    features = _features(n)
+    constraints: list = []
+    goal = Maximize(_term(_out())) if draw(st.booleans()) else Minimize(_term(_out()))
+    level = draw(st.sampled_from([-1.0, 0.0, 0.5, 1.5]))
+    row = draw(rows(n))
+    radius = draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]))
+
+    if family == "maximize":
+        goal = Maximize(_term(_out()))
+    elif family == "minimize":
+        goal = Minimize(_term(_out()))
+    elif family == "box":
+        for f in range(n):
+            lo = draw(st.sampled_from([-math.inf, -1.0, 0.0, 0.3]))
+            hi = draw(st.sampled_from([0.3, 0.6, 1.0, 2.0, math.inf]))
+            constraints.append(Interval("x", f, lo, hi))
+    elif family == "int_domain":
+        features = _features(
+            n, [DomainKind.INT, DomainKind.REAL, DomainKind.INT], [(-2, 3), (-2, 3), (0, 1)]
+        )
+    elif family == "one_hot":
+        features = _features(n, [DomainKind.BOOL] * n)
+        constraints.append(OneHot("x", tuple(range(n))))
+    elif family == "changed":
+        constraints.append(AtMostKChanged("x", row, draw(st.integers(0, 2))))
+    elif family in ("linf", "l1"):
+        constraints.append(Ball(family, "x", row, radius))
+    elif family == "output_constraint":
+        constraints.append(
+            OutputConstraint(_term(_out()), draw(st.sampled_from(["<", "<=", ">", ">="])), level)
+        )
+        goal = draw(st.sampled_from([goal, Find()]))
+    elif family == "disjunction":
+        constraints.append(
+            AnyOf(
+                (
+                    (Interval("x", 0, -math.inf, 0.0),),
+                    (Interval("x", 1, 0.5, math.inf), Interval("x", 2, 0.0, 1.0)),
+                )
+            )
+        )
+    elif family == "prove":
+        constraints.append(Ball("linf", "x", row, radius))
+        goal = Prove((OutputConstraint(_term(_out()), draw(st.sampled_from([">", "<="])), level),))
+    elif family in ("min_linf", "min_l1"):
+        constraints.append(
+            OutputConstraint(_term(_out()), draw(st.sampled_from([">", "<"])), level)
+        )
+        goal = MinimizeDistance(family[4:], "x", row)
+    elif family == "two_instances":
+        instances = ("x1", "x2")
+        shared = draw(st.sets(st.integers(0, n - 1), max_size=n - 1))
+        constraints += [Tie("x1", "x2", f) for f in sorted(shared)]
+        if draw(st.booleans()):
+            constraints.append(Ball("linf", "x2", "x1", radius))
+        goal = Maximize(_term(_out("x2"), _out("x1", coef=-1.0)))
+    elif family == "two_models":
+        models["m2"] = draw(ensembles(n_features=n))
+        goal = Maximize(_term(_out(model="m2"), _out(coef=-1.0)))
+    elif family == "multiclass":
+        model = draw(ensembles(n_features=n, n_outputs=3))
+        models = {"m": model}
+        target = draw(st.integers(0, 2))
+        other = draw(st.integers(0, 2).filter(lambda k: k != target))
+        goal = Maximize(_term(_out(output=target), _out(output=other, coef=-1.0)))
+    elif family == "linear":
+        terms = (
+            LinearTerm(1.0, "x", 0),
+            LinearTerm(draw(st.sampled_from([-1.0, 1.0, 2.0])), "x", 1),
+        )
+        constraints += [
+            Linear(terms, draw(st.sampled_from(["<=", ">="])), level),
+            Interval("x", 1, -2.0, 2.0),
+        ]
+    else:
+        raise ValueError(f"unknown family {family!r}")
+    return Query(family, features, instances, models, tuple(constraints), goal)
