@@ -191,6 +191,9 @@ class _Program:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)
+        # Box ends one float32 step apart must stay apart: tolerances far below a step.
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("mip_feasibility_tolerance", 1e-10)
         n = len(self.col_lo)
         h.addVars(n, np.array(self.col_lo), np.array(self.col_hi))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost))
@@ -298,10 +301,18 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
             flags: dict[int, float] = {}
             for f in range(query.n_features):
                 x = var(c.instance, f)
-                z = program.column(0.0, 1.0, integer=True)
-                flags[z] = 1.0
+                # A feature whose box cannot hold the reference value has changed for sure;
+                # left to the big-M rows, a reference one float32 step outside the box (0
+                # against a box ending at -1e-45) is "equal" within any solver tolerance.
                 if isinstance(c.reference, Row):
                     r = c.reference.values[f]
+                    apart = not lo[x] <= r <= hi[x] or (space.integral[x] and r != round(r))
+                else:
+                    y = var(c.reference, f)
+                    apart = x != y and (hi[x] < lo[y] or hi[y] < lo[x])
+                z = program.column(1.0 if apart else 0.0, 1.0, integer=True)
+                flags[z] = 1.0
+                if isinstance(c.reference, Row):
                     program.row(-math.inf, r, {x: 1.0, z: -width})  # x - r <= M z
                     program.row(r, math.inf, {x: 1.0, z: width})  # r - x <= M z
                 else:
