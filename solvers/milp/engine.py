@@ -16,13 +16,25 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import replace
 from typing import Literal
 
-from veritas_dsl.ir.query import CONSTRUCTS, Query, infeasible_optimum, trivial_bounds
+import numpy as np
+
+from veritas_dsl.ir.float32 import next_down
+from veritas_dsl.ir.query import (
+    CONSTRUCTS,
+    Ball,
+    MinimizeDistance,
+    Query,
+    Row,
+    infeasible_optimum,
+    trivial_bounds,
+)
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import Availability, Capabilities, Limits
 from veritas_dsl.solvers.milp import gurobi, highs
-from veritas_dsl.solvers.milp.formulation import Formulation, formulate
+from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
 from veritas_dsl.solvers.milp.outcome import Outcome, Status
 from veritas_dsl.solvers.milp.program import Infeasible, Program
 from veritas_dsl.solvers.milp.witness import Cuts, WitnessBug, read
@@ -31,6 +43,8 @@ logger = logging.getLogger("veritas_dsl")
 
 #: Cuts (solutions that could not be made a witness) allowed before the engine gives up.
 MAX_REPAIRS = 50
+#: The smallest improvement (relative) a check of a closest distance asks the solver for.
+CHECK_RESOLUTION = 1e-8
 #: A solver's bound is a floating-point sum with tolerances; it is loosened by this much
 #: (relative, at least absolute) before it is reported, so that it stays a bound.
 BOUND_SLACK = 1e-9
@@ -114,6 +128,55 @@ class MilpEngine:
     # -- the solve loop -------------------------------------------------------------------------
 
     def _solve(self, query: Query, limits: Limits, start: float) -> Result:
+        goal = query.goal
+        if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
+            return self._solve_by_radius(query, goal, limits, start)
+        return self._solve_program(query, limits, start)
+
+    def _solve_by_radius(
+        self, query: Query, goal: MinimizeDistance, limits: Limits, start: float
+    ) -> Result:
+        """A closest example, searched in growing L-inf boxes around the centre.
+
+        Inside a box of radius ``r`` only the leaves the box reaches remain, so the programs are
+        much smaller than the whole ensemble's. A box without a solution proves the optimum
+        beyond ``r``; an optimum ``d <= r`` in the box is the optimum overall, since every closer
+        point lies in the box (for L1 too: L1 below ``d`` means L-inf below ``d``). An L1 optimum
+        above ``r`` is solved once more in the box of radius ``d``.
+        """
+        radius = _first_radius(query, goal)
+        # Beyond twice the hull, a box holds every input that matters: the last box is none.
+        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints)
+        known = 0.0  # the optimum is known to lie beyond this
+        trace: list[TracePoint] = []
+        phases = 0
+        while True:
+            phases += 1
+            restricted = query
+            if math.isfinite(radius):
+                box = Ball("linf", goal.instance, goal.center, radius)
+                restricted = replace(query, constraints=(*query.constraints, box))
+            result = self._solve_program(restricted, limits, start)
+            # Outside the box lies nothing closer than the radius: a global lower bound is the
+            # box's own, capped at the radius.
+            for point in result.trace:
+                lower = max(known, min(point.lower, radius))
+                trace.append(TracePoint(point.time_s, lower, point.upper))
+            result.query = query.name
+            result.trace = trace
+            result.stats["radius_phases"] = phases
+            if result.termination is Termination.INFEASIBLE and math.isfinite(radius):
+                known = radius
+                radius = 4.0 * radius if 4.0 * radius < everything else math.inf
+                continue
+            if result.termination is Termination.OPTIMAL and result.upper > radius:
+                radius = result.upper
+                continue
+            if result.termination is not Termination.OPTIMAL and result.lower is not None:
+                result.lower = max(known, min(result.lower, radius))
+            return result
+
+    def _solve_program(self, query: Query, limits: Limits, start: float) -> Result:
         try:
             form = formulate(query)
         except Infeasible:
@@ -136,7 +199,7 @@ class MilpEngine:
             return result
 
         progress = _Progress(query, form)
-        repairs, reasons, nodes = 0, [], 0
+        repairs, reasons, nodes, checks = 0, [], 0, 0
         outcome: Outcome | None = None
         while True:
             elapsed = time.monotonic() - start
@@ -163,8 +226,21 @@ class MilpEngine:
                 break
             reading = progress.read(outcome.solution)
             if isinstance(reading, Witness):
-                progress.final = reading
-                break
+                previous, progress.final = progress.final, reading
+                if previous is not None and reading.value >= previous.value:
+                    progress.final = previous  # the check found nothing closer
+                    break
+                if form.step is None or not _checks_distances(driver):
+                    break
+                # Ask once more for anything closer by half a grid step (see highs.OPTIONS);
+                # "infeasible" confirms the answer, a solution improves it. A step below the
+                # solver's tolerance cannot be asked for.
+                target = reading.value - form.step / 2
+                if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+                    break
+                checks += 1
+                program = program.with_rows([_objective_row(program, target)])
+                continue
             repairs += 1
             reasons.append(reading.reason)
             if repairs > MAX_REPAIRS:
@@ -178,6 +254,8 @@ class MilpEngine:
         result = progress.result(self.name, outcome, time.monotonic() - start)
         result.stats.update(_size_stats(program))
         result.stats.update(driver=driver, repairs=repairs, nodes=nodes, hull=form.hull)
+        if checks:
+            result.stats["optimality_checks"] = checks
         if outcome.objective is not None and form.sense:
             result.stats["solver_objective"] = form.sense * outcome.objective
         messages = notes + form.notes
@@ -187,6 +265,32 @@ class MilpEngine:
             logger.info("query %s: %d cuts (%s)", query.name, repairs, "; ".join(set(reasons)))
         result.message = "; ".join(messages)
         return result
+
+
+def _first_radius(query: Query, goal: MinimizeDistance) -> float:
+    """The smallest move from the centre that crosses a split of a model: the first box."""
+    center = goal.center.values
+    steps = []
+    for model_name, instance in used_pairs(query):
+        if instance != goal.instance:
+            continue
+        model = query.models[model_name]
+        inner = model.feature >= 0
+        for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
+            c, t = center[int(f)], float(t)
+            steps.append(t - c if t > c else c - next_down(t))
+    return min(steps) if steps else math.inf
+
+
+def _checks_distances(driver: str) -> bool:
+    return driver == "highs" and highs.CHECKS_DISTANCES
+
+
+def _objective_row(program: Program, target: float) -> tuple[dict[int, float], float, float]:
+    """The row ``objective <= target``."""
+    cols = np.nonzero(program.cost)[0]
+    coefs = {int(j): float(program.cost[j]) for j in cols}
+    return coefs, -math.inf, target - program.offset
 
 
 def _size_stats(program: Program) -> dict[str, int]:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -185,6 +186,10 @@ class Formulation:
         Predicate, indicator and change columns: a 0/1 pattern of these fixes everything.
     hull : float
         ``H`` of the hull ``[-H, H]``.
+    step : float or None
+        For a distance goal, a power of two that divides every distance the goal can take (all
+        segment ends and centre values are multiples of it): two distances that differ, differ
+        by at least this much.
     notes : list of str
         Caveats to report (a linear constraint on a feature the hull bounded).
     """
@@ -202,6 +207,7 @@ class Formulation:
     binaries: list[int]
     hull: float
     notes: list[str]
+    step: float | None = None
 
 
 class _UnionFind:
@@ -632,11 +638,59 @@ class _Builder:
         if w == v:
             return []
         self.finite(w)
-        found = [self.lower_end(w) - self.upper_end(v), self.lower_end(v) - self.upper_end(w)]
+        found = [self.pair_gap(v, w), self.pair_gap(w, v)]
         if var.x is not None and self.vars[w].x is not None:
             diff = Affine({var.x: 1.0, self.vars[w].x: -1.0})
             found += [diff, -diff]
         return found
+
+    def pair_gap(self, u: int, w: int) -> Affine:
+        """How far the segment of ``w`` lies above that of ``u``: ``a_w - b_u`` (lower end of
+        w's, upper end of u's) when positive, at most 0 otherwise.
+
+        Written exactly as ``lower_end(w) - upper_end(u)`` it would carry the hull's size in its
+        coefficients, which costs the solver precision; the ends are clipped instead, to values
+        that leave every positive gap intact: the lower end of w at no more than u's smallest
+        upper end can take (a w-segment reaching below that has no gap above u), and the upper
+        end of u at no less than w's largest lower end.
+        """
+        hi_u = self.vars[u].hi
+        lo_w = self.vars[w].lo
+        cuts_u, cuts_w = self.vars[u].cuts, self.vars[w].cuts
+        least_upper_u = min(hi_u, self.vars[u].below(cuts_u[0])) if cuts_u else hi_u
+        most_lower_w = max(lo_w, cuts_w[-1]) if cuts_w else lo_w
+        first_w = cuts_w[0] if cuts_w else lo_w  # without cuts, the ends are exact constants
+        last_upper_u = self.vars[u].below(cuts_u[-1]) if cuts_u else hi_u
+        floor = max(lo_w, min(least_upper_u, first_w))
+        ceiling = min(hi_u, max(most_lower_w, last_upper_u))
+        return self.lower_end(w, floor) - self.upper_end(u, ceiling)
+
+    def ball_between(self, u: int, w: int, radius: float, active: Affine) -> None:
+        """``|x_u - x_w| <= radius`` when ``active``, as exclusions between predicates.
+
+        For each upper end ``b`` that u's segment can have, the smallest lower end ``a`` of w's
+        with ``a - b > radius`` (decided in rationals) is excluded together with it; larger lower
+        ends imply that one. Coefficients are 0 and 1, so no tolerance can blur a float32 step.
+        """
+        if u == w:
+            return
+        bound = Fraction(radius)
+        for a, b in ((u, w), (w, u)):
+            first, second = self.vars[a], self.vars[b]
+            uppers = [(Fraction(first.below(s)), self.pred(a, s)) for s in first.cuts]
+            uppers.append((Fraction(first.hi), ONE))
+            lowers = [(Fraction(second.lo), ONE)]
+            lowers += [(Fraction(t), ONE - self.pred(b, t)) for t in second.cuts]
+            for upper, below_it in uppers:
+                for lower, above_it in lowers:
+                    if lower - upper > bound:
+                        self.at_most(below_it + above_it, 1.0, active)
+                        break
+        xu, xw = self.vars[u].x, self.vars[w].x
+        if xu is not None and xw is not None:
+            diff = Affine({xu: 1.0, xw: -1.0})
+            self.at_most(diff, radius, active)
+            self.at_least(diff, -radius, active)
 
     def distance_column(self, pieces: list[Affine]) -> Affine:
         """A column ``d >= max(0, pieces)``; the solver keeps it at the maximum when it helps."""
@@ -778,12 +832,15 @@ class _Builder:
             return
         if math.isinf(c.radius):
             return
-        per_feature = self.feature_pieces(c.instance, c.center)
-        if c.norm == "linf":
-            for pieces in per_feature:
-                for piece in pieces:
-                    self.at_most(piece, c.radius, active)
+        if c.norm == "linf":  # between instances
+            for f in range(self.query.n_features):
+                u, w = self.var(c.instance, f), self.var(c.center, f)
+                if u != w:
+                    self.finite(u)
+                    self.finite(w)
+                self.ball_between(u, w, c.radius, active)
             return
+        per_feature = self.feature_pieces(c.instance, c.center)
         total = Affine()
         for pieces in per_feature:
             if pieces:
@@ -791,6 +848,17 @@ class _Builder:
         self.at_most(total, c.radius, active)
 
     # -- goal ---------------------------------------------------------------------------------
+
+    def distance_step(self, goal: MinimizeDistance) -> float:
+        values: list[float] = []
+        for f in range(self.query.n_features):
+            values += _distance_values(self.vars[self.var(goal.instance, f)])
+            if isinstance(goal.center, Row):
+                values.append(goal.center.values[f])
+            else:
+                values += _distance_values(self.vars[self.var(goal.center, f)])
+        low = lowest_bit([v for v in values if math.isfinite(v)])
+        return 2.0**low if low is not None else 1.0
 
     def goal(self) -> float:
         goal = self.query.goal
@@ -800,6 +868,7 @@ class _Builder:
             self.p.objective(expr, sense)
             return sense
         if isinstance(goal, MinimizeDistance):
+            self.step = self.distance_step(goal)
             per_feature = [p for p in self.feature_pieces(goal.instance, goal.center) if p]
             if goal.norm == "l1":
                 total = Affine()
@@ -813,6 +882,10 @@ class _Builder:
         if isinstance(goal, Find | Prove):
             return 0.0
         raise TypeError(f"unknown goal {goal!r}")
+
+
+def _distance_values(var: Var) -> list[float]:
+    return [var.lo, var.hi, *var.cuts, *(var.below(t) for t in var.cuts)]
 
 
 def formulate(query: Query) -> Formulation:
@@ -833,6 +906,7 @@ def formulate(query: Query) -> Formulation:
     b.make_leaves()
     for c in b.constraints:
         b.constraint(c, ONE, True)
+    b.step = None
     sense = b.goal()
     return Formulation(
         program=b.p.freeze(),
@@ -848,6 +922,7 @@ def formulate(query: Query) -> Formulation:
         binaries=b.binaries,
         hull=b.hull,
         notes=sorted(set(b.notes)),
+        step=b.step,
     )
 
 

@@ -18,6 +18,11 @@ from veritas_dsl.solvers.milp.program import Program
 #: Tolerances: two distances one float32 step apart (6e-8 near 0.5) must not look equal, neither
 #: as rows (primal) nor as reduced costs (dual, default 1e-7); and no optimality gap, so that
 #: "optimal" means optimal. 1e-10 is allowed but makes HiGHS's presolve lose optima.
+#:
+#: HiGHS 1.15 can still stop one float32 step short of a closest distance (0.50000012 where 0.5
+#: is feasible; its probing does it, and switching probing off loses whole optima on larger
+#: models), so the engine re-solves distance goals once with the objective bounded below the
+#: answer (:data:`CHECKS_DISTANCES`).
 OPTIONS = {
     "output_flag": False,
     "mip_rel_gap": 0.0,
@@ -26,6 +31,9 @@ OPTIONS = {
     "primal_feasibility_tolerance": 1e-9,
     "dual_feasibility_tolerance": 1e-9,
 }
+
+#: Whether the engine should confirm a closest distance found by this driver (see OPTIONS).
+CHECKS_DISTANCES = True
 
 
 def available() -> bool:

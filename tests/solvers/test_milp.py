@@ -40,7 +40,8 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Availability, Limits
 from veritas_dsl.solvers.milp import gurobi
 from veritas_dsl.solvers.milp.engine import MilpEngine
-from veritas_dsl.solvers.milp.formulation import formulate, lowest_bit
+from veritas_dsl.solvers.milp.formulation import Var, _Builder, formulate, lowest_bit
+from veritas_dsl.solvers.milp.program import ONE, Infeasible, ProgramBuilder
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.validate import validate_witness
 
@@ -407,6 +408,81 @@ def test_multiclass_margin_between_classes(engine):
     assert solve(engine, model, Minimize(diff)).lower == -1.5
     not_first = OutputConstraint(term(out(output=0), out(output=1, coef=-1.0)), "<", 0.0)
     assert solve(engine, model, Minimize(diff), [not_first]).lower == -1.0
+
+
+# -- the segment formulas, against every pair of segments ------------------------------------------
+
+GRID = sorted({float(np.float32(v)) for v in (-2, -1, -0.5, -1e-45, 0, 0.1, 0.25, 0.5, 1, 2, 3)})
+
+
+@st.composite
+def segment_pairs(draw):
+    """Two variables with random bounds and cuts, as the formulation holds them."""
+    builder = _Builder.__new__(_Builder)
+    builder.p = ProgramBuilder()
+    builder.vars = []
+    integral = draw(st.booleans())
+    for _ in range(2):
+        if integral:
+            lo = float(draw(st.integers(-4, 1)))
+            hi = float(draw(st.integers(int(lo), 4)))
+            options = [float(c) for c in range(int(lo) + 1, int(hi) + 1)]
+        else:
+            lo, hi = sorted(
+                draw(
+                    st.lists(
+                        st.sampled_from([-32.0, -1.0, 0.0, 1e-45, 2.0, 32.0]),
+                        min_size=2,
+                        max_size=2,
+                    )
+                )
+            )
+            options = [v for v in GRID if lo < v <= hi]
+        cuts = sorted(draw(st.sets(st.sampled_from(options)))) if options else []
+        var = Var(feature=0, integral=integral, lo=lo, hi=hi, cuts=cuts)
+        var.cols = [builder.p.binary() for _ in cuts]
+        builder.vars.append(var)
+    builder.cut_index = [{t: i for i, t in enumerate(v.cuts)} for v in builder.vars]
+    return builder
+
+
+def patterns(builder):
+    """Every pair of segments: the 0/1 predicates picking them, and their exact ends."""
+    u, w = builder.vars
+    for ju in range(len(u.cuts) + 1):
+        for jw in range(len(w.cuts) + 1):
+            x = np.zeros(builder.p.n_cols)
+            ends = []
+            for var, j in ((u, ju), (w, jw)):
+                for i, col in enumerate(var.cols):
+                    x[col] = 0.0 if i < j else 1.0
+                low = var.lo if j == 0 else var.cuts[j - 1]
+                high = var.hi if j == len(var.cuts) else var.below(var.cuts[j])
+                ends.append((Fraction(low), Fraction(high)))
+            (au, bu), (aw, bw) = ends
+            yield x, max(Fraction(0), aw - bu, au - bw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(builder=segment_pairs())
+def test_pair_gaps_are_the_exact_distance_between_segments(builder):
+    pieces = [builder.pair_gap(0, 1), builder.pair_gap(1, 0)]
+    for x, exact in patterns(builder):
+        assert max([0.0] + [piece.value(x) for piece in pieces]) == pytest.approx(float(exact))
+
+
+@settings(max_examples=150, deadline=None)
+@given(builder=segment_pairs(), radius=st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 0.5000001]))
+def test_ball_between_excludes_exactly_the_far_segments(builder, radius):
+    try:
+        builder.ball_between(0, 1, radius, ONE)
+        empty = False
+    except Infeasible:
+        empty = True
+    program = builder.p.freeze()
+    for x, exact in patterns(builder):
+        allowed = not empty and all(lo <= float(v @ x[i]) <= hi for i, v, lo, hi in program.rows())
+        assert allowed == (exact <= Fraction(radius))
 
 
 # -- mixed random queries against the oracle -------------------------------------------------------
