@@ -33,10 +33,10 @@ from veritas_dsl.ir import (
     Tie,
 )
 from veritas_dsl.model import Ensemble
-from veritas_dsl.solvers.base import Availability, Limits
+from veritas_dsl.result import Termination
+from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.milp import gurobi
 from veritas_dsl.solvers.milp.engine import MilpEngine
-from veritas_dsl.solvers.milp.formulation import formulate
 from veritas_dsl.validate import validate_witness
 
 SHAPES = [(100, 6), (200, 4)]
@@ -111,43 +111,37 @@ def main() -> None:
     args = parser.parse_args()
     X, y = data()
     licence = gurobi.licence()
-    engines = [MilpEngine("highs", "highs"), MilpEngine("gurobi", "gurobi")]
+    engines = [MilpEngine("highs", "highs")]
+    if licence:
+        engines.append(MilpEngine("gurobi", "gurobi"))
     print(f"gurobi licence: {licence.value}; timeout {args.timeout:g} s per solve")
-    print(f"{'model':<14}{'task':<14}{'solver':<8}{'time (s)':>22}  answer")
+    print(f"{'model':<8}{'task':<14}{'solver':<8}{'time (s)':>22}  answer")
     for trees, depth in SHAPES:
         clf = model(X, y, trees, depth)
         shape = f"{trees}x{depth}"
         by_task: dict[tuple[str, str], list] = {}
         for task, query in queries(clf, X, args.rows):
-            program = formulate(query).program
             for engine in engines:
-                allowed = licence is Availability.AVAILABLE or (
-                    licence is Availability.LIMITED_LICENCE and gurobi.fits_limited_licence(program)
-                )
-                if engine.name == "gurobi" and not allowed:
-                    by_task.setdefault((task, engine.name), []).append(
-                        (None, f"skipped: {program.n_cols} variables, {program.n_rows} rows")
-                    )
-                    continue
                 by_task.setdefault((task, engine.name), []).append(run(engine, query, args.timeout))
         for (task, solver), runs in by_task.items():
-            if runs[0][0] is None:
-                print(f"{shape:<14}{task:<14}{solver:<8}{'-':>22}  {runs[0][1]}")
-                continue
-            times = [t for _, t in runs]
-            exact = sum(r.exact for r, _ in runs)
-            if len(runs) == 1:
-                result = runs[0][0]
-                when = f"{times[0]:.2f}"
-                answer = f"{result.termination.value} [{result.lower:.6g}, {result.upper:.6g}]"
-            else:
-                when = f"median {statistics.median(times):.2f} (max {max(times):.1f})"
-                values = [r.upper for r, _ in runs if r.exact]
-                answer = f"{exact}/{len(runs)} exact; distances " + ", ".join(
-                    f"{v:.4g}" for v in values
-                )
-            columns = runs[0][0].stats.get("columns")
-            print(f"{shape:<14}{task:<14}{solver:<8}{when:>22}  {answer} ({columns} columns)")
+            print(f"{shape:<8}{task:<14}{solver:<8}{summary(runs)}")
+
+
+def summary(runs) -> str:
+    """Time to the answer and the answer, for one task (several rows for closest examples)."""
+    refused = [result for result, _ in runs if result.termination is Termination.LICENCE_LIMIT]
+    if refused:
+        return f"{'-':>22}  {len(refused)}/{len(runs)} beyond the licence: {refused[0].message}"
+    times = [t for _, t in runs]
+    columns = max(result.stats.get("columns", 0) for result, _ in runs)
+    if len(runs) == 1:
+        result = runs[0][0]
+        answer = f"{result.termination.value} [{result.lower:.6g}, {result.upper:.6g}]"
+        return f"{times[0]:>22.2f}  {answer} ({columns} columns)"
+    exact = sum(result.exact for result, _ in runs)
+    when = f"median {statistics.median(times):.2f} (max {max(times):.1f})"
+    values = ", ".join(f"{result.upper:.4g}" for result, _ in runs if result.exact)
+    return f"{when:>22}  {exact}/{len(runs)} exact; distances {values} (<= {columns} columns)"
 
 
 if __name__ == "__main__":

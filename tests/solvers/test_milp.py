@@ -5,6 +5,7 @@ limits and the anytime trace, and the Gurobi licence probe."""
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -334,6 +335,30 @@ def test_closest_example_with_high_output(engine, two_trees, norm):
     assert result.witnesses[0].inputs["x"].tolist() == [2.0, 0.0]
 
 
+def test_closest_distance_is_not_one_float32_step_long(engine):
+    """HiGHS 1.15 answered 0.50000012 here (x1 = next_down(-1)) where 0.5 is feasible; the engine
+    confirms closest distances with one more solve."""
+    model = build(
+        [
+            (0, -1.0, 0.0, (1, -1.0, -2.0, 0.5)),
+            (1, -1.0, 1.0, 0.0),
+            (0, -1.0, 0.0, (0, -1.0, 0.0, 1.0)),
+        ],
+        3,
+    )
+    query = Query(
+        "q",
+        features(model),
+        ("x",),
+        {"m": model},
+        (OutputConstraint(term(out()), ">", 0.0),),
+        MinimizeDistance("l1", "x", Row((-1.5, -0.5, -1.5))),
+    )
+    whole = engine._solve_program(query, Limits(), time.monotonic())  # no growing boxes
+    assert whole.lower == whole.upper == 0.5
+    assert engine.solve(query).lower == 0.5
+
+
 def test_ball_constraints(engine, two_trees):
     ball = Ball("l1", "x", Row((0.5, 0.5)), 1.0)
     assert solve(engine, two_trees, Maximize(term(out())), [ball]).lower == 3.5
@@ -652,6 +677,26 @@ def test_trace_streams_bounds(engine, forest):
     for before, after in zip(result.trace, result.trace[1:], strict=False):
         assert before.lower <= after.lower and after.upper <= before.upper
     assert all(p.lower <= p.upper for p in result.trace)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_growing_boxes_find_the_closest_example_of_the_whole_space(engine, forest, norm):
+    row = Row((0.3, -0.2, 0.1, 0.4))
+    level = float(forest.eval(np.float32([row.values]))[0])
+    query = Query(
+        "closest",
+        features(forest),
+        ("x",),
+        {"m": forest},
+        (OutputConstraint(term(out()), ">", level + 1.0),),
+        MinimizeDistance(norm, "x", row),
+    )
+    boxed = engine.solve(query)
+    whole = engine._solve_program(query, Limits(), time.monotonic())
+    assert boxed.stats["radius_phases"] > 1
+    assert boxed.lower == boxed.upper == whole.lower == whole.upper
+    validate_witness(query, boxed.witnesses[0])
+    assert all(p.lower <= boxed.lower <= p.upper for p in boxed.trace)
 
 
 def test_node_limit(forest):
