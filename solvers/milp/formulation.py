@@ -144,11 +144,12 @@ class TreeLeaves:
     cols: np.ndarray | None
 
     def column(self, node: int) -> int | None:
+        """The column of leaf ``node`` (None for a constant tree); KeyError if it was pruned."""
         if self.cols is None:
             return None
         hit = np.nonzero(self.nodes == node)[0]
         if len(hit) == 0:
-            raise AssertionError(f"leaf {node} was pruned as unreachable but a witness reached it")
+            raise KeyError(node)
         return int(self.cols[hit[0]])
 
 

@@ -243,7 +243,13 @@ def _leaf_cuts(query: Query, form: Formulation, solution, inputs, margins) -> li
         for model_name, instance in sorted({(a.model, a.instance) for a in c.term.atoms}):
             reached = query.models[model_name].leaves(inputs[instance][None, :])[0]
             for tree, node in enumerate(reached):
-                col = form.leaves[model_name, instance][tree].column(int(node))
+                try:
+                    col = form.leaves[model_name, instance][tree].column(int(node))
+                except KeyError:
+                    raise WitnessBug(
+                        f"query {query.name}: a witness reached leaf {node} of tree {tree} of "
+                        f"{model_name}, which the formulation pruned as unreachable"
+                    ) from None
                 if col is not None:
                     cols.append(col)
         # sum(chosen leaves) + active <= len(chosen leaves): not all of them while active.
