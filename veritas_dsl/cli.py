@@ -8,9 +8,14 @@ import json
 import sys
 import traceback
 
+from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.model import FORMATS, ModelError, load_model
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
+from veritas_dsl.report import json as json_report
+from veritas_dsl.report import terminal
+from veritas_dsl.run import EngineDisagreement
+from veritas_dsl.validate import WitnessMismatch
 
 
 class ExitCode(enum.IntEnum):
@@ -29,8 +34,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
+    except SpecError as error:
+        sources = getattr(error, "sources", None)
+        for diagnostic in error.diagnostics:
+            print(render(diagnostic, sources) + "\n", file=sys.stderr)
+        count = len(error.diagnostics)
+        print(f"{count} error{'s' if count != 1 else ''}; nothing was run", file=sys.stderr)
+        return ExitCode.ERROR
     except ModelError as error:
         print(f"error: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    except (WitnessMismatch, EngineDisagreement) as error:
+        # A wrong answer is the worst bug we can have: say so plainly.
+        print(f"error: soundness check failed, please report this bug: {error}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -52,6 +68,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    run = commands.add_parser("run", help="run every query of a .ver file")
+    run.add_argument("spec", help="the .ver file")
+    run.add_argument("--solver", help="engine for every query (overrides `solve with`)")
+    run.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="time limit per engine and query (default 60)"
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON document")
+    run.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow scikit-learn pickle/joblib models, which runs code from the file",
+    )
+    run.set_defaults(handler=_run)
+
     inspect = commands.add_parser("inspect", help="describe a model file")
     inspect.add_argument(
         "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
@@ -65,6 +95,25 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
     inspect.set_defaults(handler=_inspect)
     return parser
+
+
+def _run(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.spec import load
+
+    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    try:
+        runs = spec.run(solver=args.solver, timeout_s=args.timeout)
+    except SpecError as error:
+        error.sources = spec.sources
+        raise
+    if args.json:
+        print(json_report.dumps(runs))
+    else:
+        out, err = terminal.render(runs, args.spec)
+        print(out)
+        if err:
+            print(err, file=sys.stderr)
+    return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
 
 
 def _inspect(args: argparse.Namespace) -> ExitCode:

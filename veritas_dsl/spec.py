@@ -1,0 +1,59 @@
+"""A `.ver` spec as a Python object: ``veritas_dsl.load(path)`` or ``veritas_dsl.parse(text)``,
+then ``.run()``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from veritas_dsl.diagnostics import Diagnostic, SpecError, Sources
+from veritas_dsl.ir.lower import Lowered, lower
+from veritas_dsl.lang import typed
+from veritas_dsl.lang.check import check
+from veritas_dsl.lang.parser import parse_text
+from veritas_dsl.run import QueryRun, RunOptions, run_lowered
+from veritas_dsl.solvers import registry
+
+
+class Spec:
+    """A checked spec: its models and data are loaded, every query typed.
+
+    Raises :class:`SpecError` (with located diagnostics) when the spec is wrong.
+    """
+
+    def __init__(self, text: str, path: str = "<string>", trust_pickle: bool = False) -> None:
+        self.path = path
+        self.sources = Sources({path: text})
+        self.checked: typed.CheckedSpec = check(parse_text(text, path), registry.ENGINES, trust_pickle)
+
+    @property
+    def queries(self) -> tuple[typed.CheckedQuery, ...]:
+        return self.checked.queries
+
+    def lowered(self) -> Iterator[Lowered]:
+        """Every IR query of the spec, in order (batch queries row by row)."""
+        for query in self.checked.queries:
+            yield from lower(self.checked, query)
+
+    def run(
+        self, solver: str | None = None, timeout_s: float | None = None, progress=None
+    ) -> list[QueryRun]:
+        """Solve every query and judge its expectations; see :class:`QueryRun`."""
+        options = RunOptions(solver, timeout_s, progress)
+        return [run_lowered(lowered, options) for lowered in self.lowered()]
+
+
+def load(path: str | Path, trust_pickle: bool = False) -> Spec:
+    """Read, parse and check the spec at ``path``; relative paths inside it resolve from its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SpecError([Diagnostic("V001", f"cannot read {path}: {reason}")]) from None
+    return Spec(text, str(path), trust_pickle)
+
+
+def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
+    """Parse and check spec text; ``path`` names it in messages and anchors relative paths."""
+    return Spec(text, path, trust_pickle)
