@@ -72,7 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("spec", help="the .ver file")
     run.add_argument("--solver", help="engine for every query (overrides `solve with`)")
     run.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="time limit per engine and query (default 60)"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time limit per engine and query (default 60)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.add_argument(

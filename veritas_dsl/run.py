@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from veritas_dsl.diagnostics import Diagnostic, SpecError, Span
+from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove, constructs
 from veritas_dsl.lang import typed as t
@@ -97,7 +97,11 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     else:
         for name in DEFAULT_ENGINES:
             engine = registry.ENGINES.get(name)
-            if engine and engine.available() and constructs(query) <= engine.capabilities.constructs:
+            if (
+                engine
+                and engine.available()
+                and constructs(query) <= engine.capabilities.constructs
+            ):
                 return [(name, Limits(timeout_s=timeout))]
         choices = [t.EngineChoice(DEFAULT_ENGINES[-1], None, None, None, checked.span)]
     chosen = []
@@ -108,8 +112,16 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
         except UnsupportedQuery as error:
             raise SpecError([Diagnostic("V503", str(error), choice.span)]) from None
         if not engine.available():
-            raise SpecError([Diagnostic("V504", f"engine `{choice.name}` is not available here "
-                                        f"({engine.available().value})", choice.span)])
+            raise SpecError(
+                [
+                    Diagnostic(
+                        "V504",
+                        f"engine `{choice.name}` is not available here "
+                        f"({engine.available().value})",
+                        choice.span,
+                    )
+                ]
+            )
         limits = Limits(
             timeout_s=choice.timeout_s if choice.timeout_s is not None else timeout,
             max_steps=choice.max_steps,
@@ -147,7 +159,8 @@ def _cross_check(run: QueryRun) -> None:
             _same(first.lower, other.lower) and _same(first.upper, other.upper)
         ):
             raise EngineDisagreement(
-                f"query {run.name}: engines disagree: {first.engine} says {first.termination.value} "
+                f"query {run.name}: engines disagree: "
+                f"{first.engine} says {first.termination.value} "
                 f"[{first.lower}, {first.upper}], {other.engine} says {other.termination.value} "
                 f"[{other.lower}, {other.upper}]"
             )
@@ -175,7 +188,9 @@ def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
         return Check(text, True, "holds", checked.span)
     if result.termination is Termination.OPTIMAL and result.witnesses:
         return Check(text, False, "violated: a counterexample was found", checked.span)
-    return Check(text, None, f"unknown: the engine stopped ({result.termination.value})", checked.span)
+    return Check(
+        text, None, f"unknown: the engine stopped ({result.termination.value})", checked.span
+    )
 
 
 def _expectation_check(e: t.Expectation, value: float | None, result: Result) -> Check:
@@ -186,7 +201,9 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
             return Check(text, e.subject == "none", "no input satisfies the query", e.span)
         if found:
             return Check(text, e.subject == "found", "an input was found", e.span)
-        return Check(text, None, f"unknown: the engine stopped ({result.termination.value})", e.span)
+        return Check(
+            text, None, f"unknown: the engine stopped ({result.termination.value})", e.span
+        )
     bound = result.upper if e.subject == "upper" else result.lower
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"

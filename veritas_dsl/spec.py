@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from veritas_dsl.diagnostics import Diagnostic, SpecError, Sources
+from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
 from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
@@ -24,7 +24,9 @@ class Spec:
     def __init__(self, text: str, path: str = "<string>", trust_pickle: bool = False) -> None:
         self.path = path
         self.sources = Sources({path: text})
-        self.checked: typed.CheckedSpec = check(parse_text(text, path), registry.ENGINES, trust_pickle)
+        self.checked: typed.CheckedSpec = check(
+            parse_text(text, path), registry.ENGINES, trust_pickle
+        )
 
     @property
     def queries(self) -> tuple[typed.CheckedQuery, ...]:
@@ -44,7 +46,7 @@ class Spec:
 
 
 def load(path: str | Path, trust_pickle: bool = False) -> Spec:
-    """Read, parse and check the spec at ``path``; relative paths inside it resolve from its folder."""
+    """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
     path = Path(path)
     try:
         text = path.read_text()

@@ -80,8 +80,9 @@ class _Lowering:
             constraints += self.condition(condition)
         goal = self.goal(checked.goal)
         name = checked.name if self.row is None else f"{checked.name}[{self.row}]"
-        query = Query(name, self.spec.features, checked.instances, self.spec.models,
-                      tuple(constraints), goal)
+        query = Query(
+            name, self.spec.features, checked.instances, self.spec.models, tuple(constraints), goal
+        )
         expectations = tuple(
             (e, None if e.value is None else self.constant(e.value)) for e in checked.expectations
         )
@@ -153,7 +154,9 @@ class _Lowering:
             return [Tie(c.first, c.second, f) for f in range(n) if f not in c.excepted]
         if isinstance(c, t.SameAsRow):
             values = self.rows_of(c.row).values
-            return [Interval(c.instance, f, v, v) for f, v in enumerate(values) if f not in c.excepted]
+            return [
+                Interval(c.instance, f, v, v) for f, v in enumerate(values) if f not in c.excepted
+            ]
         if isinstance(c, t.GroupIs):
             value = 1.0 if c.equal else 0.0
             return [Interval(c.instance, c.feature, value, value)]
@@ -164,26 +167,42 @@ class _Lowering:
         if not unknown:
             return [] if _holds(constant, c.op) else [FALSE]
         if c.op == "!=":
-            return [AnyOf(((self.compare_unknown(unknown, constant, "<", c),),
-                           (self.compare_unknown(unknown, constant, ">", c),)))]
+            return [
+                AnyOf(
+                    (
+                        (self.compare_unknown(unknown, constant, "<", c),),
+                        (self.compare_unknown(unknown, constant, ">", c),),
+                    )
+                )
+            ]
         if c.op == "==" and next(iter(unknown))[0] == "out":
-            return [self.compare_unknown(unknown, constant, ">=", c),
-                    self.compare_unknown(unknown, constant, "<=", c)]
+            return [
+                self.compare_unknown(unknown, constant, ">=", c),
+                self.compare_unknown(unknown, constant, "<=", c),
+            ]
         return [self.compare_unknown(unknown, constant, c.op, c)]
 
-    def compare_unknown(self, unknown: dict, constant: float, op: str, c: t.LinCompare) -> Constraint:
+    def compare_unknown(
+        self, unknown: dict, constant: float, op: str, c: t.LinCompare
+    ) -> Constraint:
         """``sum(unknown) + constant op 0`` as one IR constraint."""
         if next(iter(unknown))[0] == "out":
             term = OutputTerm(tuple(OutputAtom(k, m, i, o) for (_, m, i, o), k in unknown.items()))
             return OutputConstraint(term, op, -constant)
         if len(unknown) == 1:
-            ((_, instance, f), coef), = unknown.items()
+            (((_, instance, f), coef),) = unknown.items()
             return _interval(instance, f, coef, constant, op)
         if op in ("<", ">"):
-            raise SpecError([Diagnostic(
-                "V328", "a strict comparison between several features is not supported", c.span,
-                help="write <= or >= (inputs are float32, so move the bound by the step you need)",
-            )])
+            raise SpecError(
+                [
+                    Diagnostic(
+                        "V328",
+                        "a strict comparison between several features is not supported",
+                        c.span,
+                        help="write <= or >= (inputs are float32: move the bound by the step you need)",
+                    )
+                ]
+            )
         terms = tuple(LinearTerm(k, i, f) for (_, i, f), k in unknown.items())
         return Linear(terms, op, -constant)
 
@@ -205,11 +224,17 @@ class _Lowering:
             return self.class_is(left, self.row_class(right), c.equal)
         # Two instances: the classes agree when both are k, for some k.
         n = max(2, self.spec.models[left.model].n_outputs, self.spec.models[right.model].n_outputs)
-        both = [tuple(self.class_is(left, k, True) + self.class_is(right, k, True)) for k in range(n)]
+        both = [
+            tuple(self.class_is(left, k, True) + self.class_is(right, k, True)) for k in range(n)
+        ]
         if c.equal:
             return [AnyOf(tuple(both))]
-        differ = [tuple(self.class_is(left, a, True) + self.class_is(right, b, True))
-                  for a in range(n) for b in range(n) if a != b]
+        differ = [
+            tuple(self.class_is(left, a, True) + self.class_is(right, b, True))
+            for a in range(n)
+            for b in range(n)
+            if a != b
+        ]
         return [AnyOf(tuple(differ))]
 
     def row_class(self, value: t.ClassOf) -> int:
@@ -232,8 +257,12 @@ class _Lowering:
         for j in range(model.n_outputs):
             if j == k:
                 continue
-            term = OutputTerm((OutputAtom(1.0, value.model, instance, k),
-                               OutputAtom(-1.0, value.model, instance, j)))
+            term = OutputTerm(
+                (
+                    OutputAtom(1.0, value.model, instance, k),
+                    OutputAtom(-1.0, value.model, instance, j),
+                )
+            )
             wins.append(OutputConstraint(term, ">" if j < k else ">=", 0.0))
         if equal:
             return wins
@@ -254,8 +283,14 @@ class _Lowering:
 
 
 def _holds(value: float, op: str) -> bool:
-    return {"<": value < 0, "<=": value <= 0, ">": value > 0, ">=": value >= 0,
-            "==": value == 0, "!=": value != 0}[op]
+    return {
+        "<": value < 0,
+        "<=": value <= 0,
+        ">": value > 0,
+        ">=": value >= 0,
+        "==": value == 0,
+        "!=": value != 0,
+    }[op]
 
 
 def _negate(constraint: OutputConstraint) -> OutputConstraint:

@@ -30,14 +30,24 @@ class Build(Transformer):
     def model_decl(self, meta, children):
         name, kind, path, *options = children
         return ast.ModelDecl(
-            str(name), str(kind), self.token_span(kind), self.text(path), _opts(options), self.span(meta)
+            str(name),
+            str(kind),
+            self.token_span(kind),
+            self.text(path),
+            _opts(options),
+            self.span(meta),
         )
 
     @v_args(meta=True)
     def data_decl(self, meta, children):
         name, kind, path, *options = children
         return ast.DataDecl(
-            str(name), str(kind), self.token_span(kind), self.text(path), _opts(options), self.span(meta)
+            str(name),
+            str(kind),
+            self.token_span(kind),
+            self.text(path),
+            _opts(options),
+            self.span(meta),
         )
 
     def options(self, children):
@@ -97,7 +107,9 @@ class Build(Transformer):
     @v_args(meta=True)
     def batch(self, meta, children):
         name, data, (start, stop) = children
-        return ast.Batch(str(name), ast.Name(str(data), self.token_span(data)), start, stop, self.span(meta))
+        return ast.Batch(
+            str(name), ast.Name(str(data), self.token_span(data)), start, stop, self.span(meta)
+        )
 
     def slice(self, children):
         start, stop = children  # absent ends are None
@@ -107,7 +119,9 @@ class Build(Transformer):
 
     @v_args(meta=True)
     def input_stmt(self, meta, children):
-        return ast.Input(tuple(ast.Name(str(t), self.token_span(t)) for t in children), self.span(meta))
+        return ast.Input(
+            tuple(ast.Name(str(t), self.token_span(t)) for t in children), self.span(meta)
+        )
 
     @v_args(meta=True)
     def where_stmt(self, meta, children):
@@ -127,7 +141,9 @@ class Build(Transformer):
 
     @v_args(meta=True)
     def forall_stmt(self, meta, children):
-        names = tuple(ast.Name(str(t), self.token_span(t)) for t in children if isinstance(t, Token))
+        names = tuple(
+            ast.Name(str(t), self.token_span(t)) for t in children if isinstance(t, Token)
+        )
         conds = [c for c in children if not isinstance(c, Token)]
         premise, conclusion = (conds[0], conds[1]) if len(conds) == 2 else (None, conds[0])
         return ast.Forall(names, premise, conclusion, self.span(meta))

@@ -6,6 +6,7 @@ Errors are collected, each as one located :class:`Diagnostic`, and raised togeth
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 from collections.abc import Collection
@@ -22,7 +23,11 @@ from veritas_dsl.model.load import FORMATS, load_model
 
 BUILTINS = ("class", "linf", "l1", "changed")
 DATA_FORMATS = ("csv",)
-OPTIONS = {"timeout": "a duration such as 10s", "steps": "a whole number", "memory": "a size such as 2GB"}
+OPTIONS = {
+    "timeout": "a duration such as 10s",
+    "steps": "a whole number",
+    "memory": "a size such as 2GB",
+}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 _MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _SECONDS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
@@ -33,7 +38,9 @@ class _Failed(Exception):
     """An expression already reported an error; stop checking the enclosing construct."""
 
 
-def check(spec: ast.SpecFile, engines: Collection[str], trust_pickle: bool = False) -> t.CheckedSpec:
+def check(
+    spec: ast.SpecFile, engines: Collection[str], trust_pickle: bool = False
+) -> t.CheckedSpec:
     """Resolve and type ``spec``; raise :class:`SpecError` listing every problem found."""
     return _Checker(spec, tuple(engines), trust_pickle).run()
 
@@ -66,7 +73,9 @@ class _Checker:
         if name in self.declared or name in BUILTINS or name == "inf":
             first = self.declared.get(name)
             notes = [f"first declared at {first}"] if first else [f"`{name}` is a built-in name"]
-            self.error("V201", f"`{name}` is declared twice", span, f"this {what}", help="", notes=notes)
+            self.error(
+                "V201", f"`{name}` is declared twice", span, f"this {what}", help="", notes=notes
+            )
             return False
         self.declared[name] = span
         return True
@@ -95,13 +104,15 @@ class _Checker:
         for item in items:
             if isinstance(item, ast.QueryDecl):
                 if item.name in names:
-                    self.error("V201", f"query `{item.name}` is declared twice", item.span,
-                               notes=[f"first declared at {names[item.name]}"])
+                    self.error(
+                        "V201",
+                        f"query `{item.name}` is declared twice",
+                        item.span,
+                        notes=[f"first declared at {names[item.name]}"],
+                    )
                 names[item.name] = item.span
-                try:
+                with contextlib.suppress(_Failed):  # already reported
                     queries.append(self.query(item))
-                except _Failed:
-                    pass
         if self.diagnostics:
             raise SpecError(self.diagnostics)
         return t.CheckedSpec(
@@ -124,9 +135,13 @@ class _Checker:
             return
         if decl.kind not in FORMATS:
             self.broken.add(decl.name)
-            self.error("V402", f"unknown model format `{decl.kind}`", decl.kind_span,
-                       "not a model format", help=suggest(decl.kind, FORMATS)
-                       or f"formats are {', '.join(FORMATS)}")
+            self.error(
+                "V402",
+                f"unknown model format `{decl.kind}`",
+                decl.kind_span,
+                "not a model format",
+                help=suggest(decl.kind, FORMATS) or f"formats are {', '.join(FORMATS)}",
+            )
             return
         for option in decl.options:
             self.error("V403", f"model declarations take no option `{option.name}`", option.span)
@@ -137,14 +152,22 @@ class _Checker:
         except ModelError as error:
             self.broken.add(decl.name)
             message = str(error).replace(f"{path}: ", "")
-            self.error("V401", f"cannot load model `{decl.name}`: {message}", decl.path.span,
-                       help="trust_pickle" in message and "pass --trust-pickle to `ver`" or "")
+            self.error(
+                "V401",
+                f"cannot load model `{decl.name}`: {message}",
+                decl.path.span,
+                help=("trust_pickle" in message and "pass --trust-pickle to `ver`") or "",
+            )
 
     def feature_space(self, decls: list[ast.ModelDecl]) -> None:
         loaded = [d for d in decls if d.name in self.models]
         if not decls:
-            self.error("V203", "a spec needs at least one model", None,
-                       help='declare one: model clf = xgboost "models/model.json"')
+            self.error(
+                "V203",
+                "a spec needs at least one model",
+                None,
+                help='declare one: model clf = xgboost "models/model.json"',
+            )
             return
         if not loaded:
             return
@@ -160,8 +183,12 @@ class _Checker:
                     notes.append(f"`{decl.name}` lacks {', '.join(missing)}")
                 if extra:
                     notes.append(f"`{decl.name}` has {', '.join(extra)} that `{first.name}` lacks")
-                self.error("V404", f"models `{first.name}` and `{decl.name}` have different features",
-                           decl.span, notes=notes)
+                self.error(
+                    "V404",
+                    f"models `{first.name}` and `{decl.name}` have different features",
+                    decl.span,
+                    notes=notes,
+                )
         self.features = tuple(Feature(n) for n in names)
         self.feature_index = {n: i for i, n in enumerate(names)}
         # Every model is re-expressed over the first model's feature order.
@@ -174,8 +201,12 @@ class _Checker:
             return
         if decl.kind not in DATA_FORMATS:
             self.broken.add(decl.name)
-            self.error("V405", f"unknown data format `{decl.kind}`", decl.kind_span,
-                       help=f"formats are {', '.join(DATA_FORMATS)}")
+            self.error(
+                "V405",
+                f"unknown data format `{decl.kind}`",
+                decl.kind_span,
+                help=f"formats are {', '.join(DATA_FORMATS)}",
+            )
             return
         for option in decl.options:
             self.error("V403", f"data declarations take no option `{option.name}`", option.span)
@@ -187,14 +218,19 @@ class _Checker:
             return
         except OSError as error:
             self.broken.add(decl.name)
-            self.error("V406", f"cannot read data `{decl.name}`: {error.strerror or error}",
-                       decl.path.span)
+            self.error(
+                "V406", f"cannot read data `{decl.name}`: {error.strerror or error}", decl.path.span
+            )
             return
         missing = [f.name for f in self.features if f.name not in dataset.columns]
         if missing:
             self.broken.add(decl.name)
-            self.error("V407", f"data `{decl.name}` lacks columns for features {', '.join(missing)}",
-                       decl.path.span, help="CSV columns are matched to features by name")
+            self.error(
+                "V407",
+                f"data `{decl.name}` lacks columns for features {', '.join(missing)}",
+                decl.path.span,
+                help="CSV columns are matched to features by name",
+            )
             return
         self.datasets[decl.name] = dataset
 
@@ -204,16 +240,23 @@ class _Checker:
             reader = csv.reader(handle)
             header = next(reader, None)
             if not header:
-                raise self.error("V408", f"data `{name}` is empty", Span(shown, 1, 1, 1, 2),
-                                 help="the first line names the columns")
+                raise self.error(
+                    "V408",
+                    f"data `{name}` is empty",
+                    Span(shown, 1, 1, 1, 2),
+                    help="the first line names the columns",
+                )
             header = [h.strip() for h in header]
             rows = []
             for line_number, record in enumerate(reader, start=2):
                 if not record:
                     continue
                 if len(record) != len(header):
-                    raise self.error("V408", f"line has {len(record)} fields, the header {len(header)}",
-                                     Span(shown, line_number, 1, line_number, 2))
+                    raise self.error(
+                        "V408",
+                        f"line has {len(record)} fields, the header {len(header)}",
+                        Span(shown, line_number, 1, line_number, 2),
+                    )
                 values = []
                 column = 1
                 for field_text in record:
@@ -222,9 +265,18 @@ class _Checker:
                     except ValueError:
                         value = math.nan
                     if math.isnan(value):
-                        raise self.error("V408", f"`{field_text}` is not a number",
-                                         Span(shown, line_number, column, line_number, column + max(1, len(field_text))),
-                                         help="data values are numbers; missing values are not supported")
+                        raise self.error(
+                            "V408",
+                            f"`{field_text}` is not a number",
+                            Span(
+                                shown,
+                                line_number,
+                                column,
+                                line_number,
+                                column + max(1, len(field_text)),
+                            ),
+                            help="data values are numbers; missing values are not supported",
+                        )
                     values.append(value)
                     column += len(field_text) + 1
                 rows.append(values)
@@ -246,8 +298,12 @@ class _Checker:
         seen: dict[str, Span] = {}
         for decl in block.decls:
             if decl.name in seen:
-                self.error("V201", f"feature `{decl.name}` is declared twice", decl.span,
-                           notes=[f"first declared at {seen[decl.name]}"])
+                self.error(
+                    "V201",
+                    f"feature `{decl.name}` is declared twice",
+                    decl.span,
+                    notes=[f"first declared at {seen[decl.name]}"],
+                )
                 continue
             seen[decl.name] = decl.span
             try:
@@ -261,8 +317,13 @@ class _Checker:
 
     def feature_of(self, name: str, span: Span) -> int:
         if name not in self.feature_index:
-            raise self.error("V204", f"unknown feature `{name}`", span, "not a feature of the models",
-                             help=suggest(name, self.feature_index))
+            raise self.error(
+                "V204",
+                f"unknown feature `{name}`",
+                span,
+                "not a feature of the models",
+                help=suggest(name, self.feature_index),
+            )
         return self.feature_index[name]
 
     def domain_decl(self, decl: ast.FeatureDecl, features: list[Feature]) -> None:
@@ -274,26 +335,42 @@ class _Checker:
             if kind is DomainKind.INT:
                 for bound, expr in ((lo, decl.lo), (hi, decl.hi)):
                     if math.isfinite(bound) and bound != round(bound):
-                        raise self.error("V302", f"int feature `{decl.name}` has a fractional bound {bound:g}",
-                                         expr.span, "not a whole number",
-                                         help=f"write {math.floor(bound):g} or {math.ceil(bound):g}")
+                        raise self.error(
+                            "V302",
+                            f"int feature `{decl.name}` has a fractional bound {bound:g}",
+                            expr.span,
+                            "not a whole number",
+                            help=f"write {math.floor(bound):g} or {math.ceil(bound):g}",
+                        )
             if lo > hi:
-                raise self.error("V303", f"the range of `{decl.name}` is empty", decl.span,
-                                 f"{lo:g} > {hi:g}", help="write the lower bound first")
+                raise self.error(
+                    "V303",
+                    f"the range of `{decl.name}` is empty",
+                    decl.span,
+                    f"{lo:g} > {hi:g}",
+                    help="write the lower bound first",
+                )
         features[f] = Feature(decl.name, kind, lo, hi)
 
     def onehot_decl(self, decl: ast.FeatureDecl, features: list[Feature]) -> None:
         if decl.name in self.feature_index or decl.name in self.groups:
-            raise self.error("V205", f"one-hot group `{decl.name}` has the name of a feature", decl.span,
-                             help="name the group after what it encodes, e.g. `housing`")
+            raise self.error(
+                "V205",
+                f"one-hot group `{decl.name}` has the name of a feature",
+                decl.span,
+                help="name the group after what it encodes, e.g. `housing`",
+            )
         if len(decl.members) < 2:
             raise self.error("V304", "a one-hot group needs at least two features", decl.span)
         indices = []
         for member in decl.members:
             f = self.feature_of(member.id, member.span)
             if member.id in self.members:
-                raise self.error("V304", f"`{member.id}` is already in group `{self.members[member.id][0]}`",
-                                 member.span)
+                raise self.error(
+                    "V304",
+                    f"`{member.id}` is already in group `{self.members[member.id][0]}`",
+                    member.span,
+                )
             self.members[member.id] = (decl.name, f)
             features[f] = Feature(member.id, DomainKind.BOOL, 0.0, 1.0)
             indices.append(f)
@@ -312,23 +389,43 @@ class _Checker:
         for extra in foralls[1:]:
             self.error("V206", "a property has one `forall`", extra.span)
         if decl.is_property and not foralls:
-            raise self.error("V207", f"property `{decl.name}` states no `forall`", decl.span,
-                             help="write: forall x: <premise> => <conclusion>")
+            raise self.error(
+                "V207",
+                f"property `{decl.name}` states no `forall`",
+                decl.span,
+                help="write: forall x: <premise> => <conclusion>",
+            )
         if foralls and not decl.is_property:
-            raise self.error("V207", "`forall` belongs in a `property`", foralls[0].span,
-                             help=f"write `property {decl.name}` instead of `query {decl.name}`")
+            raise self.error(
+                "V207",
+                "`forall` belongs in a `property`",
+                foralls[0].span,
+                help=f"write `property {decl.name}` instead of `query {decl.name}`",
+            )
         if inputs and foralls:
-            raise self.error("V206", "the instances of a property are those of its `forall`",
-                             inputs[0].span, help="remove this `input`")
+            raise self.error(
+                "V206",
+                "the instances of a property are those of its `forall`",
+                inputs[0].span,
+                help="remove this `input`",
+            )
         names = inputs[0].names if inputs else foralls[0].names if foralls else ()
         if not names:
-            raise self.error("V208", f"query `{decl.name}` declares no input", decl.span,
-                             help="add `input x` (or `input x1, x2` for two instances)")
+            raise self.error(
+                "V208",
+                f"query `{decl.name}` declares no input",
+                decl.span,
+                help="add `input x` (or `input x1, x2` for two instances)",
+            )
         instances = []
         for name in names:
             if name.id in scope.instances or name.id in self.declared or name.id == scope.batch:
-                raise self.error("V201", f"`{name.id}` is already a name here", name.span,
-                                 help="choose another name for the instance")
+                raise self.error(
+                    "V201",
+                    f"`{name.id}` is already a name here",
+                    name.span,
+                    help="choose another name for the instance",
+                )
             scope.instances.add(name.id)
             instances.append(name.id)
 
@@ -349,8 +446,12 @@ class _Checker:
                     goal = t.ProveThat(conclusion, statement.span)
                 elif isinstance(statement, ast.Objective | ast.FindStmt):
                     if goal is not None:
-                        raise self.error("V209", "a query has one objective", statement.span,
-                                         help="split it into two queries")
+                        raise self.error(
+                            "V209",
+                            "a query has one objective",
+                            statement.span,
+                            help="split it into two queries",
+                        )
                     goal = self.objective(statement, scope)
                 elif isinstance(statement, ast.SolveWith):
                     engines = self.solve_with(statement)
@@ -365,16 +466,29 @@ class _Checker:
                     failed = True
         if failed:
             raise _Failed
-        return t.CheckedQuery(decl.name, decl.is_property, tuple(instances), batch, tuple(constraints),
-                              goal, tuple(expects), engines, decl.span)
+        return t.CheckedQuery(
+            decl.name,
+            decl.is_property,
+            tuple(instances),
+            batch,
+            tuple(constraints),
+            goal,
+            tuple(expects),
+            engines,
+            decl.span,
+        )
 
     def batch(self, batch: ast.Batch, scope: _Scope) -> t.Batch:
         data = batch.data.id
         if data not in self.datasets:
             if data in self.broken:
                 raise _Failed
-            raise self.error("V210", f"unknown data set `{data}`", batch.data.span,
-                             help=suggest(data, self.datasets) or "declare it: data d = csv \"file.csv\"")
+            raise self.error(
+                "V210",
+                f"unknown data set `{data}`",
+                batch.data.span,
+                help=suggest(data, self.datasets) or 'declare it: data d = csv "file.csv"',
+            )
         n = len(self.datasets[data])
         start = 0 if batch.start is None else self.row_index(batch.start, n + 1)
         stop = n if batch.stop is None else self.row_index(batch.stop, n + 1)
@@ -396,30 +510,51 @@ class _Checker:
         value = self.value(statement.expr, scope)
         if isinstance(value, t.Distance):
             if statement.sense == "maximize":
-                raise self.error("V307", "maximizing a distance is not supported", statement.expr.span,
-                                 help="minimize a distance, or bound it in `where`")
+                raise self.error(
+                    "V307",
+                    "maximizing a distance is not supported",
+                    statement.expr.span,
+                    help="minimize a distance, or bound it in `where`",
+                )
             return t.ClosestDistance(value, statement.span)
         if isinstance(value, t.Lin) and value.kind == "outputs":
             return t.OptimizeOutputs(statement.sense, value, statement.span)
-        raise self.error("V308", f"cannot {statement.sense} {self.describe(value)}", statement.expr.span,
-                         help="objectives are model outputs such as clf(x) or clf(x2) - clf(x1), "
-                         "or a distance to minimize")
+        raise self.error(
+            "V308",
+            f"cannot {statement.sense} {self.describe(value)}",
+            statement.expr.span,
+            help="objectives are model outputs such as clf(x) or clf(x2) - clf(x1), "
+            "or a distance to minimize",
+        )
 
-    def expectation(self, statement: ast.Expect, goal: t.Goal, decl: ast.QueryDecl, scope) -> t.Expectation:
+    def expectation(
+        self, statement: ast.Expect, goal: t.Goal, decl: ast.QueryDecl, scope
+    ) -> t.Expectation:
         subject = statement.subject
         text = f"expect {subject}" + (f" {statement.op} ..." if statement.op else "")
         if decl.is_property:
             raise self.error("V309", "a property needs no `expect`: it must hold", statement.span)
         if subject in ("upper", "lower"):
             if statement.op is None:
-                raise self.error("V310", f"`expect {subject}` needs a comparison", statement.span,
-                                 help=f"e.g. expect {subject} <= 0.5")
+                raise self.error(
+                    "V310",
+                    f"`expect {subject}` needs a comparison",
+                    statement.span,
+                    help=f"e.g. expect {subject} <= 0.5",
+                )
             if statement.op in ("==", "!="):
-                raise self.error("V310", f"compare a bound with <, <=, > or >=, not {statement.op}",
-                                 statement.span)
+                raise self.error(
+                    "V310",
+                    f"compare a bound with <, <=, > or >=, not {statement.op}",
+                    statement.span,
+                )
             if isinstance(goal, t.FindAny | t.ProveThat):
-                raise self.error("V310", f"`{subject}` is a bound of an objective; this query has none",
-                                 statement.subject_span, help="add maximize/minimize, or use `expect found`")
+                raise self.error(
+                    "V310",
+                    f"`{subject}` is a bound of an objective; this query has none",
+                    statement.subject_span,
+                    help="add maximize/minimize, or use `expect found`",
+                )
             value = self.value(statement.value, scope)
             if not isinstance(value, t.Lin) or value.kind != "constant":
                 raise self.error("V310", "a bound is compared with a number", statement.value.span)
@@ -428,35 +563,56 @@ class _Checker:
             if statement.op is not None:
                 raise self.error("V310", f"`expect {subject}` takes no comparison", statement.span)
             if not isinstance(goal, t.FindAny):
-                raise self.error("V310", f"`expect {subject}` is for queries that find an input",
-                                 statement.subject_span, help="bound an objective with `expect upper <= ...`")
+                raise self.error(
+                    "V310",
+                    f"`expect {subject}` is for queries that find an input",
+                    statement.subject_span,
+                    help="bound an objective with `expect upper <= ...`",
+                )
             return t.Expectation(subject, None, None, text, statement.span)
-        raise self.error("V311", f"unknown expectation `{subject}`", statement.subject_span,
-                         help=suggest(subject, ("upper", "lower", "found", "none"))
-                         or "expect upper|lower <op> <number>, expect found, or expect none")
+        raise self.error(
+            "V311",
+            f"unknown expectation `{subject}`",
+            statement.subject_span,
+            help=suggest(subject, ("upper", "lower", "found", "none"))
+            or "expect upper|lower <op> <number>, expect found, or expect none",
+        )
 
     def solve_with(self, statement: ast.SolveWith) -> tuple[t.EngineChoice, ...]:
         choices = []
         for engine in statement.engines:
             if engine.name not in self.engines:
-                raise self.error("V501", f"unknown engine `{engine.name}`", engine.span,
-                                 help=suggest(engine.name, self.engines)
-                                 or f"engines are {', '.join(self.engines)}")
+                raise self.error(
+                    "V501",
+                    f"unknown engine `{engine.name}`",
+                    engine.span,
+                    help=suggest(engine.name, self.engines)
+                    or f"engines are {', '.join(self.engines)}",
+                )
             limits = {"timeout": None, "steps": None, "memory": None}
             for option in engine.options:
                 if option.name not in OPTIONS:
-                    raise self.error("V502", f"unknown engine option `{option.name}`", option.span,
-                                     help=suggest(option.name, OPTIONS) or f"options are {', '.join(OPTIONS)}")
+                    raise self.error(
+                        "V502",
+                        f"unknown engine option `{option.name}`",
+                        option.span,
+                        help=suggest(option.name, OPTIONS) or f"options are {', '.join(OPTIONS)}",
+                    )
                 limits[option.name] = self.option_value(option)
-            choices.append(t.EngineChoice(engine.name, limits["timeout"], limits["steps"],
-                                          limits["memory"], engine.span))
+            choices.append(
+                t.EngineChoice(
+                    engine.name, limits["timeout"], limits["steps"], limits["memory"], engine.span
+                )
+            )
         return tuple(choices)
 
     def option_value(self, option: ast.Option):
         value = option.value
         expected = OPTIONS[option.name]
         if isinstance(value, ast.Quantity):
-            units = _SECONDS if option.name == "timeout" else _BYTES if option.name == "memory" else {}
+            units = (
+                _SECONDS if option.name == "timeout" else _BYTES if option.name == "memory" else {}
+            )
             if value.unit not in units:
                 raise self.error("V502", f"`{option.name}` is {expected}", value.span)
             amount = value.value * units[value.unit]
@@ -502,22 +658,33 @@ class _Checker:
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
             diff = left.plus(right, -1.0)
             if diff.kind == "mixed":
-                raise self.error("V313", "this compares model outputs with input features", span,
-                                 help="compare outputs with numbers, and features with numbers")
+                raise self.error(
+                    "V313",
+                    "this compares model outputs with input features",
+                    span,
+                    help="compare outputs with numbers, and features with numbers",
+                )
             return t.LinCompare(diff, op, span)
         if isinstance(left, t.Distance):
             self.need_constant(right, span, "a distance")
             if op != "<=":
-                help = "distances are exact; write <= (a strict bound is the same as <= a smaller one)"
+                help = (
+                    "distances are exact; write <= (a strict bound is the same as <= a smaller one)"
+                )
                 if op in (">", ">=") or negated:
-                    help = "only upper bounds on a distance are supported (the region must be convex)"
-                raise self.error("V314", f"a distance can be bounded with <=, not {op}", span, help=help)
+                    help = (
+                        "only upper bounds on a distance are supported (the region must be convex)"
+                    )
+                raise self.error(
+                    "V314", f"a distance can be bounded with <=, not {op}", span, help=help
+                )
             return t.DistanceAtMost(left, right, span)
         if isinstance(left, t.Changed):
             self.need_constant(right, span, "a count of changed features")
             if op not in ("<=", "<"):
-                raise self.error("V314", f"a count of changed features is bounded with <= or <, not {op}",
-                                 span)
+                raise self.error(
+                    "V314", f"a count of changed features is bounded with <= or <, not {op}", span
+                )
             return t.ChangedAtMost(left, right, op == "<", span)
         if isinstance(left, t.ClassOf):
             if op not in ("==", "!="):
@@ -530,13 +697,20 @@ class _Checker:
                     if k != round(k) or not 0 <= k < n:
                         raise self.error("V315", f"class {k:g} is not one of 0..{n - 1}", span)
             elif not isinstance(right, t.ClassOf):
-                raise self.error("V315", f"a class is compared with a class or a number, not "
-                                 f"{self.describe(right)}", span)
+                raise self.error(
+                    "V315",
+                    f"a class is compared with a class or a number, not {self.describe(right)}",
+                    span,
+                )
             return t.ClassCompare(left, right, op == "==", span)
         if isinstance(left, t.Instance) and isinstance(right, t.Instance | t.RowValue):
             if op != "==":
-                raise self.error("V316", f"an instance is tied with ==, not compared with {op}", span,
-                                 help="compare features instead, e.g. x1.age < x2.age")
+                raise self.error(
+                    "V316",
+                    f"an instance is tied with ==, not compared with {op}",
+                    span,
+                    help="compare features instead, e.g. x1.age < x2.age",
+                )
             if right == left:
                 raise self.error("V316", "an instance is always equal to itself", span)
             excepted = set()
@@ -550,14 +724,23 @@ class _Checker:
             return t.TieAll(left.name, right.name, frozenset(excepted), span)
         if isinstance(left, t.GroupRef) and isinstance(right, t.Member):
             if right.group != left.group:
-                raise self.error("V317", f"`{self.features[right.feature].name}` is not in group "
-                                 f"`{left.group}`", span, help=suggest(
-                                     self.features[right.feature].name,
-                                     [self.features[f].name for f in self.groups[left.group]]))
+                raise self.error(
+                    "V317",
+                    f"`{self.features[right.feature].name}` is not in group `{left.group}`",
+                    span,
+                    help=suggest(
+                        self.features[right.feature].name,
+                        [self.features[f].name for f in self.groups[left.group]],
+                    ),
+                )
             if op not in ("==", "!="):
-                raise self.error("V317", f"a one-hot group is compared with == or !=, not {op}", span)
+                raise self.error(
+                    "V317", f"a one-hot group is compared with == or !=, not {op}", span
+                )
             return t.GroupIs(left.instance, right.feature, op == "==", span)
-        raise self.error("V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span)
+        raise self.error(
+            "V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span
+        )
 
     def need_constant(self, value, span, what) -> None:
         if not isinstance(value, t.Lin) or value.kind != "constant":
@@ -570,17 +753,21 @@ class _Checker:
         elif isinstance(cond, t.LinCompare) and cond.lin.kind in ("outputs", "constant"):
             return
         elif not isinstance(cond, t.ClassCompare):
-            raise self.error("V320", "the conclusion of a property may only constrain model outputs",
-                             getattr(cond, "span", span),
-                             help="move conditions on inputs before `=>`")
+            raise self.error(
+                "V320",
+                "the conclusion of a property may only constrain model outputs",
+                getattr(cond, "span", span),
+                help="move conditions on inputs before `=>`",
+            )
 
     # -- expressions ------------------------------------------------------------------------
 
     def constant(self, expr: ast.Expr, scope: _Scope) -> float:
         value = self.value(expr, scope)
         if not isinstance(value, t.Lin) or value.kind != "constant" or value.row_dependent:
-            raise self.error("V321", "a number is expected here", expr.span,
-                             f"this is {self.describe(value)}")
+            raise self.error(
+                "V321", "a number is expected here", expr.span, f"this is {self.describe(value)}"
+            )
         return value.constant_value()
 
     def value(self, expr: ast.Expr, scope: _Scope) -> t.Value:
@@ -605,8 +792,12 @@ class _Checker:
                     return left.times(right.constant_value())
                 if left.kind == "constant" and not left.row_dependent:
                     return right.times(left.constant_value())
-                raise self.error("V322", "only a number can multiply", expr.span,
-                                 help="the language is linear: scale outputs and features by numbers")
+                raise self.error(
+                    "V322",
+                    "only a number can multiply",
+                    expr.span,
+                    help="the language is linear: scale outputs and features by numbers",
+                )
             if right.kind != "constant" or right.row_dependent or right.constant_value() == 0:
                 raise self.error("V322", "division is by a non-zero number", expr.right.span)
             return left.times(1.0 / right.constant_value())
@@ -615,7 +806,9 @@ class _Checker:
     def linear(self, expr: ast.Expr, scope: _Scope) -> t.Lin:
         value = self.value(expr, scope)
         if not isinstance(value, t.Lin):
-            raise self.error("V323", f"{self.describe(value)} cannot be used in arithmetic", expr.span)
+            raise self.error(
+                "V323", f"{self.describe(value)} cannot be used in arithmetic", expr.span
+            )
         return value
 
     def name(self, expr: ast.Name, scope: _Scope) -> t.Value:
@@ -629,22 +822,29 @@ class _Checker:
         if name in self.models:
             return t.ModelRef(name)
         if name in self.datasets:
-            raise self.error("V211", f"`{name}` is a data set; pick a row", expr.span,
-                             help=f"e.g. {name}[0]")
+            raise self.error(
+                "V211", f"`{name}` is a data set; pick a row", expr.span, help=f"e.g. {name}[0]"
+            )
         if name in self.members:
             group, f = self.members[name]
             return t.Member(group, f)
         if name in self.broken:
             raise _Failed
         if name in self.feature_index:
-            raise self.error("V212", f"`{name}` is a feature; say whose", expr.span,
-                             help=f"e.g. x.{name}" if not scope.instances
-                             else f"e.g. {sorted(scope.instances)[0]}.{name}")
+            raise self.error(
+                "V212",
+                f"`{name}` is a feature; say whose",
+                expr.span,
+                help=f"e.g. x.{name}"
+                if not scope.instances
+                else f"e.g. {sorted(scope.instances)[0]}.{name}",
+            )
         known = [*scope.instances, *self.constants, *self.models, *self.datasets, *self.members]
         if scope.batch:
             known.append(scope.batch)
-        raise self.error("V213", f"unknown name `{name}`", expr.span, "not declared",
-                         help=suggest(name, known))
+        raise self.error(
+            "V213", f"unknown name `{name}`", expr.span, "not declared", help=suggest(name, known)
+        )
 
     def attr(self, expr: ast.Attr, scope: _Scope) -> t.Value:
         obj = self.value(expr.obj, scope)
@@ -656,11 +856,17 @@ class _Checker:
         if isinstance(obj, t.RowValue):
             dataset = self.datasets[obj.data]
             if expr.name not in dataset.columns:
-                raise self.error("V214", f"data `{obj.data}` has no column `{expr.name}`", expr.name_span,
-                                 help=suggest(expr.name, dataset.columns))
+                raise self.error(
+                    "V214",
+                    f"data `{obj.data}` has no column `{expr.name}`",
+                    expr.name_span,
+                    help=suggest(expr.name, dataset.columns),
+                )
             if obj.index is None:
                 return t.Lin.of({("rowcol", expr.name): 1.0})
-            return t.Lin.constant(float(dataset.values[obj.index, dataset.columns.index(expr.name)]))
+            return t.Lin.constant(
+                float(dataset.values[obj.index, dataset.columns.index(expr.name)])
+            )
         raise self.error("V215", f"{self.describe(obj)} has no features", expr.span)
 
     def index(self, expr: ast.Index, scope: _Scope) -> t.Value:
@@ -668,7 +874,9 @@ class _Checker:
             k = self.constant(expr.index, scope)
             n = self.n_outputs(expr.obj.func)
             if k != round(k) or not 0 <= k < n:
-                raise self.error("V324", f"model `{expr.obj.func}` has outputs 0..{n - 1}", expr.index.span)
+                raise self.error(
+                    "V324", f"model `{expr.obj.func}` has outputs 0..{n - 1}", expr.index.span
+                )
             return self.call(expr.obj, scope, output=int(k))
         if isinstance(expr.obj, ast.Name) and expr.obj.id in self.datasets:
             data = expr.obj.id
@@ -676,8 +884,12 @@ class _Checker:
             return t.RowValue(data, i, f"{data}[{i}]")
         if isinstance(expr.obj, ast.Name) and expr.obj.id in self.broken:
             raise _Failed
-        raise self.error("V325", "only data sets (rows) and model outputs can be indexed", expr.span,
-                         help="e.g. test[3], or clf(x)[2] for output 2")
+        raise self.error(
+            "V325",
+            "only data sets (rows) and model outputs can be indexed",
+            expr.span,
+            help="e.g. test[3], or clf(x)[2] for output 2",
+        )
 
     def call(self, expr: ast.Call, scope: _Scope, output: int | None) -> t.Value:
         func = expr.func
@@ -690,8 +902,12 @@ class _Checker:
             subject = self.value(args[0], scope)
             if output is None:
                 if self.n_outputs(func) > 1:
-                    raise self.error("V324", f"model `{func}` has {self.n_outputs(func)} outputs; pick one",
-                                     expr.span, help=f"e.g. {func}({_text(args[0])})[0]")
+                    raise self.error(
+                        "V324",
+                        f"model `{func}` has {self.n_outputs(func)} outputs; pick one",
+                        expr.span,
+                        help=f"e.g. {func}({_text(args[0])})[0]",
+                    )
                 output = 0
             if isinstance(subject, t.Instance):
                 return t.Lin.of({("out", func, subject.name, output): 1.0})
@@ -700,21 +916,32 @@ class _Checker:
                     return t.Lin.of({("rowout", func, output): 1.0})
                 row = self.row_point(subject)
                 return t.Lin.constant(float(np.atleast_1d(self.models[func].eval(row))[output]))
-            raise self.error("V326", f"model `{func}` takes an instance or a data row, not "
-                             f"{self.describe(subject)}", args[0].span)
+            raise self.error(
+                "V326",
+                f"model `{func}` takes an instance or a data row, not {self.describe(subject)}",
+                args[0].span,
+            )
         if func == "class":
             if len(args) != 2:
-                raise self.error("V326", "class takes a model and an input: class(clf, x)", expr.span)
+                raise self.error(
+                    "V326", "class takes a model and an input: class(clf, x)", expr.span
+                )
             model = self.value(args[0], scope)
             if not isinstance(model, t.ModelRef):
                 raise self.error("V326", "the first argument of class is a model", args[0].span)
             if self.models[model.name].task == "regression":
-                raise self.error("V327", f"model `{model.name}` is a regression model; it has no class",
-                                 args[0].span)
+                raise self.error(
+                    "V327",
+                    f"model `{model.name}` is a regression model; it has no class",
+                    args[0].span,
+                )
             subject = self.value(args[1], scope)
             if not isinstance(subject, t.Instance | t.RowValue):
-                raise self.error("V326", "the second argument of class is an instance or a data row",
-                                 args[1].span)
+                raise self.error(
+                    "V326",
+                    "the second argument of class is an instance or a data row",
+                    args[1].span,
+                )
             return t.ClassOf(model.name, subject)
         if func in ("linf", "l1", "changed"):
             if len(args) != 2:
@@ -723,14 +950,19 @@ class _Checker:
             if isinstance(b, t.Instance) and not isinstance(a, t.Instance):
                 a, b = b, a
             if not isinstance(a, t.Instance) or not isinstance(b, t.Instance | t.RowValue):
-                raise self.error("V326", f"{func} relates an instance with an instance or a data row",
-                                 expr.span)
+                raise self.error(
+                    "V326", f"{func} relates an instance with an instance or a data row", expr.span
+                )
             if func == "changed":
                 return t.Changed(a.name, b)
             return t.Distance(func, a.name, b)
         known = [*self.models, *BUILTINS]
-        raise self.error("V216", f"unknown function `{func}`", expr.func_span,
-                         help=suggest(func, known) or f"models are {', '.join(self.models) or 'none'}")
+        raise self.error(
+            "V216",
+            f"unknown function `{func}`",
+            expr.func_span,
+            help=suggest(func, known) or f"models are {', '.join(self.models) or 'none'}",
+        )
 
     def row_point(self, row: t.RowValue) -> np.ndarray:
         dataset = self.datasets[row.data]
@@ -743,8 +975,12 @@ class _Checker:
 
     def describe(self, value) -> str:
         if isinstance(value, t.Lin):
-            return {"constant": "a number", "features": "input features", "outputs": "model outputs",
-                    "mixed": "a mix of outputs and features"}[value.kind]
+            return {
+                "constant": "a number",
+                "features": "input features",
+                "outputs": "model outputs",
+                "mixed": "a mix of outputs and features",
+            }[value.kind]
         return {
             t.Instance: "an instance",
             t.RowValue: "a data row",

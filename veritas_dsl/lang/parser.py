@@ -48,11 +48,20 @@ def _syntax_diagnostic(error: UnexpectedInput, text: str, file: str) -> Diagnost
         width = max(1, len(str(error.token)))
     elif isinstance(error, UnexpectedCharacters):
         found = f"`{text[error.pos_in_stream]}`"
+        if found == '`"`':
+            span = Span(file, line, column, line, column + 1)
+            return Diagnostic(
+                "V102",
+                "unterminated string",
+                span,
+                "this string never ends",
+                help='close it with " on the same line',
+            )
     elif isinstance(error, UnexpectedEOF | UnexpectedToken):
         found = "end of file"
         line, column = _end_position(text)
     span = Span(file, line, column, line, column + width)
-    label = error.match_examples(parser().parse, LABELLED_ERRORS, use_accepts=True)
+    label = _labels().get(_signature(error))
     expected = _expected(error)
     if label:
         return Diagnostic("V101", label, span, f"unexpected {found}", help=_help_for(expected))
@@ -63,6 +72,33 @@ def _syntax_diagnostic(error: UnexpectedInput, text: str, file: str) -> Diagnost
         "not expected here",
         help=_help_for(expected),
     )
+
+
+def _signature(error: UnexpectedInput) -> tuple | None:
+    """Where the parser stood: its LALR state and the token it could not take.
+
+    Lark's own ``match_examples`` also compares the depth of the parser's stack, which depends on
+    how many declarations came before, so a labelled snippet would only match at the top of a file.
+    """
+    state = getattr(error, "state", None)
+    if state is None:
+        return None
+    token = getattr(error, "token", None)
+    return (state.position, token.type if token is not None else None)
+
+
+@functools.cache
+def _labels() -> dict[tuple, str]:
+    labels = {}
+    for label, snippets in LABELLED_ERRORS.items():
+        for snippet in snippets:
+            try:
+                parser().parse(snippet)
+            except UnexpectedInput as error:
+                labels.setdefault(_signature(error), label)
+            else:
+                raise AssertionError(f"labelled bad snippet parses: {snippet!r}")
+    return labels
 
 
 def _expected(error: UnexpectedInput) -> list[str]:

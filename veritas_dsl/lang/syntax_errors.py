@@ -33,6 +33,12 @@ LABELLED_ERRORS: dict[str, list[str]] = {
         "features { a : real [0, 1] }",
         "features { a : int (0, 1) }",
         "features { a : real in (0, 1) }",
+        "features { a : int [0, 1] }",
+        "features { a : real (0, 1) }",
+    ],
+    "instance names are separated by commas": [
+        "query q { input x, maximize m(x) }",
+        "query q { input x y }",
     ],
     "`forall` lists its instances, then `:`": [
         "property p { forall x m(x) > 0 }",
@@ -40,6 +46,10 @@ LABELLED_ERRORS: dict[str, list[str]] = {
     ],
     "unclosed block: `}` expected": [
         "query q { input x",
+        "query q { maximize m(x)",
+        "query q { where m(x) > 0",
+        "query q { expect upper <= 1",
         "features { a : bool",
+        "features { a : int in [0, 1]",
     ],
 }

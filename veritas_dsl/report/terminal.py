@@ -53,7 +53,9 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
     for run in runs:
         result = run.result
         engines = ",".join(r.engine for r in run.results)
-        out.append(f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  ({result.time_s:.2f} s)")
+        out.append(
+            f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  ({result.time_s:.2f} s)"
+        )
         if result.message:
             out.append(f"      note: {result.message}")
         for check in run.checks:
@@ -67,7 +69,9 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
     held = sum(c.holds is True for c in checks)
     failed = sum(c.holds is False for c in checks)
     unknown = sum(c.holds is None for c in checks)
-    summary = f"{path}: {len(runs)} quer{'y' if len(runs) == 1 else 'ies'} run, {len(checks)} checks"
+    summary = (
+        f"{path}: {len(runs)} quer{'y' if len(runs) == 1 else 'ies'} run, {len(checks)} checks"
+    )
     summary += f": {held} hold, {failed} failed, {unknown} undecided"
     out.append(summary)
     return "\n".join(out), "\n".join(err)
