@@ -193,16 +193,9 @@ class _Lowering:
             (((_, instance, f), coef),) = unknown.items()
             return _interval(instance, f, coef, constant, op)
         if op in ("<", ">"):
-            raise SpecError(
-                [
-                    Diagnostic(
-                        "V328",
-                        "a strict comparison between several features is not supported",
-                        c.span,
-                        help="write <= or >= (inputs are float32: move the bound by the step you need)",
-                    )
-                ]
-            )
+            message = "a strict comparison between several features is not supported"
+            help = "write <= or >= (inputs are float32: move the bound by the step you need)"
+            raise SpecError([Diagnostic("V328", message, c.span, help=help)])
         terms = tuple(LinearTerm(k, i, f) for (_, i, f), k in unknown.items())
         return Linear(terms, op, -constant)
 
