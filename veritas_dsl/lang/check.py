@@ -7,13 +7,13 @@ Errors are collected, each as one located :class:`Diagnostic`, and raised togeth
 from __future__ import annotations
 
 import contextlib
-import csv
 import math
 from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.data import DataError, Dataset, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
@@ -22,7 +22,10 @@ from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.load import FORMATS, load_model
 
 BUILTINS = ("class", "linf", "l1", "changed")
-DATA_FORMATS = ("csv",)
+DATA_FORMATS = {
+    "csv": {},
+    "libsvm": {"features": "a whole number of features", "first_index": "a whole number, 0 or 1"},
+}
 OPTIONS = {
     "timeout": "a duration such as 10s",
     "steps": "a whole number",
@@ -56,7 +59,7 @@ class _Checker:
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}
         self.broken: set[str] = set()  # declared names whose declaration failed
-        self.datasets: dict[str, t.Dataset] = {}
+        self.datasets: dict[str, Dataset] = {}
         self.constants: dict[str, float] = {"inf": math.inf}
         self.features: tuple[Feature, ...] = ()
         self.feature_index: dict[str, int] = {}
@@ -205,16 +208,34 @@ class _Checker:
                 "V405",
                 f"unknown data format `{decl.kind}`",
                 decl.kind_span,
-                help=f"formats are {', '.join(DATA_FORMATS)}",
+                help=suggest(decl.kind, DATA_FORMATS) or f"formats are {', '.join(DATA_FORMATS)}",
             )
             return
-        for option in decl.options:
-            self.error("V403", f"data declarations take no option `{option.name}`", option.span)
         path = self.resolve_path(decl.path)
         try:
-            dataset = self.read_csv(decl.name, path)
+            options = self.options(decl.options, DATA_FORMATS[decl.kind])
+            if decl.kind == "libsvm":
+                if "features" not in options:
+                    raise self.error(
+                        "V409",
+                        "a libsvm data set needs its feature count",
+                        decl.span,
+                        help=f'data {decl.name} = libsvm "{decl.path.value}" (features = 10)',
+                    )
+                dataset = read_libsvm(
+                    decl.name, path, int(options["features"]), int(options.get("first_index", 1))
+                )
+            else:
+                dataset = read_csv(decl.name, path)
         except _Failed:
             self.broken.add(decl.name)
+            return
+        except DataError as error:
+            self.broken.add(decl.name)
+            span = Span(
+                error.path, error.line, error.column, error.line, error.column + error.width
+            )
+            self.error("V408", error.message, span, help=error.help)
             return
         except OSError as error:
             self.broken.add(decl.name)
@@ -229,59 +250,27 @@ class _Checker:
                 "V407",
                 f"data `{decl.name}` lacks columns for features {', '.join(missing)}",
                 decl.path.span,
-                help="CSV columns are matched to features by name",
+                help="columns are matched to the models' features by name",
             )
             return
         self.datasets[decl.name] = dataset
 
-    def read_csv(self, name: str, path: Path) -> t.Dataset:
-        shown = str(path)
-        with path.open(newline="") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, None)
-            if not header:
-                raise self.error(
-                    "V408",
-                    f"data `{name}` is empty",
-                    Span(shown, 1, 1, 1, 2),
-                    help="the first line names the columns",
+    def options(self, options: tuple[ast.Option, ...], allowed: dict[str, str]) -> dict[str, float]:
+        """Numeric options of a declaration, checked against ``allowed`` (name -> description)."""
+        values = {}
+        for option in options:
+            if option.name not in allowed:
+                hint = suggest(option.name, allowed) or (
+                    f"options are {', '.join(allowed)}" if allowed else "it takes no options"
                 )
-            header = [h.strip() for h in header]
-            rows = []
-            for line_number, record in enumerate(reader, start=2):
-                if not record:
-                    continue
-                if len(record) != len(header):
-                    raise self.error(
-                        "V408",
-                        f"line has {len(record)} fields, the header {len(header)}",
-                        Span(shown, line_number, 1, line_number, 2),
-                    )
-                values = []
-                column = 1
-                for field_text in record:
-                    try:
-                        value = float(field_text)
-                    except ValueError:
-                        value = math.nan
-                    if math.isnan(value):
-                        raise self.error(
-                            "V408",
-                            f"`{field_text}` is not a number",
-                            Span(
-                                shown,
-                                line_number,
-                                column,
-                                line_number,
-                                column + max(1, len(field_text)),
-                            ),
-                            help="data values are numbers; missing values are not supported",
-                        )
-                    values.append(value)
-                    column += len(field_text) + 1
-                rows.append(values)
-        values = np.array(rows, dtype=np.float32).reshape(len(rows), len(header))
-        return t.Dataset(name, tuple(header), values, shown)
+                raise self.error("V403", f"unknown option `{option.name}`", option.span, help=hint)
+            if isinstance(option.value, ast.Text | ast.Quantity):
+                raise self.error("V403", f"`{option.name}` is {allowed[option.name]}", option.span)
+            value = self.constant(option.value, _Scope())
+            if "whole" in allowed[option.name] and (value != round(value) or value < 0):
+                raise self.error("V403", f"`{option.name}` is {allowed[option.name]}", option.span)
+            values[option.name] = value
+        return values
 
     def const_decl(self, decl: ast.ConstDecl) -> None:
         if not self.declare(decl.name, decl.span, "constant"):

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Span
 from veritas_dsl.ir.query import Feature, Row
 from veritas_dsl.model.ensemble import Ensemble
@@ -300,19 +299,6 @@ class CheckedQuery:
     expectations: tuple[Expectation, ...]
     engines: tuple[EngineChoice, ...]
     span: Span
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """A CSV data set: every column by name, float32, and the file it came from."""
-
-    name: str
-    columns: tuple[str, ...]
-    values: np.ndarray  # (n_rows, n_columns) float32
-    path: str
-
-    def __len__(self) -> int:
-        return len(self.values)
 
 
 @dataclass(frozen=True)
