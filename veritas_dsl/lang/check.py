@@ -19,7 +19,7 @@ from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.model.ensemble import Ensemble, ModelError
-from veritas_dsl.model.load import FORMATS, load_model
+from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_model
 
 BUILTINS = ("class", "linf", "l1", "changed")
 DATA_FORMATS = {
@@ -146,11 +146,14 @@ class _Checker:
                 help=suggest(decl.kind, FORMATS) or f"formats are {', '.join(FORMATS)}",
             )
             return
-        for option in decl.options:
-            self.error("V403", f"model declarations take no option `{option.name}`", option.span)
         path = self.resolve_path(decl.path)
         try:
-            self.models[decl.name] = load_model(path, decl.kind, trust_pickle=self.trust_pickle)
+            options = self.options(decl.options, FORMAT_OPTIONS.get(decl.kind, {}))
+        except _Failed:
+            self.broken.add(decl.name)
+            return
+        try:
+            self.models[decl.name] = load_model(path, decl.kind, self.trust_pickle, options)
             self.model_paths[decl.name] = str(path)
         except ModelError as error:
             self.broken.add(decl.name)
