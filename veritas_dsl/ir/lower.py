@@ -204,7 +204,7 @@ class _Lowering:
         right = c.right
         if isinstance(right, t.Lin):
             k = self.constant(right)
-            if k != round(k) or not 0 <= k < max(2, self.spec.models[left.model].n_outputs):
+            if not k.is_integer() or not 0 <= k < max(2, self.spec.models[left.model].n_outputs):
                 return [] if not c.equal else [FALSE]
             return self.class_is(left, int(k), c.equal)
         constant_left = isinstance(left.subject, t.RowValue)

@@ -270,7 +270,7 @@ class _Checker:
             if isinstance(option.value, ast.Text | ast.Quantity):
                 raise self.error("V403", f"`{option.name}` is {allowed[option.name]}", option.span)
             value = self.constant(option.value, _Scope())
-            if "whole" in allowed[option.name] and (value != round(value) or value < 0):
+            if "whole" in allowed[option.name] and (not value.is_integer() or value < 0):
                 raise self.error("V403", f"`{option.name}` is {allowed[option.name]}", option.span)
             values[option.name] = value
         return values
@@ -326,7 +326,7 @@ class _Checker:
             lo, hi = self.constant(decl.lo, _Scope()), self.constant(decl.hi, _Scope())
             if kind is DomainKind.INT:
                 for bound, expr in ((lo, decl.lo), (hi, decl.hi)):
-                    if math.isfinite(bound) and bound != round(bound):
+                    if math.isfinite(bound) and not bound.is_integer():
                         raise self.error(
                             "V302",
                             f"int feature `{decl.name}` has a fractional bound {bound:g}",
@@ -492,7 +492,7 @@ class _Checker:
 
     def row_index(self, expr: ast.Expr, limit: int) -> int:
         value = self.constant(expr, _Scope())
-        if value != round(value) or not 0 <= value < limit:
+        if not value.is_integer() or not 0 <= value < limit:
             raise self.error("V306", f"row index {value:g} is not in 0..{limit - 1}", expr.span)
         return int(value)
 
@@ -615,7 +615,7 @@ class _Checker:
         if amount <= 0 or not math.isfinite(amount):
             raise self.error("V502", f"`{option.name}` must be positive", option.span)
         if option.name == "steps":
-            if amount != round(amount):
+            if not float(amount).is_integer():
                 raise self.error("V502", "`steps` is a whole number", option.span)
             return int(amount)
         return int(amount) if option.name == "memory" else float(amount)
@@ -686,7 +686,7 @@ class _Checker:
                 if not right.row_dependent:
                     k = right.constant_value()
                     n = max(2, self.n_outputs(left.model))
-                    if k != round(k) or not 0 <= k < n:
+                    if not k.is_integer() or not 0 <= k < n:
                         raise self.error("V315", f"class {k:g} is not one of 0..{n - 1}", span)
             elif not isinstance(right, t.ClassOf):
                 raise self.error(
@@ -776,24 +776,32 @@ class _Checker:
         if isinstance(expr, ast.Neg):
             return self.linear(expr.operand, scope).times(-1.0)
         if isinstance(expr, ast.BinOp):
-            left, right = self.linear(expr.left, scope), self.linear(expr.right, scope)
-            if expr.op in "+-":
-                return left.plus(right, 1.0 if expr.op == "+" else -1.0)
-            if expr.op == "*":
-                if right.kind == "constant" and not right.row_dependent:
-                    return left.times(right.constant_value())
-                if left.kind == "constant" and not left.row_dependent:
-                    return right.times(left.constant_value())
+            result = self.arithmetic(expr, scope)
+            if any(math.isnan(c) for _, c in result.coefs):
                 raise self.error(
-                    "V322",
-                    "only a number can multiply",
-                    expr.span,
-                    help="the language is linear: scale outputs and features by numbers",
+                    "V322", "this arithmetic has no numeric value (inf - inf, 0 * inf)", expr.span
                 )
-            if right.kind != "constant" or right.row_dependent or right.constant_value() == 0:
-                raise self.error("V322", "division is by a non-zero number", expr.right.span)
-            return left.times(1.0 / right.constant_value())
+            return result
         raise AssertionError(f"unknown expression {expr!r}")
+
+    def arithmetic(self, expr: ast.BinOp, scope: _Scope) -> t.Lin:
+        left, right = self.linear(expr.left, scope), self.linear(expr.right, scope)
+        if expr.op in "+-":
+            return left.plus(right, 1.0 if expr.op == "+" else -1.0)
+        if expr.op == "*":
+            if right.kind == "constant" and not right.row_dependent:
+                return left.times(right.constant_value())
+            if left.kind == "constant" and not left.row_dependent:
+                return right.times(left.constant_value())
+            raise self.error(
+                "V322",
+                "only a number can multiply",
+                expr.span,
+                help="the language is linear: scale outputs and features by numbers",
+            )
+        if right.kind != "constant" or right.row_dependent or right.constant_value() == 0:
+            raise self.error("V322", "division is by a non-zero number", expr.right.span)
+        return left.times(1.0 / right.constant_value())
 
     def linear(self, expr: ast.Expr, scope: _Scope) -> t.Lin:
         value = self.value(expr, scope)
@@ -865,7 +873,7 @@ class _Checker:
         if isinstance(expr.obj, ast.Call) and expr.obj.func in self.models:
             k = self.constant(expr.index, scope)
             n = self.n_outputs(expr.obj.func)
-            if k != round(k) or not 0 <= k < n:
+            if not k.is_integer() or not 0 <= k < n:
                 raise self.error(
                     "V324", f"model `{expr.obj.func}` has outputs 0..{n - 1}", expr.index.span
                 )

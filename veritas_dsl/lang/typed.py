@@ -71,7 +71,7 @@ class Lin:
 
     def constant_value(self) -> float:
         """The value of a form with no unknowns and no batch-row symbols."""
-        return sum(c for s, c in self.coefs if s == ONE)
+        return float(sum(c for s, c in self.coefs if s == ONE))
 
 
 # -- typed values other than affine forms ---------------------------------------------------------
