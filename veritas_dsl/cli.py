@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.ERROR
+    except BrokenPipeError:
+        # The reader went away (`ver ... | head`); nothing more to say, and nowhere to say it.
+        sys.stderr.close()
+        return ExitCode.OK
     except Exception as error:  # the last line of defence: no traceback unless asked
         if args.debug:
             traceback.print_exc()
