@@ -342,7 +342,7 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
                 x = var(c.instance, f)
                 if isinstance(c.reference, Row):
                     r = c.reference.values[f]
-                    if not lo[x] <= r <= hi[x]:
+                    if not lo[x] <= r <= hi[x] or (space.integral[x] and not r.is_integer()):
                         forced += 1
                         continue
                     z = program.column(0.0, 1.0, integer=True)
