@@ -7,6 +7,7 @@ import enum
 import json
 import sys
 import traceback
+from pathlib import Path
 
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.model import FORMATS, ModelError, load_model
@@ -89,6 +90,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
+    check = commands.add_parser("check", help="run the properties and expectations of .ver files")
+    check.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
+    check.add_argument("--solver", help="engine for every query (overrides `solve with`)")
+    check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
+    check.add_argument("--json", action="store_true", help="print one JSON document")
+    check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    check.set_defaults(handler=_check)
+
     inspect = commands.add_parser("inspect", help="describe a model file")
     inspect.add_argument(
         "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
@@ -121,6 +131,32 @@ def _run(args: argparse.Namespace) -> ExitCode:
         if err:
             print(err, file=sys.stderr)
     return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
+
+
+def _check(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.report import checks
+    from veritas_dsl.spec import check_file
+
+    files = []
+    for name in args.paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(path.rglob("*.ver"))
+        elif path.exists():
+            files.append(path)
+        else:
+            print(f"error: {path}: no such file or folder", file=sys.stderr)
+            return ExitCode.ERROR
+    outcomes = [check_file(f, args.solver, args.timeout, args.trust_pickle) for f in files]
+    print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
+    if args.junit:
+        Path(args.junit).write_text(checks.render_junit(outcomes))
+    if any(o.errors for o in outcomes) or not files:
+        if not files:
+            print("error: no .ver files found", file=sys.stderr)
+        return ExitCode.ERROR
+    failed = any(c.holds is not True for o in outcomes for r in o.runs for c in r.checks)
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def _inspect(args: argparse.Namespace) -> ExitCode:

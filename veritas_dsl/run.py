@@ -185,9 +185,9 @@ def judge(lowered: Lowered, result: Result) -> list[Check]:
 def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
     text = f"property {checked.name}"
     if result.termination is Termination.INFEASIBLE:
-        return Check(text, True, "holds", checked.span)
+        return Check(text, True, "no counterexample exists", checked.span)
     if result.termination is Termination.OPTIMAL and result.witnesses:
-        return Check(text, False, "violated: a counterexample was found", checked.span)
+        return Check(text, False, "counterexample found", checked.span)
     return Check(
         text, None, f"unknown: the engine stopped ({result.termination.value})", checked.span
     )

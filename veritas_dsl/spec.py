@@ -32,17 +32,32 @@ class Spec:
     def queries(self) -> tuple[typed.CheckedQuery, ...]:
         return self.checked.queries
 
-    def lowered(self) -> Iterator[Lowered]:
-        """Every IR query of the spec, in order (batch queries row by row)."""
+    def lowered(self, checks_only: bool = False) -> Iterator[Lowered]:
+        """Every IR query of the spec, in order (batch queries row by row); with
+        ``checks_only``, only properties and queries with an ``expect``."""
         for query in self.checked.queries:
+            if checks_only and not (query.is_property or query.expectations):
+                continue
             yield from lower(self.checked, query)
 
     def run(
-        self, solver: str | None = None, timeout_s: float | None = None, progress=None
+        self,
+        solver: str | None = None,
+        timeout_s: float | None = None,
+        progress=None,
+        checks_only: bool = False,
     ) -> list[QueryRun]:
-        """Solve every query and judge its expectations; see :class:`QueryRun`."""
+        """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`."""
         options = RunOptions(solver, timeout_s, progress)
-        return [run_lowered(lowered, options) for lowered in self.lowered()]
+        return [run_lowered(lowered, options) for lowered in self.lowered(checks_only)]
+
+    def reference_row(self, run: QueryRun) -> dict[str, float] | None:
+        """The batch row a run was made for, by feature name (None outside batches)."""
+        batch = run.lowered.source.batch
+        if batch is None:
+            return None
+        row = self.checked.row(batch.data, run.lowered.row)
+        return {f.name: v for f, v in zip(self.checked.features, row.values, strict=True)}
 
 
 def load(path: str | Path, trust_pickle: bool = False) -> Spec:
@@ -59,3 +74,23 @@ def load(path: str | Path, trust_pickle: bool = False) -> Spec:
 def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
     """Parse and check spec text; ``path`` names it in messages and anchors relative paths."""
     return Spec(text, path, trust_pickle)
+
+
+def check_file(
+    path: str | Path, solver: str | None = None, timeout_s: float | None = None, trust_pickle=False
+):
+    """Run the checks of one spec file; spec errors are returned, not raised."""
+    from veritas_dsl.report.checks import FileOutcome
+
+    outcome = FileOutcome(str(path))
+    try:
+        spec = load(path, trust_pickle)
+        outcome.runs = spec.run(solver, timeout_s, checks_only=True)
+    except SpecError as error:
+        outcome.errors = error.diagnostics
+        return outcome
+    for index, run in enumerate(outcome.runs):
+        row = spec.reference_row(run)
+        if row is not None:
+            outcome.reference_rows[index] = row
+    return outcome
