@@ -16,6 +16,7 @@ from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
 from veritas_dsl.run import EngineDisagreement
+from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.validate import WitnessMismatch
 
 
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{count} error{'s' if count != 1 else ''}; nothing was run", file=sys.stderr)
         return ExitCode.ERROR
     except ModelError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    except UnsupportedQuery as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.ERROR
     except (WitnessMismatch, EngineDisagreement) as error:
@@ -98,6 +102,24 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
     check.set_defaults(handler=_check)
+
+    compare = commands.add_parser("compare", help="run every query on several engines")
+    compare.add_argument("spec", help="the .ver file")
+    compare.add_argument(
+        "--solvers",
+        default="astar,milp,sat",
+        help="engines, comma-separated (default astar,milp,sat)",
+    )
+    compare.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit per engine and query (default 60)",
+    )
+    compare.add_argument("--plot", metavar="PNG", help="draw the anytime bounds of every engine")
+    compare.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    compare.set_defaults(handler=_compare)
 
     inspect = commands.add_parser("inspect", help="describe a model file")
     inspect.add_argument(
@@ -157,6 +179,27 @@ def _check(args: argparse.Namespace) -> ExitCode:
         return ExitCode.ERROR
     failed = any(c.holds is not True for o in outcomes for r in o.runs for c in r.checks)
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _compare(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.compare import compare
+    from veritas_dsl.report import compare as report
+    from veritas_dsl.solvers import registry
+    from veritas_dsl.spec import load
+
+    engines = [name.strip() for name in args.solvers.split(",") if name.strip()]
+    for name in engines:
+        registry.get(name)  # an unknown name is an error before anything runs
+    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    comparisons = compare(spec.lowered(), engines, args.timeout)
+    print(report.table(comparisons))
+    if args.plot:
+        panels = report.plot(comparisons, args.plot)
+        print(f"plot: {panels} panel{'s' if panels != 1 else ''} written to {args.plot}")
+    disagreements = [c.disagreement for c in comparisons if c.disagreement]
+    for message in disagreements:
+        print(f"error: {message}", file=sys.stderr)
+    return ExitCode.FAILED if disagreements else ExitCode.OK
 
 
 def _inspect(args: argparse.Namespace) -> ExitCode:

@@ -131,35 +131,41 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     return chosen
 
 
+def solve(lowered: Lowered, name: str, limits: Limits) -> Result:
+    """Solve ``lowered`` on engine ``name`` and validate every witness on the library models."""
+    engine = registry.get(name)
+    try:
+        result = engine.solve(lowered.query, limits)
+    except UnsupportedQuery as error:
+        raise SpecError([Diagnostic("V503", str(error), lowered.source.span)]) from None
+    for witness in result.witnesses:
+        try:
+            validate_witness(lowered.query, witness)
+        except WitnessMismatch as error:
+            raise WitnessMismatch(f"engine {name}: {error}") from None
+    return result
+
+
 def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
-    """Solve one lowered query on its engines, validate every witness, and judge its checks."""
+    """Solve one lowered query on its engines, cross-check them, and judge its checks."""
     run = QueryRun(lowered)
     for name, limits in choose_engines(lowered, options):
-        engine = registry.get(name)
-        try:
-            result = engine.solve(lowered.query, limits)
-        except UnsupportedQuery as error:
-            raise SpecError([Diagnostic("V503", str(error), lowered.source.span)]) from None
-        for witness in result.witnesses:
-            try:
-                validate_witness(lowered.query, witness)
-            except WitnessMismatch as error:
-                raise WitnessMismatch(f"engine {name}: {error}") from None
-        run.results.append(result)
-    _cross_check(run)
+        run.results.append(solve(lowered, name, limits))
+    cross_check(run.name, run.results)
     run.checks = judge(lowered, run.result)
     return run
 
 
-def _cross_check(run: QueryRun) -> None:
-    exact = [r for r in run.results if r.exact]
+def cross_check(name: str, results: list[Result]) -> None:
+    """Raise :class:`EngineDisagreement` when two exact answers differ."""
+    exact = [r for r in results if r.exact]
     for other in exact[1:]:
         first = exact[0]
         if first.termination != other.termination or not (
             _same(first.lower, other.lower) and _same(first.upper, other.upper)
         ):
             raise EngineDisagreement(
-                f"query {run.name}: engines disagree: "
+                f"query {name}: engines disagree: "
                 f"{first.engine} says {first.termination.value} "
                 f"[{first.lower}, {first.upper}], {other.engine} says {other.termination.value} "
                 f"[{other.lower}, {other.upper}]"
