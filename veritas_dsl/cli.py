@@ -6,6 +6,7 @@ import argparse
 import enum
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.model import FORMATS, ModelError, load_model
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
+from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
 from veritas_dsl.run import EngineDisagreement
@@ -87,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
         help="time limit per engine and query (default 60)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON document")
+    run.add_argument("--csv", metavar="FILE", help="also write one line per query and row to FILE")
+    run.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
+    )
     run.add_argument(
         "--trust-pickle",
         action="store_true",
@@ -100,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    check.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
+    )
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
     check.set_defaults(handler=_check)
 
@@ -140,11 +149,16 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
     spec = load(args.spec, trust_pickle=args.trust_pickle)
+    progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     try:
-        runs = spec.run(solver=args.solver, timeout_s=args.timeout)
+        runs = spec.run(args.solver, args.timeout, jobs=_jobs(args.jobs), done=progress.done)
     except SpecError as error:
         error.sources = spec.sources
         raise
+    finally:
+        progress.clear()
+    if args.csv:
+        Path(args.csv).write_text(csv_report.dumps(runs))
     if args.json:
         print(json_report.dumps(runs))
     else:
@@ -153,6 +167,35 @@ def _run(args: argparse.Namespace) -> ExitCode:
         if err:
             print(err, file=sys.stderr)
     return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
+
+
+def _jobs(requested: int | None) -> int:
+    from veritas_dsl.parallel import default_jobs
+
+    return default_jobs() if requested is None else max(1, requested)
+
+
+class _Progress:
+    """A live line on a terminal (stderr) while queries finish; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.shown = False
+
+    def done(self, run, finished: int, total: int) -> None:
+        if not self.enabled or total < 2:
+            return
+        elapsed = time.monotonic() - self.start
+        line = f"[{finished}/{total}] {run.name}: {run.result.termination.value}  {elapsed:.1f} s"
+        sys.stderr.write("\r" + line[:100].ljust(100))
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
@@ -169,7 +212,8 @@ def _check(args: argparse.Namespace) -> ExitCode:
         else:
             print(f"error: {path}: no such file or folder", file=sys.stderr)
             return ExitCode.ERROR
-    outcomes = [check_file(f, args.solver, args.timeout, args.trust_pickle) for f in files]
+    jobs = _jobs(args.jobs)
+    outcomes = [check_file(f, args.solver, args.timeout, args.trust_pickle, jobs) for f in files]
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
         Path(args.junit).write_text(checks.render_junit(outcomes))

@@ -52,6 +52,10 @@ class SpecError(Exception):
         self.diagnostics = tuple(diagnostics)
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
+    def __reduce__(self):
+        # Crosses process boundaries (parallel batches) with its diagnostics intact.
+        return (SpecError, (self.diagnostics,))
+
 
 @dataclass
 class Sources:

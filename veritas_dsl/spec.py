@@ -11,7 +11,7 @@ from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
 from veritas_dsl.lang.parser import parse_text
-from veritas_dsl.run import QueryRun, RunOptions, run_lowered
+from veritas_dsl.run import QueryRun, RunOptions
 from veritas_dsl.solvers import registry
 
 
@@ -23,6 +23,8 @@ class Spec:
 
     def __init__(self, text: str, path: str = "<string>", trust_pickle: bool = False) -> None:
         self.path = path
+        self.text = text
+        self.trust_pickle = trust_pickle
         self.sources = Sources({path: text})
         self.checked: typed.CheckedSpec = check(
             parse_text(text, path), registry.ENGINES, trust_pickle
@@ -46,10 +48,19 @@ class Spec:
         timeout_s: float | None = None,
         progress=None,
         checks_only: bool = False,
+        jobs: int = 1,
+        done=None,
     ) -> list[QueryRun]:
-        """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`."""
+        """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
+
+        ``jobs`` processes share the work when there is enough of it (see
+        :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports each finished run.
+        """
+        from veritas_dsl.parallel import run_all
+
         options = RunOptions(solver, timeout_s, progress)
-        return [run_lowered(lowered, options) for lowered in self.lowered(checks_only)]
+        source = (self.text, self.path, self.trust_pickle, checks_only)
+        return run_all(list(self.lowered(checks_only)), options, jobs, source, done)
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
         """The batch row a run was made for, by feature name (None outside batches)."""
@@ -77,7 +88,11 @@ def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec
 
 
 def check_file(
-    path: str | Path, solver: str | None = None, timeout_s: float | None = None, trust_pickle=False
+    path: str | Path,
+    solver: str | None = None,
+    timeout_s: float | None = None,
+    trust_pickle: bool = False,
+    jobs: int = 1,
 ):
     """Run the checks of one spec file; spec errors are returned, not raised."""
     from veritas_dsl.report.checks import FileOutcome
@@ -85,7 +100,7 @@ def check_file(
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
-        outcome.runs = spec.run(solver, timeout_s, checks_only=True)
+        outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
     except SpecError as error:
         outcome.errors = error.diagnostics
         return outcome

@@ -34,7 +34,16 @@ def test_table_and_plot(spec, tmp_path, capsys):
     png = tmp_path / "bounds.png"
     assert main(["compare", str(spec), "--solvers", "oracle", "--plot", str(png)]) == ExitCode.OK
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["query", "engine", "status", "lower", "upper", "first", "exact", "time"]
+    assert out[0].split() == [
+        "query",
+        "engine",
+        "status",
+        "lower",
+        "upper",
+        "first",
+        "exact",
+        "time",
+    ]
     assert out[1].split()[:5] == ["top", "oracle", "optimal", "7", "7"]
     assert out[2].split()[:5] == ["low", "oracle", "optimal", "-3", "-3"]
     assert out[3].split()[:3] == ["any", "oracle", "infeasible"]

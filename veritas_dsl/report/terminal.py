@@ -65,6 +65,7 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
                 err.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
         if show_witnesses and (run.lowered.row is None or run.failed):
             out.extend(_witness_lines(run, result))
+    out += batch_summaries(runs)
     checks = [c for r in runs for c in r.checks]
     held = sum(c.holds is True for c in checks)
     failed = sum(c.holds is False for c in checks)
@@ -75,3 +76,32 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
     summary += f": {held} hold, {failed} failed, {unknown} undecided"
     out.append(summary)
     return "\n".join(out), "\n".join(err)
+
+
+def batch_summaries(runs: list[QueryRun]) -> list[str]:
+    """A line per batch query: rows that hold or fail, or the spread of the optimum."""
+    lines = []
+    batches: dict[int, list[QueryRun]] = {}
+    for run in runs:
+        if run.lowered.row is not None:
+            batches.setdefault(id(run.lowered.source), []).append(run)
+    for group in batches.values():
+        name = group[0].lowered.source.name
+        text = f"{name}: {len(group)} rows"
+        checks = [c for r in group for c in r.checks]
+        if group[0].lowered.source.is_property:
+            held = sum(c.holds is True for c in checks)
+            failed = sum(c.holds is False for c in checks)
+            text += f": {held} hold, {failed} violated, {len(checks) - held - failed} unknown"
+        elif group[0].kind in ("maximize", "minimize", "minimize_distance"):
+            values = sorted(
+                r.result.lower for r in group if r.result.exact and math.isfinite(r.result.lower)
+            )
+            if values:
+                middle = values[len(values) // 2]
+                text += f": optimum min {values[0]:.6g}, median {middle:.6g}, max {values[-1]:.6g}"
+            text += f" ({len(values)} exact"
+            infeasible = sum(r.result.termination.value == "infeasible" for r in group)
+            text += f", {infeasible} infeasible)" if infeasible else ")"
+        lines.append(text)
+    return lines

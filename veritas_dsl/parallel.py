@@ -1,0 +1,82 @@
+"""Queries solved across processes (``--jobs N``), for batches of rows.
+
+Each worker loads the spec once and lowers it the same way as the parent, so a task is only an
+index; back come the engines' Results and the checks, which the parent joins to its own lowered
+queries. Workers are spawned, not forked: the engines' native libraries hold threads.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from veritas_dsl.ir.lower import Lowered
+from veritas_dsl.run import QueryRun, RunOptions, run_lowered
+
+#: Below this estimated total time, processes cost more than they save.
+_WORTH_IT_S = 2.0
+
+_worker_lowered: list[Lowered] = []
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def _start_worker(text: str, path: str, trust_pickle: bool, checks_only: bool) -> None:
+    from veritas_dsl.spec import parse
+
+    global _worker_lowered
+    _worker_lowered = list(parse(text, path, trust_pickle).lowered(checks_only))
+
+
+def _solve_task(index: int, options: RunOptions):
+    run = run_lowered(_worker_lowered[index], options)
+    return run.results, run.checks
+
+
+def run_all(
+    lowered: list[Lowered],
+    options: RunOptions,
+    jobs: int,
+    source: tuple[str, str, bool, bool],
+    done: Callable[[QueryRun, int, int], None] | None = None,
+    worth_it_s: float = _WORTH_IT_S,
+) -> list[QueryRun]:
+    """Run every lowered query, in order; on ``jobs`` processes when that pays off.
+
+    ``source`` is ``(text, path, trust_pickle, checks_only)``, from which workers rebuild the same
+    list of lowered queries. ``done(run, finished, total)`` is called as runs complete.
+    """
+    runs: list[QueryRun | None] = [None] * len(lowered)
+    if not lowered:
+        return []
+    start = time.monotonic()
+    runs[0] = run_lowered(lowered[0], options)
+    if done:
+        done(runs[0], 1, len(lowered))
+    estimate = (time.monotonic() - start) * (len(lowered) - 1)
+    if jobs <= 1 or len(lowered) < 3 or estimate < worth_it_s:
+        for i in range(1, len(lowered)):
+            runs[i] = run_lowered(lowered[i], options)
+            if done:
+                done(runs[i], i + 1, len(lowered))
+        return runs
+    context = multiprocessing.get_context("spawn")
+    plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay in this process
+    with ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=source
+    ) as pool:
+        futures = {pool.submit(_solve_task, i, plain): i for i in range(1, len(lowered))}
+        finished = 1
+        for future in as_completed(futures):
+            i = futures[future]
+            results, checks = future.result()
+            runs[i] = QueryRun(lowered[i], results, checks)
+            finished += 1
+            if done:
+                done(runs[i], finished, len(lowered))
+    return runs
