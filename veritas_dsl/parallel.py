@@ -16,8 +16,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.run import QueryRun, RunOptions, run_lowered
 
-#: Below this estimated total time, processes cost more than they save.
-_WORTH_IT_S = 2.0
+#: Processes pay off only when the queries left would take longer than this in one process:
+#: each worker spends seconds importing, loading the spec and the compiled engines.
+_WORTH_IT_S = 10.0
 
 _worker_lowered: list[Lowered] = []
 
@@ -51,32 +52,37 @@ def run_all(
     ``source`` is ``(text, path, trust_pickle, checks_only)``, from which workers rebuild the same
     list of lowered queries. ``done(run, finished, total)`` is called as runs complete.
     """
-    runs: list[QueryRun | None] = [None] * len(lowered)
-    if not lowered:
-        return []
-    start = time.monotonic()
-    runs[0] = run_lowered(lowered[0], options)
-    if done:
-        done(runs[0], 1, len(lowered))
-    estimate = (time.monotonic() - start) * (len(lowered) - 1)
-    if jobs <= 1 or len(lowered) < 3 or estimate < worth_it_s:
-        for i in range(1, len(lowered)):
-            runs[i] = run_lowered(lowered[i], options)
-            if done:
-                done(runs[i], i + 1, len(lowered))
+    total = len(lowered)
+    runs: list[QueryRun | None] = [None] * total
+    # Queries run here one by one until those left look long enough to share. The first is not
+    # timed: it pays for compiling the engines.
+    next_index = 0
+    timed_start = 0.0
+    while next_index < total:
+        if next_index == 1:
+            timed_start = time.monotonic()
+        if jobs > 1 and next_index >= 2:
+            per_query = (time.monotonic() - timed_start) / (next_index - 1)
+            if per_query * (total - next_index) > worth_it_s:
+                break
+        runs[next_index] = run_lowered(lowered[next_index], options)
+        next_index += 1
+        if done:
+            done(runs[next_index - 1], next_index, total)
+    if next_index == total:
         return runs
     context = multiprocessing.get_context("spawn")
     plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay in this process
     with ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_start_worker, initargs=source
     ) as pool:
-        futures = {pool.submit(_solve_task, i, plain): i for i in range(1, len(lowered))}
-        finished = 1
+        futures = {pool.submit(_solve_task, i, plain): i for i in range(next_index, total)}
+        finished = next_index
         for future in as_completed(futures):
             i = futures[future]
             results, checks = future.result()
             runs[i] = QueryRun(lowered[i], results, checks)
             finished += 1
             if done:
-                done(runs[i], finished, len(lowered))
+                done(runs[i], finished, total)
     return runs
