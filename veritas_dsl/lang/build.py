@@ -28,27 +28,17 @@ class Build(Transformer):
 
     @v_args(meta=True)
     def model_decl(self, meta, children):
-        name, kind, path, *options = children
-        return ast.ModelDecl(
-            str(name),
-            str(kind),
-            self.token_span(kind),
-            self.text(path),
-            _opts(options),
-            self.span(meta),
-        )
+        return self.file_decl(ast.ModelDecl, meta, children)
 
     @v_args(meta=True)
     def data_decl(self, meta, children):
+        return self.file_decl(ast.DataDecl, meta, children)
+
+    def file_decl(self, node, meta, children):
+        """``NAME = KIND "path" (options)``, the shape of model and data declarations."""
         name, kind, path, *options = children
-        return ast.DataDecl(
-            str(name),
-            str(kind),
-            self.token_span(kind),
-            self.text(path),
-            _opts(options),
-            self.span(meta),
-        )
+        span = self.token_span(kind)
+        return node(str(name), str(kind), span, self.text(path), _opts(options), self.span(meta))
 
     def options(self, children):
         return tuple(c for c in children if c is not None)
