@@ -56,7 +56,13 @@ def literature_model() -> None:
     """A model shipped as the literature ships them: a JSON tree dump and a LIBSVM test set."""
     X, y = scaled_data(3000, seed=3)
     # base_score 0.5 is a margin of 0, which the dump (recording no base score) then needs.
-    params = {"objective": "binary:logistic", "max_depth": 4, "eta": 0.3, "seed": 3, "base_score": 0.5}
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": 4,
+        "eta": 0.3,
+        "seed": 3,
+        "base_score": 0.5,
+    }
     booster = xgb.train(params, xgb.DMatrix(X, y), num_boost_round=30)
     booster.dump_model(HERE / "models" / "scaled_dump.json", dump_format="json")
     X_test, y_test = scaled_data(100, seed=4)
