@@ -26,10 +26,14 @@ ENGINES = [name for name in registry.ENGINES if name != "oracle"]
 
 
 def check_against_oracle(engine, query):
-    expected = ORACLE.solve(query)
     result = engine.solve(query, Limits(timeout_s=20))
     for witness in result.witnesses:
         validate_witness(query, witness)
+    expected = ORACLE.solve(query)
+    if expected.termination is Termination.ERROR:
+        # The oracle could not move its MILP point onto the float32 grid: no reference answer
+        # for this example (the engine's witnesses were still validated above).
+        return
     if result.exact:
         assert result.termination == expected.termination, (result, expected)
         if expected.lower is not None:
