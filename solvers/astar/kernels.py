@@ -79,6 +79,7 @@ P_DIVE_NUM = 3  # dive while dive_steps * den <= bf_steps * num
 P_DIVE_DEN = 4
 P_MAX_LEAVES = 5
 P_MAX_DEPTH = 6
+P_DYNAMIC = 7  # 1: expand the tree with the largest spread of term 0 in the box; 0: search order
 N_PARAMS = 8
 
 NO_INCUMBENT = np.int64(-(2**62))
@@ -242,32 +243,63 @@ def heap_pop(hp_key, hp_tie, hp_state, size):
 
 
 @njit(cache=True)
-def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, stack):
-    """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``; returns how
-    many leaves are reachable. ``stack`` needs the tree's depth + 2 slots."""
-    for k in range(out.shape[0]):
+def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, stack):
+    """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``, reached at
+    leaf ``arg[k]``.
+
+    ``nd_max[n, k]`` is the best value of term ``k`` in the subtree of ``n`` (the leaf's own
+    value at a leaf), so subtrees that cannot improve every term are skipped and the better
+    child is visited first. ``stack`` needs the tree's depth + 2 slots.
+    """
+    n_terms = out.shape[0]
+    for k in range(n_terms):
         out[k] = NO_INCUMBENT
-    count = 0
     stack[0] = root
     top = 1
     while top > 0:
         top -= 1
         node = stack[top]
+        useful = False
+        for k in range(n_terms):
+            if nd_max[node, k] > out[k]:
+                useful = True
+                break
+        if not useful:
+            continue
         v = nd_var[node]
         if v < 0:
-            count += 1
-            for k in range(out.shape[0]):
-                if nd_val[node, k] > out[k]:
-                    out[k] = nd_val[node, k]
+            for k in range(n_terms):
+                if nd_max[node, k] > out[k]:
+                    out[k] = nd_max[node, k]
+                    arg[k] = node
             continue
         r = nd_rank[node]
-        if row[n_vars + v] > r:
-            stack[top] = nd_right[node]
+        left = nd_left[node]
+        right = nd_right[node]
+        go_left = row[v] <= r
+        go_right = row[n_vars + v] > r
+        if go_left and go_right and nd_max[left, 0] > nd_max[right, 0]:
+            stack[top] = right  # popped last
+            stack[top + 1] = left
+            top += 2
+            continue
+        if go_left:
+            stack[top] = left
             top += 1
-        if row[v] <= r:
-            stack[top] = nd_left[node]
+        if go_right:
+            stack[top] = right
             top += 1
-    return count
+    return out
+
+
+@njit(cache=True)
+def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
+    """Whether ``leaf`` is reachable in box ``row`` (its box meets the row's on every variable)."""
+    for e in range(lf_start[leaf], lf_end[leaf]):
+        v = lf_var[e]
+        if max(row[v], lf_lo[e]) > min(row[n_vars + v], lf_hi[e]):
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -283,6 +315,34 @@ def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
             return False
         node = nd_left[node] if go_left else nd_right[node]
     return True
+
+
+@njit(cache=True)
+def tree_spread(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, stack):
+    """Largest minus smallest value of term 0 over the leaves reachable in box ``row`` (-1 when
+    only one leaf is reachable)."""
+    hi = NO_INCUMBENT
+    lo = -NO_INCUMBENT
+    count = 0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        v = nd_var[node]
+        if v < 0:
+            count += 1
+            hi = max(hi, nd_val[node, 0])
+            lo = min(lo, nd_val[node, 0])
+            continue
+        r = nd_rank[node]
+        if row[n_vars + v] > r:
+            stack[top] = nd_right[node]
+            top += 1
+        if row[v] <= r:
+            stack[top] = nd_left[node]
+            top += 1
+    return hi - lo if count > 1 else np.int64(-1)
 
 
 @njit(cache=True)
@@ -604,12 +664,15 @@ def push_root(trees, problem, terms, params, u_base, root, dynamic, ctx):
     stack = np.empty(params[P_MAX_DEPTH] + 2, dtype=np.int32)
     parts = np.empty(N_PARTIALS)
     out = np.empty(K, dtype=np.int64)
+    arg = np.empty(K, dtype=np.int32)
     alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts)
     if not alive:
         return False
     u = u_base.copy()
     for t in range(tr_root.shape[0]):
-        tree_max(tr_root[t], root, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, stack)
+        tree_max(
+            tr_root[t], root, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
+        )
         for k in range(K):
             u[k] += out[k]
     if terms_verdict(u, term_thr, term_sure, term_cons) < 0:
@@ -694,6 +757,8 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     out = np.empty(K, dtype=np.int64)
     u = np.empty(K, dtype=np.int64)
     parent_max = np.empty((n_trees, K), dtype=np.int64)
+    parent_arg = np.empty((n_trees, K), dtype=np.int32)
+    arg = np.empty(K, dtype=np.int32)
     parent_stamp = np.zeros(n_trees, dtype=np.int64)
     child_stamp = np.zeros(n_trees, dtype=np.int64)
     affected = np.empty(n_trees, dtype=np.int32)
@@ -728,12 +793,22 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
             ctx[C_DIVE_STEPS] += 1
         else:
             ctx[C_BF_STEPS] += 1
-        # the first tree, in search order, with more than one reachable leaf
-        t_next = st_ptr[s]
-        while t_next < n_trees and tree_is_fixed(
-            tr_root[t_next], row, n_vars, nd_var, nd_rank, nd_left, nd_right
+        # trees before st_ptr[s] have one reachable leaf; skip the ones that got fixed since
+        first = st_ptr[s]
+        while first < n_trees and tree_is_fixed(
+            tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right
         ):
-            t_next += 1
+            first += 1
+        t_next = first
+        if params[P_DYNAMIC] != 0 and first < n_trees and K > 0:
+            best_spread = np.int64(-1)
+            for t in range(first, n_trees):
+                spread = tree_spread(
+                    tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, stack
+                )
+                if spread > best_spread:
+                    best_spread = spread
+                    t_next = t
         if t_next == n_trees:
             status = _complete(
                 s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, have_inc, floor_key
@@ -746,6 +821,10 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
         n_leaves = tree_leaves(
             tr_root[t_next], row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack
         )
+        # children keep the pointer past the leading fixed trees (and the expanded one, when it
+        # leads); depth, the tie-break, counts the trees fixed so far
+        child_first = first + 1 if t_next == first else first
+        depth = child_first
         ctx[C_STAMP] += 1
         expansion_stamp = ctx[C_STAMP]
         best = -1
@@ -769,7 +848,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
             if alive:
                 n_aff = _affected_trees(
                     leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree,
-                    t_next, child_stamp, ctx, affected,
+                    first, child_stamp, ctx, affected,
                 )  # fmt: skip
                 u[:] = st_u[s]
                 for ai in range(n_aff):
@@ -778,17 +857,27 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                         parent_stamp[t] = expansion_stamp
                         tree_max(
                             tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val,
-                            parent_max[t], stack,
+                            parent_max[t], parent_arg[t], stack,
                         )  # fmt: skip
+                    # a tree's best can only drop, and not while its best leaf stays reachable
+                    kept = True
+                    for k in range(K):
+                        if not leaf_reachable(
+                            parent_arg[t, k], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
+                        ):
+                            kept = False
+                            break
+                    if kept:
+                        continue
                     tree_max(
                         tr_root[t], crow, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out,
-                        stack,
+                        arg, stack,
                     )  # fmt: skip
                     for k in range(K):
                         u[k] += out[k] - parent_max[t, k]
                 alive = terms_verdict(u, term_thr, term_sure, term_cons) >= 0
             if alive:
-                key, tie = state_key(mode, u, goal_cost, t_next + 1, term_thr, term_cons)
+                key, tie = state_key(mode, u, goal_cost, depth, term_thr, term_cons)
                 alive = not (have_inc and key <= floor_key)
             if not alive:
                 free[ctx[C_FREE]] = c
@@ -796,7 +885,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                 ctx[C_PRUNED] += 1
                 continue
             st_u[c, :] = u
-            st_ptr[c] = t_next + 1
+            st_ptr[c] = child_first
             ctx[C_PUSHED] += 1
             if diving:
                 # a distance dive heads for the output constraints first, then for closeness
@@ -1145,6 +1234,17 @@ def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
                 n += 1
             lf_end[node] = n
     return lf_start, lf_end, lf_var[:n].copy(), lf_lo[:n].copy(), lf_hi[:n].copy()
+
+
+@njit(cache=True)
+def subtree_max(nd_left, nd_right, nd_val):
+    """Fill internal nodes of ``nd_val`` (int64, (n_nodes, K); leaves set) with the best value
+    of each term in their subtree. Trees are in pre-order, so children come after parents."""
+    for n in range(nd_left.shape[0] - 1, -1, -1):
+        if nd_left[n] >= 0:
+            for k in range(nd_val.shape[1]):
+                nd_val[n, k] = max(nd_val[nd_left[n], k], nd_val[nd_right[n], k])
+    return nd_val
 
 
 @njit(cache=True)

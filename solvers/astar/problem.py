@@ -58,6 +58,9 @@ from veritas_dsl.solvers.base import UnsupportedQuery
 
 #: Largest product tree (in nodes, relative to its two factors) worth building.
 PRODUCT_GROWTH = 4
+#: Expand, in each state, the tree with the largest spread of the leading term (1), or follow
+#: the static order of spreads (0).
+DYNAMIC_ORDER = 0
 #: Units are exact when every sum of leaf units stays below this.
 UNIT_LIMIT = 2.0**61
 
@@ -212,18 +215,18 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)
     units = np.ldexp(leaf_values, q)
     units = units if exact else np.ceil(units)
-    nd_val = np.where((nd_var < 0)[:, None], units, 0).astype(np.int64)
+    leaf_units = np.ascontiguousarray(np.where((nd_var < 0)[:, None], units, 0), dtype=np.int64)
     problem.scale = math.ldexp(1.0, q)
     problem.exact_units = exact
 
     single = nd_var[tree_roots] < 0
     tree_of = np.repeat(np.arange(len(tree_roots)), tree_sizes)
     nonzero = np.zeros(len(tree_roots), dtype=bool)
-    np.logical_or.at(nonzero, tree_of, np.any(nd_val != 0, axis=1))
-    u_base = nd_val[tree_roots[single]].sum(axis=0) if len(tree_roots) else np.zeros(len(terms))
+    np.logical_or.at(nonzero, tree_of, np.any(leaf_units != 0, axis=1))
+    u_base = leaf_units[tree_roots[single]].sum(axis=0) if len(tree_roots) else np.zeros(len(terms))
     problem.u_base = np.ascontiguousarray(u_base, dtype=np.int64).reshape(len(terms))
     keep = np.nonzero(~single & nonzero)[0]
-    order = _order(nd_val, nd_var, tree_roots, tree_sizes, keep, plan, outputs)
+    order = _order(leaf_units, nd_var, tree_roots, tree_sizes, keep, plan, outputs)
     roots = tree_roots[order].astype(np.int32)
     sizes = tree_sizes[order]
     problem.n_trees = len(roots)
@@ -246,8 +249,9 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     leaf_count = (nd_var < 0).astype(np.int64)
     per_tree = np.bincount(node_tree[node_tree >= 0], leaf_count[node_tree >= 0], len(roots))
     max_leaves = int(per_tree.max()) if len(roots) else 1
+    nd_max = K.subtree_max(nd_left, nd_right, leaf_units.copy())
     problem.trees = (
-        roots, nd_var, nd_rank, nd_left, nd_right, np.ascontiguousarray(nd_val),
+        roots, nd_var, nd_rank, nd_left, nd_right, nd_max,
         lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree,
     )  # fmt: skip
 
@@ -290,6 +294,7 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     params[K.P_DIVE_DEN] = 1
     params[K.P_MAX_LEAVES] = max_leaves
     params[K.P_MAX_DEPTH] = max_depth
+    params[K.P_DYNAMIC] = DYNAMIC_ORDER
     problem.params = params
     return problem
 
