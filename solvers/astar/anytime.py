@@ -21,8 +21,13 @@ from veritas_dsl.ir.evaluate import distance, reference_point, term_value
 from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.problem import Plan, Problem
-from veritas_dsl.solvers.astar.search import BranchSearch, Solution
-from veritas_dsl.solvers.astar.witness import inputs_hold, point_of
+from veritas_dsl.solvers.astar.search import (
+    INITIAL_CAPACITY,
+    BranchSearch,
+    Solution,
+    planned_bytes,
+)
+from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
 CALL_SECONDS = 0.005
@@ -98,12 +103,11 @@ class Run:
     # -- the loop -------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        static = sum(p.nbytes() for p in self.problems)
-        if static > self.memory_limit:
-            return self._stop(Termination.MEMORY_LIMIT)
         for b, problem in enumerate(self.problems):
             if self.open[b]:
-                search = BranchSearch(problem)
+                if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+                    return self._stop(Termination.MEMORY_LIMIT)
+                search = BranchSearch(problem, INITIAL_CAPACITY)
                 self.searches[b] = search
                 self.open[b] = search.alive
         self._note_bounds()
@@ -144,7 +148,7 @@ class Run:
         elif status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
             self.open[b] = False
         elif status == K.STATUS_MEMORY:
-            extra = search.capacity * search.bytes_per_state
+            extra = planned_bytes(search.problem, 2 * search.capacity) - search.nbytes()
             if self._memory() + extra > self.memory_limit:
                 return Termination.MEMORY_LIMIT
             search.grow(2 * search.capacity)
@@ -161,6 +165,8 @@ class Run:
     def _accept(self, b: int, solution: Solution) -> None:
         problem = self.problems[b]
         inputs = point_of(problem, solution.row)
+        if not inside(problem, solution.row, inputs):
+            raise InternalError(f"query {problem.query.name}: the point {inputs} leaves its box")
         margins = self._margins(problem, inputs)
         if not inputs_hold(problem, inputs, margins):
             if solution.verified:

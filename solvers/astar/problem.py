@@ -157,13 +157,8 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     terms, signs, strict, rhs = _terms(plan, outputs)
     copies = _copies(query, terms, signs)
     problem.term_constant = tuple(
-        sign * (Fraction(term.constant) + sum(
-            (Fraction(a.coef) * Fraction(float(query.models[a.model].base_score[a.output]))
-             for a in term.atoms),
-            Fraction(0),
-        ))
-        for term, sign in zip(terms, signs, strict=True)
-    )  # fmt: skip
+        _constant(query, term, sign) for term, sign in zip(terms, signs, strict=True)
+    )
 
     # -- cells and ranks -------------------------------------------------------------------
     split_var, split_value, node_rows = _splits(query, copies, var, integral)
@@ -283,8 +278,9 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     resources = _resources(query, constraints, plan, var, groups)
     linear = _linear(query, constraints, var, groups, resources)
     problem.groups, problem.resources, problem.linear = groups, resources, linear
-    problem.lifted = _lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups,
-                                    resources, linear)  # fmt: skip
+    problem.lifted = _lifted_arrays(
+        n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resources, linear
+    )
     goal = next((r for r, res in enumerate(resources) if res.goal), -1)
     params = np.zeros(K.N_PARAMS, dtype=np.int64)
     params[K.P_MODE] = plan.mode
@@ -573,6 +569,15 @@ def _order(nd_val, nd_var, tree_roots, tree_sizes, keep, plan, outputs) -> np.nd
         np.minimum.at(lo, tree_of[leaf], nd_val[leaf, k])
     spread = (hi - lo)[keep]
     return keep[np.argsort(-spread, kind="stable")]
+
+
+def _constant(query, term: OutputTerm, sign: float) -> Fraction:
+    """The part of ``sign * term`` no tree decides: its constant and the models' base scores."""
+    total = Fraction(term.constant)
+    for a in term.atoms:
+        base = float(query.models[a.model].base_score[a.output])
+        total += Fraction(a.coef) * Fraction(base)
+    return Fraction(sign) * total
 
 
 def _magnitude(query, term: OutputTerm) -> float:

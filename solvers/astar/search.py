@@ -31,6 +31,19 @@ class Solution:
     cost: float
 
 
+def state_bytes(problem: Problem) -> int:
+    """Arena bytes per state: its box, term bounds, tree pointer, free slot and heap entry."""
+    return 4 * 2 * problem.n_vars + 8 * problem.n_terms + 4 + 4 + 8 + 8 + 4
+
+
+def planned_bytes(problem: Problem, capacity: int) -> int:
+    """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
+    and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
+    solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8
+    scratch = problem.n_trees * (12 * problem.n_terms + 8 + 8 + 4)
+    return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
+
+
 class BranchSearch:
     """Best-first search with dives over one :class:`Problem`; see :func:`kernels.search`."""
 
@@ -76,14 +89,11 @@ class BranchSearch:
 
     @property
     def bytes_per_state(self) -> int:
-        """Arena bytes per state: its box, term bounds, tree pointer, free slot, heap entry."""
-        return 4 * 2 * self.problem.n_vars + 8 * self.problem.n_terms + 4 + 4 + 8 + 8 + 4
+        return state_bytes(self.problem)
 
     def nbytes(self) -> int:
         """Bytes held now: the arena, the heap, the solution buffer and per-call scratch."""
-        arrays = (*self.dynamic, *self.solutions, self.ctx)
-        scratch = self.problem.n_trees * (8 * self.problem.n_terms + 8 + 8 + 4)
-        return int(sum(a.nbytes for a in arrays)) + scratch
+        return planned_bytes(self.problem, self.capacity)
 
     def grow(self, capacity: int) -> None:
         """Enlarge the arena to ``capacity`` states, keeping every state and the heap."""

@@ -93,6 +93,17 @@ def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def inside(problem: Problem, row: np.ndarray, inputs) -> bool:
+    """Whether ``inputs`` lie in box ``row`` (so they reach the state's leaves)."""
+    lo, hi = box_bounds(problem, row)
+    for i, name in enumerate(problem.query.instances):
+        values = inputs[name].astype(np.float64)
+        v = problem.var[i]
+        if np.any(values < lo[v]) or np.any(values > hi[v]):
+            return False
+    return True
+
+
 def inputs_hold(problem: Problem, inputs, margins) -> bool:
     """Whether ``inputs`` meet every constraint of the conjunction exactly (``margins``: model
     outputs, ``{(model, instance): float64 array}``)."""
