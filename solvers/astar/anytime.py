@@ -20,12 +20,20 @@ import numpy as np
 from veritas_dsl.ir.evaluate import distance, reference_point, term_value
 from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.problem import Plan, Problem
+from veritas_dsl.solvers.astar.problem import (
+    Plan,
+    Problem,
+    ball_root,
+    bisectable,
+    cell_gaps,
+    find_within,
+)
 from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
     BranchSearch,
     Solution,
     planned_bytes,
+    state_bytes,
 )
 from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
 
@@ -78,6 +86,7 @@ class Run:
         max_steps: int | None,
         memory_limit: int,
         progress: Callable[[Progress], None] | None,
+        bisect_linf: bool = True,
     ) -> None:
         self.problems = problems
         self.plan = plan
@@ -88,6 +97,13 @@ class Run:
         self.progress = progress
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
+        self.bisect = [
+            plan.mode == K.MODE_DISTANCE and bisect_linf and not p.infeasible and bisectable(p)
+            for p in problems
+        ]
+        self.floor = [0.0] * len(problems)  # bisection: no point is closer than this
+        self.probe_found = False
+        self.retired = {"expanded": 0, "created": 0, "pruned": 0, "peak": 0}
         self.best: float | None = None  # max form for optimisation, distance for distance goals
         self.witness: Witness | None = None
         self.found = False
@@ -104,18 +120,18 @@ class Run:
 
     def run(self) -> Outcome:
         for b, problem in enumerate(self.problems):
-            if self.open[b]:
-                if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
-                    return self._stop(Termination.MEMORY_LIMIT)
-                search = BranchSearch(problem, INITIAL_CAPACITY)
-                self.searches[b] = search
-                self.open[b] = search.alive
+            if not self.open[b] or self.bisect[b]:
+                continue
+            if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+                return self._stop(Termination.MEMORY_LIMIT)
+            search = BranchSearch(problem, INITIAL_CAPACITY)
+            self.searches[b] = search
+            self.open[b] = search.alive
         self._note_bounds()
         for b in range(len(self.problems)):
-            while self.open[b]:
-                stop = self._step(b)
-                if stop is not None:
-                    return self._stop(stop)
+            stop = self._bisect(b) if self.bisect[b] else self._search(b)
+            if stop is not None:
+                return self._stop(stop)
             if self.found:
                 break
         if self.plan.mode == K.MODE_FIND:
@@ -124,14 +140,67 @@ class Run:
             done = Termination.OPTIMAL if self.best is not None else Termination.INFEASIBLE
         return self._stop(done)
 
-    def _step(self, b: int) -> Termination | None:
-        """One kernel call on branch ``b``; a termination when the whole run must stop."""
-        search = self.searches[b]
+    def _search(self, b: int) -> Termination | None:
+        """Search branch ``b`` to the end, or to a limit (returned)."""
+        while self.open[b]:
+            status, stop = self._call(b, self.searches[b])
+            if self.found:
+                self.open = [False] * len(self.open)
+            elif status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
+                self.open[b] = False
+            if stop is not None:
+                return stop
+        return None
+
+    def _bisect(self, b: int) -> Termination | None:
+        """Closest example by bisection over the exact candidate radii of branch ``b``.
+
+        Each probe is a find inside the ball of one candidate radius: a point there bounds the
+        optimum from above (by its own distance), none proves every smaller candidate out.
+        The first probe takes the largest radius, to get some point fast.
+        """
+        problem = self.problems[b]
+        gaps, cell_var = cell_gaps(problem)
+        candidates = np.unique(gaps[np.isfinite(gaps)])
+        lo, hi = 0, len(candidates)
+        first = True
+        while self.open[b]:
+            if self.best is not None:  # only strictly closer points matter
+                hi = min(hi, int(np.searchsorted(candidates, self.best)))
+            if lo >= hi:
+                break
+            self.floor[b] = float(candidates[lo])
+            mid = hi - 1 if first else (lo + hi) // 2
+            first = False
+            root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
+            self.probe_found = False
+            if root is not None:
+                variant = find_within(problem, root)
+                if self._memory() + planned_bytes(variant, INITIAL_CAPACITY) > self.memory_limit:
+                    return Termination.MEMORY_LIMIT
+                self._retire(b)
+                search = BranchSearch(variant, INITIAL_CAPACITY)
+                self.searches[b] = search
+                while search.alive and not self.probe_found:
+                    status, stop = self._call(b, search)
+                    if stop is not None:
+                        return stop
+                    if status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
+                        break
+            if not self.probe_found:
+                lo = mid + 1
+        self._retire(b)
+        self.open[b] = False
+        return None
+
+    def _call(self, b: int, search: BranchSearch) -> tuple[int, Termination | None]:
+        """One kernel call on ``search`` (of branch ``b``): its status, and a termination when
+        the whole run must stop at a limit."""
         budget = self.budget
         if self.max_steps is not None:
             budget = min(budget, self.max_steps - self._expanded())
             if budget <= 0:
-                return Termination.STEP_LIMIT
+                return K.STATUS_BUDGET, Termination.STEP_LIMIT
         began = time.monotonic()
         status = search.run(budget)
         elapsed = time.monotonic() - began
@@ -142,27 +211,38 @@ class Run:
             elif elapsed > CALL_SECONDS * 2:
                 self.budget = max(self.budget // 2, 8)
         for solution in search.take_solutions():
-            self._accept(b, solution)
-        if self.found:
-            self.open = [False] * len(self.open)
-        elif status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
-            self.open[b] = False
-        elif status == K.STATUS_MEMORY:
+            self._accept(b, search, solution)
+        stop = None
+        if status == K.STATUS_MEMORY:
             extra = planned_bytes(search.problem, 2 * search.capacity) - search.nbytes()
             if self._memory() + extra > self.memory_limit:
-                return Termination.MEMORY_LIMIT
-            search.grow(2 * search.capacity)
+                stop = Termination.MEMORY_LIMIT
+            else:
+                search.grow(2 * search.capacity)
         self.peak_memory = max(self.peak_memory, self._memory())
         self._note_bounds()
-        if self.deadline is not None and time.monotonic() > self.deadline and any(self.open):
-            return Termination.TIME_LIMIT
-        if self.max_steps is not None and self._expanded() >= self.max_steps and any(self.open):
-            return Termination.STEP_LIMIT
-        return None
+        finished = status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND)
+        unfinished = not (finished or self.found)
+        if stop is None and unfinished:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                stop = Termination.TIME_LIMIT
+            elif self.max_steps is not None and self._expanded() >= self.max_steps:
+                stop = Termination.STEP_LIMIT
+        return status, stop
+
+    def _retire(self, b: int) -> None:
+        """Fold the statistics of branch ``b``'s finished probe into the totals."""
+        search = self.searches[b]
+        if search is not None:
+            self.retired["expanded"] += search.expanded
+            self.retired["created"] += int(search.ctx[K.C_PUSHED])
+            self.retired["pruned"] += int(search.ctx[K.C_PRUNED])
+            self.retired["peak"] = max(self.retired["peak"], search.live_peak)
+            self.searches[b] = None
 
     # -- solutions ------------------------------------------------------------------------
 
-    def _accept(self, b: int, solution: Solution) -> None:
+    def _accept(self, b: int, search: BranchSearch, solution: Solution) -> None:
         problem = self.problems[b]
         inputs = point_of(problem, solution.row)
         if not inside(problem, solution.row, inputs):
@@ -178,12 +258,13 @@ class Run:
             return
         self.accepted += 1
         plan = self.plan
-        search = self.searches[b]
         if plan.mode == K.MODE_FIND:
             self.found = True
             self.witness = Witness(inputs)
             return
-        if not solution.verified:
+        if search.problem.params[K.P_MODE] == K.MODE_FIND:
+            self.probe_found = True  # a bisection probe: it stops at its first point
+        elif not solution.verified:
             search.raise_incumbent(solution.key)
         if plan.mode == K.MODE_DISTANCE:
             goal = plan.distance
@@ -203,7 +284,7 @@ class Run:
     def _share_best(self) -> None:
         """Let every branch cut the states that cannot beat the best value found."""
         for problem, search in zip(self.problems, self.searches, strict=True):
-            if search is None:
+            if search is None or search.problem.params[K.P_MODE] != self.plan.mode:
                 continue
             if self.plan.mode == K.MODE_DISTANCE:
                 search.raise_incumbent(-int(K.encode_distance(self.best)))
@@ -232,8 +313,13 @@ class Run:
     def _open_bound(self) -> float | None:
         """The best bound of any open branch (max form, or least distance), None if none."""
         bounds = []
-        for problem, search, is_open in zip(self.problems, self.searches, self.open, strict=True):
-            if not is_open or search is None:
+        for b, (problem, search) in enumerate(zip(self.problems, self.searches, strict=True)):
+            if not self.open[b]:
+                continue
+            if self.bisect[b]:
+                bounds.append(self.floor[b])
+                continue
+            if search is None:
                 continue
             key = search.best_open_key()
             if key is None:
@@ -282,7 +368,8 @@ class Run:
     # -- bookkeeping ----------------------------------------------------------------------
 
     def _expanded(self) -> int:
-        return sum(s.expanded for s in self.searches if s is not None)
+        live = sum(s.expanded for s in self.searches if s is not None)
+        return live + self.retired["expanded"]
 
     def _memory(self) -> int:
         static = sum(p.nbytes() for p in self.problems)
@@ -301,11 +388,14 @@ class Run:
         expanded = self._expanded()
         stats = {
             "states_expanded": expanded,
-            "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches),
-            "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches),
+            "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches)
+            + self.retired["created"],
+            "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches) + self.retired["pruned"],
             "states_per_s": expanded / now if now > 0 else 0.0,
-            "bytes_per_state": max((s.bytes_per_state for s in searches), default=0),
-            "peak_open_states": max((s.live_peak for s in searches), default=0),
+            "bytes_per_state": max(
+                (state_bytes(p) for p in self.problems if not p.infeasible), default=0
+            ),
+            "peak_open_states": max([s.live_peak for s in searches] + [self.retired["peak"]]),
             "peak_memory_bytes": max(self.peak_memory, self._memory()),
             "branches": len(self.problems),
             "search_trees": sum(p.n_trees for p in self.problems),

@@ -11,9 +11,16 @@ Goals:
 * maximise / minimise a term: best-first on the term's bound;
 * find, and prove (a search for a counterexample to the negated conclusion): best-first on the
   least slack of the output constraints, stopping at the first complete state that meets them;
-* minimise an L-inf or L1 distance: best-first on the distance of the box to the reference (a
-  search ordered by distance, not a bisection on the radius, so the answer is exact and both
-  bounds hold at every moment), with output constraints cutting boxes that cannot meet them.
+* minimise an L1 distance, or an L-inf distance between instances: best-first on the distance
+  of the box to the reference, output constraints cutting boxes that cannot meet them, and every
+  box cut to the open ball of the best distance found (only closer points matter);
+* minimise an L-inf distance to a row: a bisection over the exact candidate radii (a point's
+  distance rounds to the largest rounded gap of one of its coordinates to the row, so the
+  optimum is one of the cells' gaps). Each probe is a find inside the ball of one radius: a
+  point bounds the optimum from above by its own distance, none rules every smaller radius out.
+  Both bounds hold at every moment and the answer is exact. It measured about twice as fast as
+  the search ordered by distance on the benchmark, which remains available
+  (``AStarEngine(linf_distance="search")``).
 
 A disjunction (:class:`AnyOf`, or the negation of a conclusion with several conditions) is
 expanded to its disjunctive normal form; each conjunction is a branch searched on its own, and
@@ -64,6 +71,14 @@ class AStarEngine:
     name = "astar"
     capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=True)
 
+    def __init__(self, linf_distance: str = "bisect") -> None:
+        """``linf_distance``: how to answer an L-inf closest example to a row: ``"bisect"``
+        (bisection over the exact candidate radii, each probe a find inside a ball; faster on
+        the benchmark) or ``"search"`` (best-first on the distance, as for L1)."""
+        if linf_distance not in ("bisect", "search"):
+            raise ValueError(f"linf_distance must be 'bisect' or 'search', not {linf_distance!r}")
+        self.linf_distance = linf_distance
+
     def available(self) -> Availability:
         try:
             import numba  # noqa: F401
@@ -91,7 +106,10 @@ class AStarEngine:
         problems = [build_problem(query, branch, plan) for branch in _dnf(query, constraints)]
         prepared = time.monotonic()
         memory = limits.max_memory_bytes or _default_memory()
-        run = Run(problems, plan, start, limits.timeout_s, limits.max_steps, memory, progress)
+        run = Run(
+            problems, plan, start, limits.timeout_s, limits.max_steps, memory, progress,
+            bisect_linf=self.linf_distance == "bisect",
+        )  # fmt: skip
         outcome = run.run()
         lower, upper = outcome.lower, outcome.upper
         if plan.mode == K.MODE_FIND:

@@ -79,7 +79,6 @@ P_DIVE_NUM = 3  # dive while dive_steps * den <= bf_steps * num
 P_DIVE_DEN = 4
 P_MAX_LEAVES = 5
 P_MAX_DEPTH = 6
-P_DYNAMIC = 7  # 1: expand the tree with the largest spread of term 0 in the box; 0: search order
 N_PARAMS = 8
 
 NO_INCUMBENT = np.int64(-(2**62))
@@ -315,34 +314,6 @@ def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
             return False
         node = nd_left[node] if go_left else nd_right[node]
     return True
-
-
-@njit(cache=True)
-def tree_spread(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, stack):
-    """Largest minus smallest value of term 0 over the leaves reachable in box ``row`` (-1 when
-    only one leaf is reachable)."""
-    hi = NO_INCUMBENT
-    lo = -NO_INCUMBENT
-    count = 0
-    stack[0] = root
-    top = 1
-    while top > 0:
-        top -= 1
-        node = stack[top]
-        v = nd_var[node]
-        if v < 0:
-            count += 1
-            hi = max(hi, nd_val[node, 0])
-            lo = min(lo, nd_val[node, 0])
-            continue
-        r = nd_rank[node]
-        if row[n_vars + v] > r:
-            stack[top] = nd_right[node]
-            top += 1
-        if row[v] <= r:
-            stack[top] = nd_left[node]
-            top += 1
-    return hi - lo if count > 1 else np.int64(-1)
 
 
 @njit(cache=True)
@@ -653,11 +624,23 @@ def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
 
 
 @njit(cache=True)
-def push_root(trees, problem, terms, params, u_base, root, dynamic, ctx):
-    """Create the root state (box ``root``, bounds ``u_base`` plus every tree's best leaf) and
-    push it when it is alive; return whether it was."""
+def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
+    """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
-    term_thr, term_sure, term_cons = terms
+    u[:] = u_base
+    for t in range(tr_root.shape[0]):
+        tree_max(
+            tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
+        )
+        for k in range(u.shape[0]):
+            u[k] += out[k]
+
+
+@njit(cache=True)
+def push_root(trees, problem, terms, params, root, dynamic, ctx):
+    """Create the root state (box ``root``) and push it when it is alive; return whether it
+    was."""
+    term_thr, term_sure, term_cons, u_base = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
     n_vars = problem[0]
     K = st_u.shape[1]
@@ -668,13 +651,8 @@ def push_root(trees, problem, terms, params, u_base, root, dynamic, ctx):
     alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts)
     if not alive:
         return False
-    u = u_base.copy()
-    for t in range(tr_root.shape[0]):
-        tree_max(
-            tr_root[t], root, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
-        )
-        for k in range(K):
-            u[k] += out[k]
+    u = np.empty(K, dtype=np.int64)
+    full_bounds(trees, root, n_vars, u_base, u, out, arg, stack)
     if terms_verdict(u, term_thr, term_sure, term_cons) < 0:
         return False
     ctx[C_FREE] -= 1
@@ -708,9 +686,9 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     problem : tuple
         The lifted input constraints, as :func:`box_alive` reads them.
     terms : tuple
-        ``term_thr, term_sure, term_cons`` (int64, int64, int8; one per term): a constraint
-        term ``k`` (``term_cons[k]``) surely fails below ``term_thr[k]`` units and surely holds
-        from ``term_sure[k]`` on.
+        ``term_thr, term_sure, term_cons, u_base`` (int64, int64, int8, int64; one per term): a
+        constraint term ``k`` (``term_cons[k]``) surely fails below ``term_thr[k]`` units and
+        surely holds from ``term_sure[k]`` on; ``u_base`` is what trees fixed everywhere add.
     params : int64 array
         ``P_*`` slots.
     dynamic : tuple
@@ -740,7 +718,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
         vs_rank,
         vs_tree,
     ) = trees
-    term_thr, term_sure, term_cons = terms
+    term_thr, term_sure, term_cons, u_base = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
     sol_box = solutions[0]
     n_vars = problem[0]
@@ -762,6 +740,11 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     parent_stamp = np.zeros(n_trees, dtype=np.int64)
     child_stamp = np.zeros(n_trees, dtype=np.int64)
     affected = np.empty(n_trees, dtype=np.int32)
+    # distance mode: the open ball of the incumbent's radius around the row, in cells
+    ball_lo = np.empty(n_vars, dtype=np.int32)
+    ball_hi = np.empty(n_vars, dtype=np.int32)
+    ball_key = np.int64(0)
+    use_ball = mode == MODE_DISTANCE and goal >= 0
 
     steps = 0
     while steps < budget:
@@ -787,6 +770,35 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
             diving = ctx[C_DIVE_STEPS] * params[P_DIVE_DEN] <= ctx[C_BF_STEPS] * params[P_DIVE_NUM]
             s, ctx[C_HEAP] = heap_pop(hp_key, hp_tie, hp_state, ctx[C_HEAP])
         row = box[s]
+        if use_ball and ctx[C_HAVE_INC] != 0:
+            if ball_key != ctx[C_INC]:
+                ball_key = ctx[C_INC]
+                incumbent_ball(decode_distance(-ball_key), goal, problem, ball_lo, ball_hi)
+            changed = False
+            empty = False
+            for v in range(n_vars):
+                if ball_lo[v] > row[v] or ball_hi[v] < row[n_vars + v]:
+                    changed = True
+                    row[v] = max(row[v], ball_lo[v])
+                    row[n_vars + v] = min(row[n_vars + v], ball_hi[v])
+                    empty = empty or row[v] > row[n_vars + v]
+            if changed:
+                alive = not empty
+                if alive:
+                    alive, goal_cost = box_alive(row, goal, problem, parts)
+                if alive:
+                    full_bounds(trees, row, n_vars, u_base, st_u[s], out, arg, stack)
+                    alive = terms_verdict(st_u[s], term_thr, term_sure, term_cons) >= 0
+                if not alive:
+                    free[ctx[C_FREE]] = s
+                    ctx[C_FREE] += 1
+                    ctx[C_PRUNED] += 1
+                    continue
+                key, tie = state_key(mode, st_u[s], goal_cost, st_ptr[s], term_thr, term_cons)
+                if not diving and ctx[C_HEAP] > 0 and _better(hp_key[0], hp_tie[0], key, tie):
+                    # no longer the best open state: back in line with its new bound
+                    ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, s)
+                    continue
         steps += 1
         ctx[C_EXPANDED] += 1
         if diving:
@@ -800,15 +812,6 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
         ):
             first += 1
         t_next = first
-        if params[P_DYNAMIC] != 0 and first < n_trees and K > 0:
-            best_spread = np.int64(-1)
-            for t in range(first, n_trees):
-                spread = tree_spread(
-                    tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, stack
-                )
-                if spread > best_spread:
-                    best_spread = spread
-                    t_next = t
         if t_next == n_trees:
             status = _complete(
                 s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, have_inc, floor_key
@@ -821,9 +824,9 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
         n_leaves = tree_leaves(
             tr_root[t_next], row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack
         )
-        # children keep the pointer past the leading fixed trees (and the expanded one, when it
-        # leads); depth, the tie-break, counts the trees fixed so far
-        child_first = first + 1 if t_next == first else first
+        # trees are expanded in search order (largest spread first): children start after it;
+        # depth, the tie-break, counts the trees fixed so far
+        child_first = t_next + 1
         depth = child_first
         ctx[C_STAMP] += 1
         expansion_stamp = ctx[C_STAMP]
@@ -914,6 +917,33 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
 
 
 @njit(cache=True)
+def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
+    """Cells of each variable whose exact distance to the goal's row is below ``radius``, as a
+    range per variable (empty when none); variables measured against another instance or in a
+    one-hot group are left whole. Only points strictly closer than the incumbent matter."""
+    n_vars = problem[0]
+    cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
+    rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
+    for v in range(n_vars):
+        ball_lo[v] = 0
+        ball_hi[v] = cell_ptr[v + 1] - cell_ptr[v] - 1
+    for i in range(rs_ptr[goal], rs_ptr[goal + 1]):
+        a = pr_a[i]
+        if pr_b[i] >= 0 or pr_group[i] >= 0:
+            continue
+        first = cell_ptr[a + 1] - cell_ptr[a]
+        last = -1
+        for j in range(cell_ptr[a + 1] - cell_ptr[a]):
+            c = cell_ptr[a] + j
+            s, e, _ = pair_gap(cell_lo[c], cell_hi[c], -1, 0.0, 0.0, pr_c[i], var_int[a] != 0)
+            if s < radius or (s == radius and e < 0.0):
+                first = min(first, j)
+                last = j
+        ball_lo[a] = first
+        ball_hi[a] = last
+
+
+@njit(cache=True)
 def _affected_trees(
     leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, mark,
     ctx, affected,
@@ -952,7 +982,7 @@ def _affected_trees(
 @njit(cache=True)
 def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, have_inc, floor_key):
     """Record complete state ``s`` as a solution when it can improve; return a status."""
-    term_thr, term_sure, term_cons = terms
+    term_thr, term_sure, term_cons, _ = terms
     sol_box, sol_u, sol_key, sol_flag, sol_cost = solutions
     u = st_u[s]
     verdict = terms_verdict(u, term_thr, term_sure, term_cons)

@@ -32,7 +32,8 @@ Combinations whose least cost over a box would not be exact are refused with
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -58,9 +59,6 @@ from veritas_dsl.solvers.base import UnsupportedQuery
 
 #: Largest product tree (in nodes, relative to its two factors) worth building.
 PRODUCT_GROWTH = 4
-#: Expand, in each state, the tree with the largest spread of the leading term (1), or follow
-#: the static order of spreads (0).
-DYNAMIC_ORDER = 0
 #: Units are exact when every sum of leaf units stays below this.
 UNIT_LIMIT = 2.0**61
 
@@ -133,7 +131,7 @@ class Problem:
 
     def nbytes(self) -> int:
         """Bytes held by the static arrays."""
-        arrays = [self.cell_ptr, self.cell_lo, self.cell_hi, self.root, self.params, self.u_base]
+        arrays = [self.cell_ptr, self.cell_lo, self.cell_hi, self.root, self.params]
         arrays += [a for a in (*self.trees, *self.lifted, *self.terms) if isinstance(a, np.ndarray)]
         return int(sum(a.nbytes for a in arrays))
 
@@ -270,7 +268,7 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
         sure[k] = _threshold_units(target + Fraction(value_slack), strict[k], q)
         if not exact:  # rounded-up units exceed the true sum by less than one per tree
             sure[k] = min(sure[k] + len(roots), 2**62)
-    problem.terms = (thr, sure, cons)
+    problem.terms = (thr, sure, cons, problem.u_base)
     problem.term_slack_value = tuple(slack_values)
 
     # -- lifted constraints ----------------------------------------------------------------
@@ -290,9 +288,74 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     params[K.P_DIVE_DEN] = 1
     params[K.P_MAX_LEAVES] = max_leaves
     params[K.P_MAX_DEPTH] = max_depth
-    params[K.P_DYNAMIC] = DYNAMIC_ORDER
     problem.params = params
     return problem
+
+
+# -- closest examples by bisection on the radius ---------------------------------------------------
+
+
+def bisectable(problem: Problem) -> bool:
+    """Whether the goal is an L-inf distance to a row, which bisection answers exactly."""
+    goal = next((res for res in problem.resources if res.goal), None)
+    return goal is not None and goal.kind == K.KIND_LINF and all(b < 0 for _, b, _ in goal.pairs)
+
+
+def cell_gaps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the distance (float64, correctly rounded) of its nearest value to the goal's row
+    value for its variable (0 for variables the goal does not measure, inf outside the root
+    box); and the cell's variable.
+
+    A point's L-inf distance rounds to the largest rounded gap of its coordinates (rounding is
+    monotone), so the optimum is one of these gaps.
+    """
+    n_cells = len(problem.cell_lo)
+    cell_var = np.repeat(np.arange(problem.n_vars), np.diff(problem.cell_ptr))
+    center = np.full(problem.n_vars, np.nan)
+    goal = next(res for res in problem.resources if res.goal)
+    for a, _, c in goal.pairs:
+        center[a] = c
+    c = center[cell_var]
+    lo, hi = problem.cell_lo, problem.cell_hi
+    with np.errstate(invalid="ignore"):
+        gap = np.where(c < lo, lo - c, np.where(c > hi, c - hi, 0.0))
+        fraction = np.minimum(c - np.floor(c), np.ceil(c) - c)
+    inside_int = problem.integral[cell_var] & (c >= lo) & (c <= hi) & (fraction > 0)
+    gap = np.where(inside_int, fraction, gap)
+    gap = np.where(np.isnan(c), 0.0, gap)
+    first = problem.cell_ptr[:-1] + problem.root[: problem.n_vars]
+    last = problem.cell_ptr[:-1] + problem.root[problem.n_vars :]
+    cell = np.arange(n_cells)
+    reachable = (cell >= first[cell_var]) & (cell <= last[cell_var])
+    return np.where(reachable, gap, np.inf), cell_var
+
+
+def ball_root(problem: Problem, gaps: np.ndarray, cell_var: np.ndarray, radius: float):
+    """The root box cut to the cells within ``radius`` of the row (contiguous, since a cell's
+    gap falls then rises along the line); None when some variable keeps no cell."""
+    n = problem.n_vars
+    inside = np.nonzero(gaps <= radius)[0]
+    owner = cell_var[inside]
+    if len(np.unique(owner)) < n:
+        return None
+    starts = np.searchsorted(owner, np.arange(n))
+    row = np.empty(2 * n, dtype=np.int32)
+    row[:n] = np.minimum.reduceat(inside, starts) - problem.cell_ptr[:-1]
+    row[n:] = np.maximum.reduceat(inside, starts) - problem.cell_ptr[:-1]
+    return row
+
+
+def find_within(problem: Problem, root: np.ndarray) -> Problem:
+    """The same problem as a find from ``root`` (the goal's distance no longer a resource)."""
+    resources = tuple(res for res in problem.resources if not res.goal)
+    lifted = _lifted_arrays(
+        problem.n_vars, problem.cell_ptr, problem.cell_lo, problem.cell_hi, problem.integral,
+        problem.groups, resources, problem.linear,
+    )  # fmt: skip
+    params = problem.params.copy()
+    params[K.P_MODE] = K.MODE_FIND
+    params[K.P_GOAL] = -1
+    return replace(problem, root=root, lifted=lifted, params=params)
 
 
 # -- variables and the static box ----------------------------------------------------------------
@@ -585,12 +648,21 @@ def _magnitude(query, term: OutputTerm) -> float:
     total = abs(term.constant)
     for atom in term.atoms:
         model = query.models[atom.model]
-        leaf = model.feature < 0
-        tree_of = np.repeat(np.arange(model.n_trees), np.diff(model.tree_offsets))
-        largest = np.zeros(model.n_trees)
-        np.maximum.at(largest, tree_of[leaf], np.abs(model.value[leaf, atom.output]))
-        total += abs(atom.coef) * (abs(float(model.base_score[atom.output])) + largest.sum())
+        total += abs(atom.coef) * _largest_sum(model, atom.output)
     return total
+
+
+_LARGEST_SUM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _largest_sum(model, output: int) -> float:
+    """``|base| + sum over trees of the largest |leaf value|`` of one output (cached per model)."""
+    cached = _LARGEST_SUM.setdefault(model, {})
+    if output not in cached:
+        magnitude = np.where(model.feature < 0, np.abs(model.value[:, output]), 0.0)
+        largest = np.maximum.reduceat(magnitude, model.tree_offsets[:-1])
+        cached[output] = abs(float(model.base_score[output])) + float(largest.sum())
+    return cached[output]
 
 
 # -- lifted constraints ---------------------------------------------------------------------------

@@ -78,7 +78,6 @@ class BranchSearch:
                 problem.lifted,
                 problem.terms,
                 problem.params,
-                problem.u_base,
                 problem.root,
                 self.dynamic,
                 self.ctx,

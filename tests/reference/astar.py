@@ -143,7 +143,7 @@ def maximum(problem) -> int | None:
     thresholds, by plain best-first search in tree order with bounds recomputed from scratch;
     None when no complete state is feasible. Ties between sure and unsure thresholds are
     treated as met."""
-    thr, _, cons = problem.terms
+    thr, _, cons, _ = problem.terms
     n = problem.n_vars
     n_trees = len(problem.trees[0])
 

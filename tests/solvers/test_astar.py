@@ -64,8 +64,8 @@ def query(models, goal, constraints=(), instances=("x",), kinds=None, bounds=Non
     return Query("q", features, instances, models, tuple(constraints), goal)
 
 
-def solve(q, limits=None, **kwargs):
-    result = ENGINE.solve(q, limits or Limits(timeout_s=30), **kwargs)
+def solve(q, limits=None, engine=ENGINE, **kwargs):
+    result = engine.solve(q, limits or Limits(timeout_s=30), **kwargs)
     for witness in result.witnesses:
         validate_witness(q, witness)
     return result
@@ -214,19 +214,47 @@ def test_output_threshold_on_the_boundary(two_trees):
     assert optimum(closed) == 3.5
 
 
-def test_closest_example_linf_and_l1(two_trees):
+@pytest.mark.parametrize("linf", ["bisect", "search"])
+def test_closest_example_linf_and_l1(two_trees, linf):
+    engine = AStarEngine(linf_distance=linf)
     row = Row((0.0, 0.0))
     condition = OutputConstraint(term(out()), ">", 3.0)
     for norm in ("linf", "l1"):
-        result = solve(query({"m": two_trees}, MinimizeDistance(norm, "x", row), [condition]))
+        result = solve(
+            query({"m": two_trees}, MinimizeDistance(norm, "x", row), [condition]), engine=engine
+        )
         assert optimum(result) == 1.0  # x0 = 1 reaches the 3.5 region
         assert result.witnesses[0].inputs["x"].tolist() == [1.0, 0.0]  # the row's own value kept
     far = OutputConstraint(term(out()), ">", 5.0)
-    result = solve(query({"m": two_trees}, MinimizeDistance("linf", "x", row), [far]))
+    result = solve(
+        query({"m": two_trees}, MinimizeDistance("linf", "x", row), [far]), engine=engine
+    )
     assert optimum(result) == 2.0
     off = Row((0.0, 0.5))  # x1 = 0.5 is already in the 7 region's column
-    result = solve(query({"m": two_trees}, MinimizeDistance("l1", "x", off), [far]))
+    result = solve(query({"m": two_trees}, MinimizeDistance("l1", "x", off), [far]), engine=engine)
     assert optimum(result) == 2.0
+    never = OutputConstraint(term(out()), ">", 7.0)
+    result = solve(
+        query({"m": two_trees}, MinimizeDistance("linf", "x", row), [never]), engine=engine
+    )
+    assert result.termination is Termination.INFEASIBLE and result.lower == result.upper == math.inf
+
+
+@pytest.mark.parametrize("linf", ["bisect", "search"])
+def test_closest_example_agrees_with_oracle(linf):
+    engine = AStarEngine(linf_distance=linf)
+    model = random_forest(7, 4, 2, 3)
+    oracle = OracleEngine()
+    for r, values in enumerate([(0.0, 0.0, 0.0), (1.3, -2.2, 0.6), (4.0, 4.0, -4.0)]):
+        for op, level in [(">", 1.0), ("<", -1.0)]:
+            q = query({"m": model}, MinimizeDistance("linf", "x", Row(values)),
+                      [OutputConstraint(term(out()), op, level)])  # fmt: skip
+            result, expected = solve(q, engine=engine), oracle.solve(q)
+            assert (result.termination, result.lower, result.upper) == (
+                expected.termination,
+                expected.lower,
+                expected.upper,
+            ), (r, op)
 
 
 def test_closest_example_between_instances(two_trees):
