@@ -119,11 +119,23 @@ class Run:
     # -- the loop -------------------------------------------------------------------------
 
     def run(self) -> Outcome:
+        try:
+            stop = self._run()
+        except KeyboardInterrupt:  # kernel calls are short: Ctrl-C lands between them
+            stop = Termination.INTERRUPTED
+        if stop is None:
+            if self.plan.mode == K.MODE_FIND:
+                stop = Termination.OPTIMAL if self.found else Termination.INFEASIBLE
+            else:
+                stop = Termination.OPTIMAL if self.best is not None else Termination.INFEASIBLE
+        return self._stop(stop)
+
+    def _run(self) -> Termination | None:
         for b, problem in enumerate(self.problems):
             if not self.open[b] or self.bisect[b]:
                 continue
             if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
-                return self._stop(Termination.MEMORY_LIMIT)
+                return Termination.MEMORY_LIMIT
             search = BranchSearch(problem, INITIAL_CAPACITY)
             self.searches[b] = search
             self.open[b] = search.alive
@@ -131,14 +143,10 @@ class Run:
         for b in range(len(self.problems)):
             stop = self._bisect(b) if self.bisect[b] else self._search(b)
             if stop is not None:
-                return self._stop(stop)
+                return stop
             if self.found:
                 break
-        if self.plan.mode == K.MODE_FIND:
-            done = Termination.OPTIMAL if self.found else Termination.INFEASIBLE
-        else:
-            done = Termination.OPTIMAL if self.best is not None else Termination.INFEASIBLE
-        return self._stop(done)
+        return None
 
     def _search(self, b: int) -> Termination | None:
         """Search branch ``b`` to the end, or to a limit (returned)."""

@@ -451,3 +451,17 @@ def test_refuses_what_it_cannot_decide_exactly(two_trees):
     mixed = [AtMostKChanged("x", Row((0.0, 0.0)), 1), Ball("l1", "x", Row((1.0, 1.0)), 2.0)]
     with pytest.raises(UnsupportedQuery, match=r"different references.*oracle"):
         ENGINE.solve(query({"m": two_trees}, Maximize(term(out())), mixed))
+
+
+def test_interrupt_keeps_the_bounds(hard_model):
+    pressed = []
+
+    def interrupt(progress):  # Ctrl-C, once, after some work
+        if progress.expanded > 0 and not pressed:
+            pressed.append(progress)
+            raise KeyboardInterrupt
+
+    q = query({"m": hard_model}, Maximize(term(out())))
+    result = solve(q, Limits(timeout_s=20), progress=interrupt)
+    assert result.termination is Termination.INTERRUPTED
+    assert result.lower <= result.upper
