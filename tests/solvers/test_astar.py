@@ -465,3 +465,18 @@ def test_interrupt_keeps_the_bounds(hard_model):
     result = solve(q, Limits(timeout_s=20), progress=interrupt)
     assert result.termination is Termination.INTERRUPTED
     assert result.lower <= result.upper
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_closest_class_change_of_a_multiclass_model(norm):
+    # "the predicted class is no longer 0": class 1 or class 2 beats class 0, a disjunction
+    t0 = (0, 0.0, [2.0, 0.0, 0.0], (1, 1.0, [0.0, 1.5, 0.0], [0.0, 0.0, 2.5]))
+    t1 = (1, -1.0, [1.0, 0.0, 0.0], (0, 2.0, [0.5, 0.0, 0.0], [0.0, 1.0, 1.0]))
+    model = build([t0, t1], 2, base=[0.0, 0.0, 0.0], task="multiclass")
+    beats = [
+        (OutputConstraint(term(out(output=k), out(output=0, coef=-1.0)), ">", 0.0),) for k in (1, 2)
+    ]
+    q = query({"m": model}, MinimizeDistance(norm, "x", Row((-0.5, -2.0))), [AnyOf(tuple(beats))])
+    result, expected = solve(q), OracleEngine().solve(q)
+    assert optimum(result) == expected.lower
+    assert result.stats["branches"] == 2
