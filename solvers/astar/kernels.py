@@ -9,10 +9,11 @@ Vocabulary shared by every kernel (the Python side in ``problem.py`` builds thes
 * A **box** is one row of ``2 * n_vars`` int32: ``row[v]`` and ``row[n_vars + v]`` are the first and
   last cell (ranks, relative to ``cell_ptr[v]``) that variable ``v`` may take.
 * A **search tree** is a compacted tree over variables: node ``n`` is a split when
-  ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). Leaves
-  hold ``nd_val[n, k]``, the leaf's contribution to term ``k`` in integer units (term ``k`` scaled
-  by ``2**q``, so that sums are exact). Every root-to-leaf path is feasible on its own, so a leaf is
-  reachable in a box exactly when every split on its path lets the box through.
+  ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). At a
+  leaf, ``nd_val[n, k]`` is its contribution to term ``k`` in integer units (term ``k`` scaled by
+  ``2**q``, so that sums are exact); at a split, the best of its subtree. Every root-to-leaf path
+  is feasible on its own, so a leaf is reachable in a box exactly when every split on its path lets
+  the box through.
 * A **state** is a box plus ``st_u[s, k]``, the exact upper bound of term ``k`` over the box (the
   sum over trees of the best reachable leaf), and ``st_ptr[s]``, the first tree in search order
   that may still have more than one reachable leaf. A state whose trees all have one reachable leaf
@@ -673,7 +674,9 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     Best-first order on the key gives the bound (the best key in the heap, or of the state being
     dived into); dives follow the best child down to a complete state and give solutions early.
     Dives take turns with best-first expansions: a dive starts whenever
-    ``dive_steps * P_DIVE_DEN <= best_first_steps * P_DIVE_NUM``. Everything persists in
+    ``dive_steps * P_DIVE_DEN <= best_first_steps * P_DIVE_NUM``. In distance mode, once a
+    solution exists, a state is cut to the open ball of its distance around the row before it is
+    expanded (:func:`incumbent_ball`) and its bounds recomputed. Everything persists in
     ``dynamic`` and ``ctx`` between calls.
 
     Parameters
