@@ -54,7 +54,7 @@ def test_json_document(folder, capsys):
     document = json.loads(capsys.readouterr().out)
     first, second = document["results"]
     assert (first["query"], first["row"], second["row"]) == ("top", 0, 1)
-    assert first["kind"] == "maximize" and first["solver"] == "oracle"
+    assert first["kind"] == "maximize" and first["solver"] == "astar"  # the default engine
     assert first["status"] == "optimal"
     assert first["lower"] == first["upper"] == 1.5
     assert set(first["witness"]["x"]) == {"x0", "x1"}
