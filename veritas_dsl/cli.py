@@ -151,7 +151,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
     spec = load(args.spec, trust_pickle=args.trust_pickle)
     progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     try:
-        runs = spec.run(args.solver, args.timeout, jobs=_jobs(args.jobs), done=progress.done)
+        runs = spec.run(
+            args.solver, args.timeout, progress.engine, jobs=_jobs(args.jobs), done=progress.done
+        )
     except SpecError as error:
         error.sources = spec.sources
         raise
@@ -184,18 +186,36 @@ class _Progress:
         self.shown = False
 
     def done(self, run, finished: int, total: int) -> None:
-        if not self.enabled or total < 2:
+        if total > 1:
+            self.show(f"[{finished}/{total}] {run.name}: {run.result.termination.value}")
+
+    def engine(self, query: str, engine: str, state) -> None:
+        """An engine's report while it works: bounds, gap, speed."""
+        line = f"{query} ({engine}): [{_short(state.lower)}, {_short(state.upper)}]"
+        if state.lower is not None and state.upper is not None:
+            line += f" gap {_short(state.upper - state.lower)}"
+        speed = getattr(state, "states_per_s", None)
+        if speed:
+            line += f"  {speed:,.0f} states/s"
+        self.show(line + f"  {state.time_s:.1f} s")
+
+    def show(self, line: str) -> None:
+        if not self.enabled:
             return
         elapsed = time.monotonic() - self.start
-        line = f"[{finished}/{total}] {run.name}: {run.result.termination.value}  {elapsed:.1f} s"
-        sys.stderr.write("\r" + line[:100].ljust(100))
+        text = f"{line}  (total {elapsed:.1f} s)"
+        sys.stderr.write("\r" + text[:110].ljust(110))
         sys.stderr.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.write("\r" + " " * 110 + "\r")
             sys.stderr.flush()
+
+
+def _short(value: float | None) -> str:
+    return "-" if value is None else f"{value:.5g}"
 
 
 def _check(args: argparse.Namespace) -> ExitCode:

@@ -131,11 +131,21 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     return chosen
 
 
-def solve(lowered: Lowered, name: str, limits: Limits) -> Result:
-    """Solve ``lowered`` on engine ``name`` and validate every witness on the library models."""
+def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
+    """Solve ``lowered`` on engine ``name`` and validate every witness on the library models.
+
+    ``progress(query_name, engine_name, report)`` sees the engine's progress reports.
+    """
     engine = registry.get(name)
+    report = None
+    if progress is not None:
+        query = lowered.query.name
+
+        def report(state) -> None:
+            progress(query, name, state)
+
     try:
-        result = engine.solve(lowered.query, limits)
+        result = engine.solve(lowered.query, limits, progress=report)
     except UnsupportedQuery as error:
         raise SpecError([Diagnostic("V503", str(error), lowered.source.span)]) from None
     for witness in result.witnesses:
@@ -150,7 +160,7 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
     """Solve one lowered query on its engines, cross-check them, and judge its checks."""
     run = QueryRun(lowered)
     for name, limits in choose_engines(lowered, options):
-        run.results.append(solve(lowered, name, limits))
+        run.results.append(solve(lowered, name, limits, options.progress))
     cross_check(run.name, run.results)
     run.checks = judge(lowered, run.result)
     return run

@@ -54,7 +54,7 @@ class OracleEngine:
     def available(self) -> Availability:
         return Availability.AVAILABLE
 
-    def solve(self, query: Query, limits: Limits | None = None) -> Result:
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
         """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large."""
         limits = limits or Limits()
         start = time.monotonic()

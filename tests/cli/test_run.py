@@ -88,3 +88,27 @@ def test_solver_flag_and_unknown_solver(folder, capsys):
 def test_missing_spec_file(tmp_path, capsys):
     assert main(["run", str(tmp_path / "absent.ver")]) == ExitCode.ERROR
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_progress_line_only_on_a_terminal(capsys):
+    from types import SimpleNamespace
+
+    from veritas_dsl.cli import _Progress
+
+    state = SimpleNamespace(time_s=1.5, lower=1.0, upper=3.0, states_per_s=1200.0)
+    quiet = _Progress(enabled=False)
+    quiet.engine("q", "astar", state)
+    quiet.clear()
+    assert capsys.readouterr().err == ""
+    live = _Progress(enabled=True)
+    live.engine("q", "astar", state)
+    live.clear()
+    err = capsys.readouterr().err
+    assert "q (astar): [1, 3] gap 2  1,200 states/s  1.5 s" in err
+    assert err.endswith("\r")
+
+
+def test_json_stays_quiet_on_stderr(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
+    assert main(["run", "--json", path]) == ExitCode.OK
+    assert capsys.readouterr().err == ""
