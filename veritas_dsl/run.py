@@ -85,6 +85,18 @@ class RunOptions:
     progress: Callable | None = None
 
 
+def default_engines(lowered: Lowered) -> list[str]:
+    """The default engines that declare every construct of ``lowered``, in preference order."""
+    query = lowered.query
+    return [
+        name
+        for name in DEFAULT_ENGINES
+        if name in registry.ENGINES
+        and registry.ENGINES[name].available()
+        and constructs(query) <= registry.ENGINES[name].capabilities.constructs
+    ]
+
+
 def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Limits]]:
     """The engines to run ``lowered`` on, with their limits; a clear error when none can."""
     checked = lowered.source
@@ -95,15 +107,8 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     elif checked.engines:
         choices = list(checked.engines)
     else:
-        for name in DEFAULT_ENGINES:
-            engine = registry.ENGINES.get(name)
-            if (
-                engine
-                and engine.available()
-                and constructs(query) <= engine.capabilities.constructs
-            ):
-                return [(name, Limits(timeout_s=timeout))]
-        choices = [t.EngineChoice(DEFAULT_ENGINES[-1], None, None, None, checked.span)]
+        names = default_engines(lowered) or [DEFAULT_ENGINES[-1]]
+        choices = [t.EngineChoice(names[0], None, None, None, checked.span)]
     chosen = []
     for choice in choices:
         try:
@@ -157,13 +162,37 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
 
 
 def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
-    """Solve one lowered query on its engines, cross-check them, and judge its checks."""
+    """Solve one lowered query on its engines, cross-check them, and judge its checks.
+
+    When the query names no engine and the default one refuses it (A* refuses a few
+    combinations it cannot decide exactly), the next default engine answers, and says so.
+    """
     run = QueryRun(lowered)
-    for name, limits in choose_engines(lowered, options):
-        run.results.append(solve(lowered, name, limits, options.progress))
+    chosen = choose_engines(lowered, options)
+    if not options.solver and not lowered.source.engines:
+        run.results.append(_solve_with_fallback(lowered, chosen[0][1], options.progress))
+    else:
+        for name, limits in chosen:
+            run.results.append(solve(lowered, name, limits, options.progress))
     cross_check(run.name, run.results)
     run.checks = judge(lowered, run.result)
     return run
+
+
+def _solve_with_fallback(lowered: Lowered, limits: Limits, progress) -> Result:
+    refusals = []
+    for name in default_engines(lowered):
+        try:
+            result = solve(lowered, name, limits, progress)
+        except SpecError as error:
+            if error.diagnostics[0].code != "V503":
+                raise
+            refusals.append(f"{name} refused it ({error.diagnostics[0].message})")
+            continue
+        if refusals:
+            result.message = "; ".join([*refusals, result.message] if result.message else refusals)
+        return result
+    raise SpecError([Diagnostic("V503", "; ".join(refusals), lowered.source.span)])
 
 
 def cross_check(name: str, results: list[Result]) -> None:

@@ -112,3 +112,14 @@ def test_json_stays_quiet_on_stderr(folder, capsys):
     path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
     assert main(["run", "--json", path]) == ExitCode.OK
     assert capsys.readouterr().err == ""
+
+
+def test_default_engine_falls_back_and_says_so(folder, capsys):
+    # A* refuses linear equalities; with no engine named, the next default answers.
+    path = write(folder, "query q {\n  input x\n  where x.x0 + x.x1 == 2.5\n  maximize m(x)\n}\n")
+    assert main(["run", path]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "astar refused it" in out and "linear equalities" in out
+    assert "value 3.5" in out
+    assert main(["run", "--solver", "astar", path]) == ExitCode.ERROR
+    assert "error[V503]" in capsys.readouterr().err
