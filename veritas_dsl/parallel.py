@@ -73,12 +73,21 @@ def run_all(
         return runs
     context = multiprocessing.get_context("spawn")
     plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay in this process
+    finished = next_index
     with ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=source
+        jobs - 1, mp_context=context, initializer=_start_worker, initargs=source
     ) as pool:
+        # This process is one of the jobs: it takes queries from the back while the workers
+        # start and take them from the front, until they meet.
         futures = {pool.submit(_solve_task, i, plain): i for i in range(next_index, total)}
-        finished = next_index
-        for future in as_completed(futures):
+        for future, i in reversed(list(futures.items())):
+            if not future.cancel():
+                break
+            runs[i] = run_lowered(lowered[i], options)
+            finished += 1
+            if done:
+                done(runs[i], finished, total)
+        for future in as_completed([f for f in futures if not f.cancelled()]):
             i = futures[future]
             results, checks = future.result()
             runs[i] = QueryRun(lowered[i], results, checks)
