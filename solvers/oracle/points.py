@@ -196,6 +196,9 @@ class _Program:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)
+        # Box ends one float32 step apart must stay apart: tolerances far below a step.
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("mip_feasibility_tolerance", 1e-10)
         n = len(self.col_lo)
         h.addVars(n, np.array(self.col_lo), np.array(self.col_hi))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost))

@@ -1,0 +1,396 @@
+"""The MILP engine: the formulation solved by HiGHS or Gurobi, with exact float32 witnesses.
+
+A solve builds the program once (:mod:`~veritas_dsl.solvers.milp.formulation`), then runs the
+solver; every solution it reports is turned into a witness and checked exactly
+(:mod:`~veritas_dsl.solvers.milp.witness`). A solution that cannot be made one is cut off and the
+program solved again, so a reported witness always reproduces. The trace pairs the best checked
+witness with the solver's bound at every moment the callbacks report.
+
+Two engines share this class: ``milp`` runs Gurobi when its licence allows the model's size and
+HiGHS otherwise (saying why in ``Result.message`` when Gurobi is installed but too small), and
+``gurobi`` runs Gurobi only, reporting ``licence_limit`` for a model its licence refuses.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+
+from veritas_dsl.ir.float32 import next_down
+from veritas_dsl.ir.query import (
+    CONSTRUCTS,
+    Ball,
+    MinimizeDistance,
+    Query,
+    Row,
+    infeasible_optimum,
+    trivial_bounds,
+)
+from veritas_dsl.result import Result, Termination, TracePoint, Witness
+from veritas_dsl.solvers.base import Availability, Capabilities, Limits
+from veritas_dsl.solvers.milp import gurobi, highs
+from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
+from veritas_dsl.solvers.milp.outcome import Outcome, Status
+from veritas_dsl.solvers.milp.program import Infeasible, Program
+from veritas_dsl.solvers.milp.witness import Cuts, WitnessBug, read
+
+logger = logging.getLogger("veritas_dsl")
+
+#: Cuts (solutions that could not be made a witness) allowed before the engine gives up.
+MAX_REPAIRS = 50
+#: The smallest improvement (relative) a check of a closest distance asks the solver for.
+CHECK_RESOLUTION = 1e-8
+#: A solver's bound is a floating-point sum with tolerances; it is loosened by this much
+#: (relative, at least absolute) before it is reported, so that it stays a bound.
+BOUND_SLACK = 1e-9
+
+_TERMINATION = {
+    Status.OPTIMAL: Termination.OPTIMAL,
+    Status.INFEASIBLE: Termination.INFEASIBLE,
+    Status.TIME_LIMIT: Termination.TIME_LIMIT,
+    Status.STEP_LIMIT: Termination.STEP_LIMIT,
+    Status.MEMORY_LIMIT: Termination.MEMORY_LIMIT,
+    Status.LICENCE_LIMIT: Termination.LICENCE_LIMIT,
+    Status.INTERRUPTED: Termination.INTERRUPTED,
+    Status.ERROR: Termination.ERROR,
+}
+
+Driver = Literal["auto", "highs", "gurobi"]
+
+
+class MilpEngine:
+    """Exact answers by mixed-integer programming; anytime through the solver's bounds.
+
+    Parameters
+    ----------
+    name : str
+        The engine's name in the registry.
+    driver : {"auto", "highs", "gurobi"}
+        ``auto`` uses Gurobi when its licence allows the model and HiGHS otherwise; the others
+        use one solver only.
+    """
+
+    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=True)
+
+    def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
+        self.name = name
+        self.driver = driver
+
+    def available(self) -> Availability:
+        if self.driver == "gurobi":
+            return gurobi.licence()
+        return Availability.AVAILABLE if highs.available() else Availability.NOT_INSTALLED
+
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+        """Answer ``query`` exactly within ``limits``; bounds stream into the Result's trace.
+
+        ``progress`` is accepted for the engine interface; the MILP reports only at the end.
+        """
+        limits = limits or Limits()
+        start = time.monotonic()
+        try:
+            result = self._solve(query, limits, start)
+        except WitnessBug as error:
+            result = Result(query.name, self.name, Termination.ERROR, *trivial_bounds(query.goal))
+            result.message = str(error)
+        result.time_s = time.monotonic() - start
+        return result
+
+    # -- choosing a solver ----------------------------------------------------------------------
+
+    def _choose(self, program: Program) -> tuple[str | None, str]:
+        """The driver to run ``program`` with, and a note for the Result (or why none can)."""
+        if self.driver == "highs":
+            return "highs", ""
+        licence = gurobi.licence()
+        if self.driver == "gurobi":
+            if not licence:
+                return None, f"gurobi cannot run here ({licence.value})"
+            if licence is Availability.LIMITED_LICENCE and not gurobi.fits_limited_licence(program):
+                return None, gurobi.size_message(program)
+            return "gurobi", ""
+        if licence is Availability.AVAILABLE:
+            return "gurobi", ""
+        if licence is Availability.LIMITED_LICENCE:
+            if gurobi.fits_limited_licence(program):
+                return "gurobi", ""
+            return "highs", f"solved with HiGHS: {gurobi.size_message(program)}"
+        if licence is Availability.BAD_LICENCE:
+            return "highs", "solved with HiGHS: gurobipy is installed but has no usable licence"
+        return "highs", ""
+
+    def _run(self, driver: str, program: Program, remaining: float | None, limits: Limits):
+        if driver == "gurobi":
+            return gurobi.solve(program, remaining, limits.max_steps, limits.max_memory_bytes)
+        return highs.solve(program, remaining, limits.max_steps)
+
+    # -- the solve loop -------------------------------------------------------------------------
+
+    def _solve(self, query: Query, limits: Limits, start: float) -> Result:
+        goal = query.goal
+        if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
+            return self._solve_by_radius(query, goal, limits, start)
+        return self._solve_program(query, limits, start)
+
+    def _solve_by_radius(
+        self, query: Query, goal: MinimizeDistance, limits: Limits, start: float
+    ) -> Result:
+        """A closest example, searched in growing L-inf boxes around the centre.
+
+        Inside a box of radius ``r`` only the leaves the box reaches remain, so the programs are
+        much smaller than the whole ensemble's. A box without a solution proves the optimum
+        beyond ``r``; an optimum ``d <= r`` in the box is the optimum overall, since every closer
+        point lies in the box (for L1 too: L1 below ``d`` means L-inf below ``d``). An L1 optimum
+        above ``r`` is solved once more in the box of radius ``d``.
+        """
+        radius = _first_radius(query, goal)
+        # Beyond twice the hull, a box holds every input that matters: the last box is none.
+        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints)
+        known = 0.0  # the optimum is known to lie beyond this
+        trace: list[TracePoint] = []
+        phases = 0
+        while True:
+            phases += 1
+            restricted = query
+            if math.isfinite(radius):
+                box = Ball("linf", goal.instance, goal.center, radius)
+                restricted = replace(query, constraints=(*query.constraints, box))
+            result = self._solve_program(restricted, limits, start)
+            # Outside the box lies nothing closer than the radius: a global lower bound is the
+            # box's own, capped at the radius.
+            for point in result.trace:
+                lower = max(known, min(point.lower, radius))
+                trace.append(TracePoint(point.time_s, lower, point.upper))
+            result.query = query.name
+            result.trace = trace
+            result.stats["radius_phases"] = phases
+            if result.termination is Termination.INFEASIBLE and math.isfinite(radius):
+                known = radius
+                radius = 4.0 * radius if 4.0 * radius < everything else math.inf
+                continue
+            if result.termination is Termination.OPTIMAL and result.upper > radius:
+                radius = result.upper
+                continue
+            if result.termination is not Termination.OPTIMAL and result.lower is not None:
+                result.lower = max(known, min(result.lower, radius))
+            return result
+
+    def _solve_program(self, query: Query, limits: Limits, start: float) -> Result:
+        try:
+            form = formulate(query)
+        except Infeasible:
+            bound = infeasible_optimum(query.goal)
+            result = Result(query.name, self.name, Termination.INFEASIBLE, bound, bound)
+            result.stats = {"driver": "none", "note": "infeasible on the bounds alone"}
+            return result
+        program = form.program
+        driver, note = self._choose(program)
+        notes = [note] if note else []
+        if driver is None:
+            termination = (
+                Termination.LICENCE_LIMIT
+                if gurobi.licence() is Availability.LIMITED_LICENCE
+                else Termination.ERROR
+            )
+            result = Result(query.name, self.name, termination, *trivial_bounds(query.goal))
+            result.message = f"query {query.name}: {note}"
+            result.stats = _size_stats(program)
+            return result
+
+        progress = _Progress(query, form)
+        repairs, reasons, nodes, checks = 0, [], 0, 0
+        outcome: Outcome | None = None
+        while True:
+            elapsed = time.monotonic() - start
+            remaining = None if limits.timeout_s is None else limits.timeout_s - elapsed
+            if remaining is not None and remaining <= 0:
+                outcome = Outcome(Status.TIME_LIMIT)
+                break
+            if (
+                driver == "gurobi"
+                and self.driver == "auto"
+                and gurobi.licence() is Availability.LIMITED_LICENCE
+                and not gurobi.fits_limited_licence(program)
+            ):
+                driver = "highs"
+                notes.append(f"continued with HiGHS: {gurobi.size_message(program)}")
+            outcome = self._run(driver, program, remaining, limits)
+            nodes += int(outcome.stats.get("nodes", 0))
+            if outcome.status is Status.LICENCE_LIMIT and self.driver == "auto":
+                driver = "highs"
+                notes.append(f"solved with HiGHS: {outcome.message}")
+                continue
+            progress.absorb(outcome, elapsed)
+            if outcome.status is not Status.OPTIMAL:
+                break
+            reading = progress.read(outcome.solution)
+            if isinstance(reading, Witness):
+                previous, progress.final = progress.final, reading
+                if previous is not None and reading.value >= previous.value:
+                    progress.final = previous  # the check found nothing closer
+                    break
+                if form.step is None or not _checks_distances(driver):
+                    break
+                # Ask once more for anything closer by half a grid step (see highs.OPTIONS);
+                # "infeasible" confirms the answer, a solution improves it. A step below the
+                # solver's tolerance cannot be asked for.
+                target = reading.value - form.step / 2
+                if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+                    break
+                checks += 1
+                program = program.with_rows([_objective_row(program, target)])
+                continue
+            repairs += 1
+            reasons.append(reading.reason)
+            if repairs > MAX_REPAIRS:
+                outcome = Outcome(
+                    Status.ERROR,
+                    message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reasons[-1]})",
+                )
+                break
+            program = program.with_rows(reading.rows)
+
+        result = progress.result(self.name, outcome, time.monotonic() - start)
+        result.stats.update(_size_stats(program))
+        result.stats.update(driver=driver, repairs=repairs, nodes=nodes, hull=form.hull)
+        if checks:
+            result.stats["optimality_checks"] = checks
+        if outcome.objective is not None and form.sense:
+            result.stats["solver_objective"] = form.sense * outcome.objective
+        messages = notes + form.notes
+        if outcome.message:
+            messages.append(outcome.message)
+        if repairs:
+            logger.info("query %s: %d cuts (%s)", query.name, repairs, "; ".join(set(reasons)))
+        result.message = "; ".join(messages)
+        return result
+
+
+def _first_radius(query: Query, goal: MinimizeDistance) -> float:
+    """The smallest move from the centre that crosses a split of a model: the first box."""
+    center = goal.center.values
+    steps = []
+    for model_name, instance in used_pairs(query):
+        if instance != goal.instance:
+            continue
+        model = query.models[model_name]
+        inner = model.feature >= 0
+        for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
+            c, t = center[int(f)], float(t)
+            steps.append(t - c if t > c else c - next_down(t))
+    return min(steps) if steps else math.inf
+
+
+def _checks_distances(driver: str) -> bool:
+    return driver == "highs" and highs.CHECKS_DISTANCES
+
+
+def _objective_row(program: Program, target: float) -> tuple[dict[int, float], float, float]:
+    """The row ``objective <= target``."""
+    cols = np.nonzero(program.cost)[0]
+    coefs = {int(j): float(program.cost[j]) for j in cols}
+    return coefs, -math.inf, target - program.offset
+
+
+def _size_stats(program: Program) -> dict[str, int]:
+    return {
+        "columns": program.n_cols,
+        "rows": program.n_rows,
+        "nonzeros": program.n_nonzeros,
+        "integer_columns": int(program.integer.sum()),
+    }
+
+
+def _loosen(bound: float) -> float:
+    """A solver's lower bound (program sense), moved down by :data:`BOUND_SLACK`."""
+    return bound - BOUND_SLACK * max(1.0, abs(bound))
+
+
+class _Progress:
+    """The best checked witness and the best bound over the whole run, and the trace."""
+
+    def __init__(self, query: Query, form: Formulation) -> None:
+        self.query = query
+        self.form = form
+        self.best: Witness | None = None
+        self.final: Witness | None = None
+        self.bound = -math.inf  # program sense: a lower bound on the minimum
+        self.trace: list[TracePoint] = []
+        self._read: dict[bytes, Witness | Cuts] = {}
+
+    def read(self, solution) -> Witness | Cuts:
+        key = solution.tobytes()
+        if key not in self._read:
+            self._read[key] = read(self.query, self.form, solution)
+        return self._read[key]
+
+    def absorb(self, outcome: Outcome, offset: float) -> None:
+        """Check the run's solutions and record its bounds, in time order."""
+        events = [(t, 0, b) for t, b in outcome.bounds]
+        events += [(t, 1, x) for t, _, x in outcome.solutions]
+        for t, kind, payload in sorted(events, key=lambda e: (e[0], e[1])):
+            if kind == 0:
+                self.bound = max(self.bound, _loosen(payload))
+            else:
+                reading = self.read(payload)
+                if isinstance(reading, Witness):
+                    self._offer(reading)
+            self._point(offset + t)
+        if outcome.bound is not None and outcome.status is not Status.INFEASIBLE:
+            self.bound = max(self.bound, _loosen(outcome.bound))
+
+    def _offer(self, witness: Witness) -> None:
+        if self.best is None or (
+            witness.value is not None
+            and self.form.sense * witness.value < self.form.sense * self.best.value
+        ):
+            self.best = witness
+
+    def bounds(self) -> tuple[float, float]:
+        """``(lower, upper)`` of the goal's optimum from the best witness and the best bound."""
+        sense = self.form.sense
+        found = math.inf if self.best is None else sense * self.best.value
+        bound = min(self.bound, found)  # tolerances may leave the bound a hair above a witness
+        if sense > 0:
+            return bound, found
+        return -found, -bound
+
+    def _point(self, time_s: float) -> None:
+        if not self.form.sense:
+            return
+        lower, upper = self.bounds()
+        if not self.trace or (self.trace[-1].lower, self.trace[-1].upper) != (lower, upper):
+            self.trace.append(TracePoint(time_s, lower, upper))
+
+    def result(self, engine: str, outcome: Outcome, time_s: float) -> Result:
+        query = self.query
+        if self.final is not None:
+            self._offer(self.final)
+            witness = self.final
+            value = witness.value
+            result = Result(query.name, engine, Termination.OPTIMAL, value, value, [witness])
+            if self.form.sense:
+                self.trace.append(TracePoint(time_s, value, value))
+        elif not self.form.sense and self.best is not None:
+            # Find and prove are answered by any checked witness, even one found before a limit.
+            result = Result(query.name, engine, Termination.OPTIMAL, None, None, [self.best])
+        elif outcome.status is Status.INFEASIBLE and self.best is None:
+            bound = infeasible_optimum(query.goal)
+            result = Result(query.name, engine, Termination.INFEASIBLE, bound, bound)
+        else:
+            termination = _TERMINATION[outcome.status]
+            if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
+                # The solver's last word contradicts a checked witness: trust only the witness.
+                termination = Termination.ERROR
+            lower, upper = self.bounds() if self.form.sense else (None, None)
+            witnesses = [self.best] if self.best is not None else []
+            result = Result(query.name, engine, termination, lower, upper, witnesses)
+            if self.form.sense:
+                self._point(time_s)
+        result.trace = self.trace
+        return result

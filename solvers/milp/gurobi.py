@@ -1,0 +1,188 @@
+"""The Gurobi driver (``gurobipy``, optional), and the probe of its licence.
+
+The licence is probed once per process, the way Pyomo does it: a model of 2,001 variables is
+solved, and the size-limited licence that ships with ``pip install gurobipy`` refuses it with error
+10010. A size-limited licence allows :data:`SIZE_LIMIT` variables and as many linear constraints.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+from veritas_dsl.solvers.base import Availability
+from veritas_dsl.solvers.milp.outcome import Outcome, Status
+from veritas_dsl.solvers.milp.program import Program
+
+#: Variables, and linear constraints, that the size-limited licence allows.
+SIZE_LIMIT = 2000
+#: Gurobi's error number for a model beyond a size-limited licence.
+ERROR_SIZE_LIMIT = 10010
+
+
+@functools.cache
+def _environment():
+    """One silent Gurobi environment per process (starting one checks the licence)."""
+    import gurobipy
+
+    env = gurobipy.Env(empty=True)
+    env.setParam("OutputFlag", 0)
+    env.start()
+    return env
+
+
+@functools.cache
+def licence() -> Availability:
+    """What the installed Gurobi licence allows, probed once per process."""
+    try:
+        import gurobipy
+    except ImportError:
+        return Availability.NOT_INSTALLED
+    try:
+        model = gurobipy.Model(env=_environment())
+        model.addVars(SIZE_LIMIT + 1, ub=1.0)
+        model.optimize()
+        model.dispose()
+    except gurobipy.GurobiError as error:
+        if error.errno == ERROR_SIZE_LIMIT:
+            return Availability.LIMITED_LICENCE
+        return Availability.BAD_LICENCE
+    return Availability.AVAILABLE
+
+
+def model_size(program: Program) -> tuple[int, int]:
+    """``(variables, linear constraints)`` of ``program`` as Gurobi counts them: a row bounded on
+    both sides (and not an equality) becomes two constraints."""
+    ranged = np.isfinite(program.row_lower) & np.isfinite(program.row_upper)
+    ranged &= program.row_lower != program.row_upper
+    return program.n_cols, program.n_rows + int(ranged.sum())
+
+
+def fits_limited_licence(program: Program) -> bool:
+    variables, constraints = model_size(program)
+    return variables <= SIZE_LIMIT and constraints <= SIZE_LIMIT
+
+
+def size_message(program: Program) -> str:
+    variables, constraints = model_size(program)
+    return (
+        f"the model has {variables} variables and {constraints} linear constraints, beyond the "
+        f"{SIZE_LIMIT} of each that Gurobi's size-limited licence allows"
+    )
+
+
+def solve(
+    program: Program,
+    timeout_s: float | None = None,
+    max_nodes: int | None = None,
+    max_memory_bytes: int | None = None,
+) -> Outcome:
+    """Solve ``program`` with Gurobi within the limits."""
+    import gurobipy
+    from gurobipy import GRB
+
+    start = time.monotonic()
+    model = gurobipy.Model(env=_environment())
+    try:
+        params = {
+            "MIPGap": 0.0,
+            "MIPGapAbs": 0.0,
+            "IntFeasTol": 1e-9,
+            "FeasibilityTol": 1e-9,
+            "OptimalityTol": 1e-9,
+            "Threads": 1,
+        }
+        if timeout_s is not None:
+            params["TimeLimit"] = max(float(timeout_s), 1e-3)
+        if max_nodes is not None:
+            params["NodeLimit"] = float(max_nodes)
+        if max_memory_bytes is not None:
+            params["MemLimit"] = max_memory_bytes / 2**30
+        for name, value in params.items():
+            model.setParam(name, value)
+        kinds = np.where(program.integer, GRB.INTEGER, GRB.CONTINUOUS)
+        x = model.addMVar(
+            program.n_cols,
+            lb=program.col_lower,
+            ub=program.col_upper,
+            obj=program.cost,
+            vtype=kinds,
+        )
+        model.ObjCon = program.offset
+        columns = x.tolist()
+        for index, values, lower, upper in program.rows():
+            expr = gurobipy.LinExpr(values.tolist(), [columns[j] for j in index])
+            if lower == upper:
+                model.addLConstr(expr, GRB.EQUAL, lower)
+                continue
+            if math.isfinite(lower):
+                model.addLConstr(expr, GRB.GREATER_EQUAL, lower)
+            if math.isfinite(upper):
+                model.addLConstr(expr, GRB.LESS_EQUAL, upper)
+
+        solutions: list[tuple[float, float, np.ndarray]] = []
+        bounds: list[tuple[float, float]] = []
+
+        def callback(m, where) -> None:
+            if where == GRB.Callback.MIPSOL:
+                solutions.append(
+                    (
+                        time.monotonic() - start,
+                        float(m.cbGet(GRB.Callback.MIPSOL_OBJ)),
+                        np.array(m.cbGetSolution(columns), dtype=np.float64),
+                    )
+                )
+            elif where == GRB.Callback.MIP:
+                bound = float(m.cbGet(GRB.Callback.MIP_OBJBND))
+                if (
+                    math.isfinite(bound)
+                    and abs(bound) < GRB.INFINITY
+                    and (not bounds or bound != bounds[-1][1])
+                ):
+                    bounds.append((time.monotonic() - start, bound))
+
+        try:
+            model.optimize(callback)
+        except gurobipy.GurobiError as error:
+            if error.errno == ERROR_SIZE_LIMIT:
+                return Outcome(Status.LICENCE_LIMIT, message=size_message(program))
+            return Outcome(Status.ERROR, message=f"Gurobi: {error}")
+        status = _status_table().get(model.Status, Status.ERROR)
+        solution = objective = bound = None
+        if model.SolCount > 0 and status is not Status.INFEASIBLE:
+            solution = np.array(x.X, dtype=np.float64)
+            objective = float(model.ObjVal)
+        if status is not Status.INFEASIBLE and model.IsMIP:
+            bound = float(model.ObjBound)
+        elif status is Status.OPTIMAL:
+            bound = objective
+        return Outcome(
+            status=status,
+            solution=solution,
+            objective=objective,
+            bound=bound if bound is not None and math.isfinite(bound) else None,
+            solutions=solutions,
+            bounds=bounds,
+            time_s=time.monotonic() - start,
+            message="" if status is not Status.ERROR else f"Gurobi status {model.Status}",
+            stats={"nodes": int(model.NodeCount) if model.IsMIP else 0},
+        )
+    finally:
+        model.dispose()
+
+
+def _status_table():
+    from gurobipy import GRB
+
+    return {
+        GRB.OPTIMAL: Status.OPTIMAL,
+        GRB.INFEASIBLE: Status.INFEASIBLE,
+        GRB.INF_OR_UNBD: Status.INFEASIBLE,
+        GRB.TIME_LIMIT: Status.TIME_LIMIT,
+        GRB.NODE_LIMIT: Status.STEP_LIMIT,
+        GRB.MEM_LIMIT: Status.MEMORY_LIMIT,
+        GRB.INTERRUPTED: Status.INTERRUPTED,
+    }

@@ -1,0 +1,767 @@
+"""The MILP engine on both drivers: hand-built cases per construct (answers known by hand, and
+checked against the oracle), exact float32 witnesses, mixed random queries against the oracle,
+limits and the anytime trace, and the Gurobi licence probe."""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from veritas_dsl.ir import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    DomainKind,
+    Feature,
+    Find,
+    Interval,
+    Linear,
+    LinearTerm,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    OneHot,
+    OutputAtom,
+    OutputConstraint,
+    OutputTerm,
+    Prove,
+    Query,
+    Row,
+    Tie,
+)
+from veritas_dsl.ir.float32 import next_down
+from veritas_dsl.result import Termination
+from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.base import Availability, Limits
+from veritas_dsl.solvers.milp import gurobi
+from veritas_dsl.solvers.milp.engine import MilpEngine
+from veritas_dsl.solvers.milp.formulation import Var, _Builder, formulate, lowest_bit
+from veritas_dsl.solvers.milp.program import ONE, Infeasible, ProgramBuilder
+from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.validate import validate_witness
+
+from conftest import build
+from reference.strategies import COORDINATES, FAMILIES, ensembles, queries
+
+ORACLE = OracleEngine()
+LICENCE = gurobi.licence()
+needs_gurobi = pytest.mark.skipif(
+    not LICENCE, reason=f"gurobi is not usable here ({LICENCE.value})"
+)
+needs_limited_licence = pytest.mark.skipif(
+    LICENCE is not Availability.LIMITED_LICENCE,
+    reason=f"needs gurobi's size-limited pip licence (here: {LICENCE.value})",
+)
+needs_full_licence = pytest.mark.skipif(
+    LICENCE is not Availability.AVAILABLE,
+    reason=f"needs a full gurobi licence (here: {LICENCE.value})",
+)
+DRIVERS = ["highs", pytest.param("gurobi", marks=needs_gurobi)]
+
+
+@pytest.fixture(params=DRIVERS)
+def engine(request) -> MilpEngine:
+    return MilpEngine(request.param, request.param)
+
+
+def out(instance="x", model="m", coef=1.0, output=0):
+    return OutputAtom(coef, model, instance, output)
+
+
+def term(*atoms, constant=0.0):
+    return OutputTerm(tuple(atoms), constant)
+
+
+def features(model, kinds=None, bounds=None):
+    kinds = kinds or [DomainKind.REAL] * model.n_features
+    bounds = bounds or [(-math.inf, math.inf)] * model.n_features
+    return tuple(
+        Feature(name, kind, lo, hi)
+        for name, kind, (lo, hi) in zip(model.feature_names, kinds, bounds, strict=True)
+    )
+
+
+def solve(engine, model, goal, constraints=(), instances=("x",), models=None, **feature_args):
+    """Solve with ``engine``; every witness must reproduce, and the answer equal the oracle's."""
+    query = Query(
+        "q",
+        features(model, **feature_args),
+        instances,
+        models or {"m": model},
+        tuple(constraints),
+        goal,
+    )
+    result = engine.solve(query)
+    for witness in result.witnesses:
+        validate_witness(query, witness)
+    expected = ORACLE.solve(query)
+    assert result.termination == expected.termination, (result, expected)
+    if expected.lower is not None:
+        assert (result.lower, result.upper) == (expected.lower, expected.upper)
+    return result
+
+
+BELOW_ONE = next_down(1.0)
+
+
+# -- optimisation over boxes ---------------------------------------------------------------------
+
+
+def test_global_max_and_min(engine, two_trees):
+    best = solve(engine, two_trees, Maximize(term(out())))
+    assert (best.termination, best.lower, best.upper) == (Termination.OPTIMAL, 7.0, 7.0)
+    x = best.witnesses[0].inputs["x"]
+    assert x[0] >= 2 and x[1] < 1
+    assert solve(engine, two_trees, Minimize(term(out()))).lower == -3.0
+
+
+def test_strict_threshold_edges(engine, two_trees):
+    # x0 <= next_down(1) stays left of the split x0 < 1: only 1.5 is reachable with x1 < 1.
+    result = solve(engine, two_trees, Maximize(term(out())), [Interval("x", 0, -5, BELOW_ONE)])
+    assert result.lower == 1.5
+    assert solve(engine, two_trees, Maximize(term(out())), [Interval("x", 0, 1, 1)]).lower == 3.5
+
+
+def test_witness_sits_one_float32_step_left_of_a_threshold(engine, two_trees):
+    # From (1, 0.5), output 3.5, the closest point with output below 2 is x0 = next_down(1).
+    result = solve(
+        engine,
+        two_trees,
+        MinimizeDistance("linf", "x", Row((1.0, 0.5))),
+        [OutputConstraint(term(out()), "<", 2.0)],
+    )
+    assert result.witnesses[0].inputs["x"].tolist() == [BELOW_ONE, 0.5]
+    assert result.lower == float(Fraction(1) - Fraction(BELOW_ONE))
+
+
+def test_affine_term_with_constant(engine, two_trees):
+    result = solve(engine, two_trees, Minimize(term(out(coef=-2.0), constant=1.0)))
+    assert result.lower == 1.0 - 2.0 * 7.0
+
+
+def test_int_domain(engine, two_trees):
+    bounds = [(0, 1.9), (0, 10)]
+    kinds = [DomainKind.INT, DomainKind.REAL]
+    result = solve(engine, two_trees, Maximize(term(out())), kinds=kinds, bounds=bounds)
+    assert result.lower == 3.5
+    assert result.witnesses[0].inputs["x"][0] == 1.0
+
+
+def test_int_distance_to_a_fractional_centre(engine):
+    model = build([(0, 1.5, 0.0, 1.0)], 1)  # int x < 1.5 means x <= 1
+    kinds, bounds = [DomainKind.INT], [(-5, 5)]
+    nearest = solve(
+        engine, model, MinimizeDistance("l1", "x", Row((0.3,))), kinds=kinds, bounds=bounds
+    )
+    assert nearest.lower == float(Fraction(float(np.float32(0.3))))
+    assert nearest.witnesses[0].inputs["x"].tolist() == [0.0]
+    high = solve(
+        engine,
+        model,
+        MinimizeDistance("linf", "x", Row((0.3,))),
+        [OutputConstraint(term(out()), ">", 0.5)],
+        kinds=kinds,
+        bounds=bounds,
+    )
+    assert high.witnesses[0].inputs["x"].tolist() == [2.0]
+
+
+# -- output constraints: strict comparisons are exact --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("goal", "op", "level", "expected"),
+    [
+        (Maximize, "<", 3.5, 2.0),
+        (Maximize, "<=", 3.5, 3.5),
+        (Minimize, ">", 1.5, 2.0),
+        (Minimize, ">=", 1.5, 1.5),
+        (Maximize, ">", 7.0, -math.inf),
+    ],
+)
+def test_strict_and_loose_output_constraints(engine, two_trees, goal, op, level, expected):
+    constraint = OutputConstraint(term(out()), op, level)
+    assert solve(engine, two_trees, goal(term(out())), [constraint]).lower == expected
+
+
+@pytest.mark.parametrize(("op", "expected"), [("<", 0.2), ("<=", 0.1 + 0.2)])
+def test_strict_comparison_decided_in_float64(engine, op, expected):
+    """0.1 + 0.2 is 0.30000000000000004 in float64 but a hair less in reals: the program sees the
+    real sum, the semantics the float64 one, so the witness check must cut that combination."""
+    model = build([(0, 0.0, 0.1, 0.0), (1, 0.0, 0.2, 0.0)], 2)
+    constraint = OutputConstraint(term(out()), op, 0.1 + 0.2)
+    result = solve(engine, model, Maximize(term(out())), [constraint])
+    assert result.lower == expected
+    assert result.stats["repairs"] == (1 if op == "<" else 0)
+
+
+def test_grid_margin_of_output_rows():
+    assert lowest_bit([0.5, 1.5, -3.0]) == -1
+    assert lowest_bit([0.0, 3 * 2.0**-40]) == -40
+    assert lowest_bit([0.0]) is None
+
+
+def test_prove_holds_and_fails(engine, two_trees):
+    conclusion = (
+        OutputConstraint(term(out()), ">=", 1.5),
+        OutputConstraint(term(out()), "<=", 1.5),
+    )
+    near = [Ball("linf", "x", Row((0.0, 0.0)), 0.5)]
+    assert solve(engine, two_trees, Prove(conclusion), near).termination == Termination.INFEASIBLE
+    wider = [Ball("linf", "x", Row((0.0, 0.0)), 1.0)]
+    result = solve(engine, two_trees, Prove(conclusion), wider)
+    assert result.termination == Termination.OPTIMAL
+    assert two_trees.eval(result.witnesses[0].inputs["x"])[0] != 1.5
+
+
+def test_infeasible_bounds(engine, two_trees):
+    constraints = [Interval("x", 0, 0.0, 0.5), OutputConstraint(term(out()), ">", 2.0)]
+    assert solve(engine, two_trees, Find(), constraints).termination == Termination.INFEASIBLE
+    result = solve(engine, two_trees, Maximize(term(out())), constraints)
+    assert (result.lower, result.upper) == (-math.inf, -math.inf)
+    empty = [Interval("x", 0, 1.0, 0.5)]
+    assert solve(engine, two_trees, Minimize(term(out())), empty).lower == math.inf
+
+
+# -- disjunctions --------------------------------------------------------------------------------
+
+
+def test_disjunction_of_inputs_and_outputs(engine, two_trees):
+    either = AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),)))
+    assert solve(engine, two_trees, Maximize(term(out())), [either]).lower == 1.5
+    mixed = AnyOf(
+        (
+            (OutputConstraint(term(out()), "<", 0.0),),
+            (Interval("x", 0, 1.0, 1.5), Interval("x", 1, 1.0, 1.5)),
+        )
+    )
+    assert solve(engine, two_trees, Maximize(term(out())), [mixed]).lower == 2.0
+
+
+def test_nested_disjunction_with_a_tie_and_a_ball(engine, two_trees):
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    inner = AnyOf(((Tie("x1", "x2", 0),), (Ball("linf", "x2", "x1", 0.5),)))
+    outer = AnyOf(((inner, Tie("x1", "x2", 1)), (Interval("x2", 0, 5.0, 6.0),)))
+    both = ("x1", "x2")
+    result = solve(engine, two_trees, Maximize(gap), [outer], instances=both)
+    assert result.lower == 10.0  # x2 free in feature 1 via x2.x0 in [5, 6]: 7 - (-3)
+    pinned = [outer, Interval("x2", 0, -1.0, 1.0)]
+    assert solve(engine, two_trees, Maximize(gap), pinned, instances=both).lower == 3.0
+
+
+def test_changed_and_one_hot_inside_a_disjunction(engine, one_hot_trees):
+    kinds = [DomainKind.BOOL] * 3
+    row = Row((0.0, 0.0, 1.0))
+    group = (OneHot("x", (0, 1, 2)), Interval("x", 2, 0, 0))
+    either = AnyOf(((AtMostKChanged("x", row, 1),), group))
+    result = solve(engine, one_hot_trees, Maximize(term(out())), [either], kinds=kinds)
+    assert result.lower == 8.0  # b0 = 1 with b2 = 1 kept: one change
+
+
+# -- one-hot, changed, linear --------------------------------------------------------------------
+
+
+def test_one_hot(engine, one_hot_trees):
+    kinds = [DomainKind.BOOL] * 3
+    assert solve(engine, one_hot_trees, Maximize(term(out())), kinds=kinds).lower == 8.0
+    group = [OneHot("x", (0, 1, 2))]
+    best = solve(engine, one_hot_trees, Maximize(term(out())), group, kinds=kinds)
+    assert best.lower == 6.0
+    assert best.witnesses[0].inputs["x"].tolist() == [1.0, 0.0, 0.0]
+    assert solve(engine, one_hot_trees, Minimize(term(out())), group, kinds=kinds).lower == 3.0
+
+
+@pytest.mark.parametrize(("k", "expected"), [(0, 0.0), (1, 1.5), (2, 7.0)])
+def test_at_most_k_changed(engine, two_trees, k, expected):
+    row = Row((0.0, 3.0))
+    result = solve(engine, two_trees, Maximize(term(out())), [AtMostKChanged("x", row, k)])
+    assert result.lower == expected
+    x = result.witnesses[0].inputs["x"]
+    assert int(np.count_nonzero(x != np.float32(row.values))) <= k
+
+
+def test_changed_between_instances(engine, two_trees):
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    changed = [AtMostKChanged("x2", "x1", 1)]
+    assert solve(engine, two_trees, Maximize(gap), changed, instances=("x1", "x2")).lower == 10.0
+
+
+def test_linear_constraints(engine, two_trees):
+    budget = Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5)
+    assert solve(engine, two_trees, Maximize(term(out())), [budget]).lower == 7.0
+    nonnegative = Interval("x", 1, 0.0, math.inf)
+    assert solve(engine, two_trees, Maximize(term(out())), [budget, nonnegative]).lower == 3.5
+    ordered = Linear((LinearTerm(1.0, "x", 0), LinearTerm(-1.0, "x", 1)), "<=", 0.0)
+    assert solve(engine, two_trees, Maximize(term(out())), [ordered]).lower == 2.0
+    pinned = Linear((LinearTerm(2.0, "x", 0), LinearTerm(1.0, "x", 1)), "==", 4.5)
+    assert solve(engine, two_trees, Maximize(term(out())), [pinned]).lower == 7.0
+
+
+def test_linear_constraint_is_exact_on_float32(engine):
+    """3 x <= 1 allows x <= 1/3, and float32(1/3) is above 1/3: the right side of a split at
+    float32(1/3) is out of reach, although a solver's tolerance would let it in."""
+    third = float(np.float32(1 / 3))
+    assert third > 1 / 3
+    model = build([(0, third, 0.0, 1.0)], 1)
+    at_most_a_third = Linear((LinearTerm(3.0, "x", 0),), "<=", 1.0)
+    result = solve(engine, model, Maximize(term(out())), [at_most_a_third])
+    assert result.lower == 0.0
+    reach = Linear((LinearTerm(3.0, "x", 0),), ">=", 1.0)
+    x = solve(engine, model, Minimize(term(out())), [reach]).witnesses[0].inputs["x"][0]
+    assert 3 * Fraction(float(x)) >= 1
+
+
+def test_linear_constraint_over_an_unbounded_feature_is_noted(engine, two_trees):
+    budget = Linear((LinearTerm(1.0, "x", 0),), ">=", 100.0)
+    result = solve(engine, two_trees, Maximize(term(out())), [budget])
+    assert "|x| <=" in result.message
+
+
+# -- distances -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_closest_example_with_high_output(engine, two_trees, norm):
+    origin = Row((0.0, 0.0))
+    high = [OutputConstraint(term(out()), ">", 5.0)]
+    result = solve(engine, two_trees, MinimizeDistance(norm, "x", origin), high)
+    assert result.lower == result.upper == 2.0
+    assert result.witnesses[0].inputs["x"].tolist() == [2.0, 0.0]
+
+
+def test_closest_distance_is_not_one_float32_step_long(engine):
+    """HiGHS 1.15 answered 0.50000012 here (x1 = next_down(-1)) where 0.5 is feasible; the engine
+    confirms closest distances with one more solve."""
+    model = build(
+        [
+            (0, -1.0, 0.0, (1, -1.0, -2.0, 0.5)),
+            (1, -1.0, 1.0, 0.0),
+            (0, -1.0, 0.0, (0, -1.0, 0.0, 1.0)),
+        ],
+        3,
+    )
+    query = Query(
+        "q",
+        features(model),
+        ("x",),
+        {"m": model},
+        (OutputConstraint(term(out()), ">", 0.0),),
+        MinimizeDistance("l1", "x", Row((-1.5, -0.5, -1.5))),
+    )
+    whole = engine._solve_program(query, Limits(), time.monotonic())  # no growing boxes
+    assert whole.lower == whole.upper == 0.5
+    assert engine.solve(query).lower == 0.5
+
+
+def test_ball_constraints(engine, two_trees):
+    ball = Ball("l1", "x", Row((0.5, 0.5)), 1.0)
+    assert solve(engine, two_trees, Maximize(term(out())), [ball]).lower == 3.5
+    small = Ball("l1", "x", Row((0.5, 0.5)), 0.49)
+    assert solve(engine, two_trees, Maximize(term(out())), [small]).lower == 1.5
+    box = Ball("linf", "x", Row((0.5, 0.5)), 1.5)
+    assert solve(engine, two_trees, Maximize(term(out())), [box]).lower == 7.0
+    none = Ball("linf", "x", Row((0.5, 0.5)), -1.0)
+    assert solve(engine, two_trees, Find(), [none]).termination == Termination.INFEASIBLE
+
+
+def test_l1_distance_with_changed_limit(engine, two_trees):
+    row = Row((0.0, 3.0))
+    constraints = [OutputConstraint(term(out()), ">", 1.0), AtMostKChanged("x", row, 1)]
+    result = solve(engine, two_trees, MinimizeDistance("l1", "x", row), constraints)
+    assert result.lower == 3.0 - BELOW_ONE
+
+
+def test_distances_between_instances(engine, two_trees):
+    both = ("x1", "x2")
+    constraints = [
+        OutputConstraint(term(out("x1")), "<=", 1.5),
+        OutputConstraint(term(out("x2")), ">=", 7.0),
+        Interval("x1", 1, 0.0, 0.0),
+    ]
+    for norm in ("linf", "l1"):
+        result = solve(engine, two_trees, MinimizeDistance(norm, "x2", "x1"), constraints, both)
+        assert result.lower == float(Fraction(2) - Fraction(BELOW_ONE))
+
+
+def test_distance_shared_by_two_partners(engine, two_trees):
+    """x2 is measured against x1 and against a row: its value column is solved exactly."""
+    both = ("x1", "x2")
+    constraints = [
+        Ball("l1", "x2", "x1", 1.0),
+        Ball("l1", "x2", Row((2.5, 0.0)), 1.0),
+        OutputConstraint(term(out("x1")), "<=", 1.5),
+    ]
+    result = solve(engine, two_trees, Maximize(term(out("x2"))), constraints, both)
+    assert result.lower == 3.5  # 7 at (2, 0) is too far from any x1 with output <= 1.5
+
+
+# -- two instances, several models, several outputs -----------------------------------------------
+
+
+def test_fairness_gap_with_ties_and_a_ball(engine, two_trees):
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    both = ("x1", "x2")
+    assert solve(engine, two_trees, Maximize(gap), [Tie("x1", "x2", 1)], both).lower == 5.5
+    close = [Ball("linf", "x2", "x1", 0.25)]
+    assert solve(engine, two_trees, Maximize(gap), close, both).lower == 5.0
+    l1 = [Ball("l1", "x2", "x1", 0.25)]
+    assert solve(engine, two_trees, Maximize(gap), l1, both).lower == 5.0
+
+
+def test_several_models(engine, two_trees):
+    other = build([(0, 0.5, 1.0, (1, 1.5, -1.0, 2.0))], 2)
+    drift = term(out(model="v2"), out(coef=-1.0))
+    models = {"m": two_trees, "v2": other}
+    assert solve(engine, two_trees, Maximize(drift), models=models).lower == 5.0
+    assert solve(engine, two_trees, Minimize(drift), models=models).lower == -8.0
+
+
+def test_multiclass_margin_between_classes(engine):
+    model = build(
+        [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 1.0, 3.0]), (1, 0.0, [0.0, 2.0, 0.0], [0.5, 0.0, 0.0])],
+        2,
+        task="multiclass",
+    )
+    diff = term(out(output=2), out(output=0, coef=-1.0))
+    assert solve(engine, model, Maximize(diff)).lower == 3.0
+    assert solve(engine, model, Minimize(diff)).lower == -1.5
+    not_first = OutputConstraint(term(out(output=0), out(output=1, coef=-1.0)), "<", 0.0)
+    assert solve(engine, model, Minimize(diff), [not_first]).lower == -1.0
+
+
+# -- the segment formulas, against every pair of segments ------------------------------------------
+
+GRID = sorted({float(np.float32(v)) for v in (-2, -1, -0.5, -1e-45, 0, 0.1, 0.25, 0.5, 1, 2, 3)})
+
+
+@st.composite
+def segment_pairs(draw):
+    """Two variables with random bounds and cuts, as the formulation holds them."""
+    builder = _Builder.__new__(_Builder)
+    builder.p = ProgramBuilder()
+    builder.vars = []
+    integral = draw(st.booleans())
+    for _ in range(2):
+        if integral:
+            lo = float(draw(st.integers(-4, 1)))
+            hi = float(draw(st.integers(int(lo), 4)))
+            options = [float(c) for c in range(int(lo) + 1, int(hi) + 1)]
+        else:
+            lo, hi = sorted(
+                draw(
+                    st.lists(
+                        st.sampled_from([-32.0, -1.0, 0.0, 1e-45, 2.0, 32.0]),
+                        min_size=2,
+                        max_size=2,
+                    )
+                )
+            )
+            options = [v for v in GRID if lo < v <= hi]
+        cuts = sorted(draw(st.sets(st.sampled_from(options)))) if options else []
+        var = Var(feature=0, integral=integral, lo=lo, hi=hi, cuts=cuts)
+        var.cols = [builder.p.binary() for _ in cuts]
+        builder.vars.append(var)
+    builder.cut_index = [{t: i for i, t in enumerate(v.cuts)} for v in builder.vars]
+    return builder
+
+
+def patterns(builder):
+    """Every pair of segments: the 0/1 predicates picking them, and their exact ends."""
+    u, w = builder.vars
+    for ju in range(len(u.cuts) + 1):
+        for jw in range(len(w.cuts) + 1):
+            x = np.zeros(builder.p.n_cols)
+            ends = []
+            for var, j in ((u, ju), (w, jw)):
+                for i, col in enumerate(var.cols):
+                    x[col] = 0.0 if i < j else 1.0
+                low = var.lo if j == 0 else var.cuts[j - 1]
+                high = var.hi if j == len(var.cuts) else var.below(var.cuts[j])
+                ends.append((Fraction(low), Fraction(high)))
+            (au, bu), (aw, bw) = ends
+            yield x, max(Fraction(0), aw - bu, au - bw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(builder=segment_pairs())
+def test_pair_gaps_are_the_exact_distance_between_segments(builder):
+    pieces = [builder.pair_gap(0, 1), builder.pair_gap(1, 0)]
+    for x, exact in patterns(builder):
+        assert max([0.0] + [piece.value(x) for piece in pieces]) == pytest.approx(float(exact))
+
+
+@settings(max_examples=150, deadline=None)
+@given(builder=segment_pairs(), radius=st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 0.5000001]))
+def test_ball_between_excludes_exactly_the_far_segments(builder, radius):
+    try:
+        builder.ball_between(0, 1, radius, ONE)
+        empty = False
+    except Infeasible:
+        empty = True
+    program = builder.p.freeze()
+    for x, exact in patterns(builder):
+        allowed = not empty and all(lo <= float(v @ x[i]) <= hi for i, v, lo, hi in program.rows())
+        assert allowed == (exact <= Fraction(radius))
+
+
+# -- mixed random queries against the oracle -------------------------------------------------------
+
+
+@st.composite
+def mixed_queries(draw) -> Query:
+    """Random combinations of every construct, over one or two instances and one or two models."""
+    n = 3
+    kinds = draw(st.lists(st.sampled_from(list(DomainKind)), min_size=n, max_size=n))
+    bounds = {
+        DomainKind.REAL: draw(st.sampled_from([(-math.inf, math.inf), (-1.0, 2.0)])),
+        DomainKind.INT: (-2.0, 3.0),
+        DomainKind.BOOL: (0.0, 1.0),
+    }
+    feats = tuple(Feature(f"x{i}", kind, *bounds[kind]) for i, kind in enumerate(kinds))
+    models = {"m": draw(ensembles(n_features=n, max_trees=2))}
+    if draw(st.booleans()):
+        models["m2"] = draw(ensembles(n_features=n, max_trees=1))
+    instances = ("x1", "x2") if draw(st.booleans()) else ("x",)
+    inst = st.sampled_from(instances)
+    row = st.lists(st.sampled_from(COORDINATES), min_size=n, max_size=n).map(
+        lambda v: Row(tuple(v))
+    )
+    level = st.sampled_from([-1.0, 0.0, 0.5, 1.5])
+    bools = [f for f in range(n) if kinds[f] is DomainKind.BOOL]
+
+    def reference(instance):
+        others = [i for i in instances if i != instance]
+        return draw(st.sampled_from(others)) if others and draw(st.booleans()) else draw(row)
+
+    def output_term():
+        coef = draw(st.sampled_from([1.0, -1.0]))
+        atoms = [OutputAtom(coef, draw(st.sampled_from(sorted(models))), draw(inst))]
+        if draw(st.booleans()):
+            atoms.append(OutputAtom(-atoms[0].coef, "m", draw(inst)))
+        return OutputTerm(tuple(atoms))
+
+    def constraint(depth):
+        kind = draw(
+            st.sampled_from(
+                ["interval", "tie", "ball", "changed", "linear", "output", "onehot", "anyof"]
+            )
+        )
+        instance = draw(inst)
+        if kind == "interval":
+            lo = draw(st.sampled_from([-math.inf, -1.0, 0.0, 0.3]))
+            hi = draw(st.sampled_from([0.3, 1.5, math.inf])) if math.isinf(lo) else lo + 1.5
+            return Interval(instance, draw(st.integers(0, n - 1)), lo, hi)
+        if kind == "tie" and len(instances) == 2:
+            return Tie("x1", "x2", draw(st.integers(0, n - 1)))
+        if kind == "ball":
+            norm = draw(st.sampled_from(["linf", "l1"]))
+            radius = draw(st.sampled_from([0.0, 0.3, 1.0, 2.0]))
+            return Ball(norm, instance, reference(instance), radius)
+        if kind == "changed":
+            return AtMostKChanged(instance, reference(instance), draw(st.integers(0, 2)))
+        if kind == "linear":
+            terms = tuple(
+                LinearTerm(draw(st.sampled_from([-1.0, 1.0, 2.0])), draw(inst), f)
+                for f in draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=2))
+            )
+            return Linear(terms, draw(st.sampled_from(["<=", ">=", "=="])), draw(level))
+        if kind == "onehot" and len(bools) >= 2:
+            return OneHot(instance, tuple(bools))
+        if kind == "anyof" and depth == 0:
+            return AnyOf(
+                tuple(
+                    tuple(constraint(1) for _ in range(draw(st.integers(1, 2)))) for _ in range(2)
+                )
+            )
+        ops = ["<", "<=", ">", ">="]
+        return OutputConstraint(output_term(), draw(st.sampled_from(ops)), draw(level))
+
+    constraints = tuple(constraint(0) for _ in range(draw(st.integers(0, 3))))
+    goal_kind = draw(st.sampled_from(["max", "min", "distance", "find", "prove"]))
+    if goal_kind == "max":
+        goal = Maximize(output_term())
+    elif goal_kind == "min":
+        goal = Minimize(output_term())
+    elif goal_kind == "distance":
+        instance = draw(inst)
+        goal = MinimizeDistance(
+            draw(st.sampled_from(["linf", "l1"])), instance, reference(instance)
+        )
+    elif goal_kind == "find":
+        goal = Find()
+    else:
+        op = draw(st.sampled_from(["<", ">="]))
+        goal = Prove((OutputConstraint(output_term(), op, draw(level)),))
+    return Query("mixed", feats, instances, models, constraints, goal)
+
+
+def check_against_oracle(query, engine=None):
+    expected = ORACLE.solve(query)
+    assume(expected.termination is not Termination.ERROR)  # the oracle's own float32 troubles
+    result = (engine or MilpEngine("highs", "highs")).solve(query)
+    for witness in result.witnesses:
+        validate_witness(query, witness)
+    assert result.termination == expected.termination, (result, expected)
+    if expected.lower is not None:
+        assert result.lower == pytest.approx(expected.lower, abs=1e-9)
+        assert result.upper == pytest.approx(expected.upper, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(query=mixed_queries())
+def test_mixed_queries_match_the_oracle(query):
+    check_against_oracle(query)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_highs_matches_the_oracle_on_every_family(family):
+    """``milp`` runs Gurobi where its licence allows; this keeps HiGHS under the same test."""
+
+    @settings(max_examples=30, deadline=None)
+    @given(query=queries(family))
+    def run(query):
+        check_against_oracle(query)
+
+    run()
+
+
+# -- limits and the anytime trace ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def forest():
+    """Twelve random depth-3 trees over four features: a few seconds of branch and bound."""
+    rng = np.random.default_rng(7)
+
+    def tree(depth):
+        if depth == 0:
+            return float(rng.normal())
+        return (int(rng.integers(4)), float(rng.normal()), tree(depth - 1), tree(depth - 1))
+
+    return build([tree(3) for _ in range(12)], 4)
+
+
+def test_time_limit_brackets_the_optimum(engine, forest):
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    query = Query(
+        "gap",
+        features(forest),
+        ("x1", "x2"),
+        {"m": forest},
+        (Ball("linf", "x2", "x1", 0.5),),
+        Maximize(gap),
+    )
+    exact = engine.solve(query)
+    assert exact.termination == Termination.OPTIMAL
+    limited = engine.solve(query, Limits(timeout_s=0.05))
+    assert limited.termination in (Termination.TIME_LIMIT, Termination.OPTIMAL)
+    assert limited.lower <= exact.lower <= limited.upper
+    for witness in limited.witnesses:
+        validate_witness(query, witness)
+        assert witness.value == limited.lower
+
+
+def test_trace_streams_bounds(engine, forest):
+    query = Query("max", features(forest), ("x",), {"m": forest}, (), Maximize(term(out())))
+    result = engine.solve(query)
+    assert result.trace
+    assert result.trace[-1].lower == result.trace[-1].upper == result.lower
+    times = [p.time_s for p in result.trace]
+    assert times == sorted(times)
+    for before, after in zip(result.trace, result.trace[1:], strict=False):
+        assert before.lower <= after.lower and after.upper <= before.upper
+    assert all(p.lower <= p.upper for p in result.trace)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1"])
+def test_growing_boxes_find_the_closest_example_of_the_whole_space(engine, forest, norm):
+    row = Row((0.3, -0.2, 0.1, 0.4))
+    level = float(forest.eval(np.float32([row.values]))[0])
+    query = Query(
+        "closest",
+        features(forest),
+        ("x",),
+        {"m": forest},
+        (OutputConstraint(term(out()), ">", level + 1.0),),
+        MinimizeDistance(norm, "x", row),
+    )
+    boxed = engine.solve(query)
+    whole = engine._solve_program(query, Limits(), time.monotonic())
+    assert boxed.stats["radius_phases"] > 1
+    assert boxed.lower == boxed.upper == whole.lower == whole.upper
+    validate_witness(query, boxed.witnesses[0])
+    assert all(p.lower <= boxed.lower <= p.upper for p in boxed.trace)
+
+
+def test_node_limit(forest):
+    query = Query("max", features(forest), ("x",), {"m": forest}, (), Maximize(term(out())))
+    result = MilpEngine("highs", "highs").solve(query, Limits(max_steps=1))
+    assert result.termination in (Termination.STEP_LIMIT, Termination.OPTIMAL)
+    assert result.lower <= result.upper
+
+
+# -- the Gurobi licence ----------------------------------------------------------------------------
+
+
+def big_query():
+    """A query whose program is beyond 2000 variables."""
+    rng = np.random.default_rng(3)
+
+    def tree(depth):
+        if depth == 0:
+            return float(rng.normal())
+        return (int(rng.integers(6)), float(rng.normal()), tree(depth - 1), tree(depth - 1))
+
+    model = build([tree(5) for _ in range(70)], 6)
+    anything = OutputConstraint(term(out()), ">", -1000.0)
+    return Query("big", features(model), ("x",), {"m": model}, (anything,), Find())
+
+
+def test_size_limit_of_the_pip_licence():
+    program = formulate(big_query()).program
+    assert not gurobi.fits_limited_licence(program)
+    assert "variables" in gurobi.size_message(program)
+    small = formulate(Query("s", (Feature("a"),), ("x",), {}, (), Find())).program
+    assert gurobi.fits_limited_licence(small)
+
+
+@needs_limited_licence
+def test_milp_falls_back_to_highs_beyond_the_licence():
+    result = registry.get("milp").solve(big_query())
+    assert result.termination == Termination.OPTIMAL
+    assert result.stats["driver"] == "highs"
+    assert "solved with HiGHS" in result.message and "size-limited licence" in result.message
+
+
+@needs_limited_licence
+def test_gurobi_refuses_a_model_beyond_the_licence():
+    result = registry.get("gurobi").solve(big_query())
+    assert result.termination == Termination.LICENCE_LIMIT
+    assert "variables" in result.message and "2000" in result.message
+
+
+@needs_limited_licence
+def test_milp_uses_gurobi_when_the_model_fits(two_trees):
+    query = Query("q", features(two_trees), ("x",), {"m": two_trees}, (), Maximize(term(out())))
+    result = registry.get("milp").solve(query)
+    assert (result.lower, result.stats["driver"], result.message) == (7.0, "gurobi", "")
+
+
+@needs_full_licence
+def test_gurobi_solves_beyond_the_pip_licence():
+    result = registry.get("gurobi").solve(big_query())
+    assert result.termination == Termination.OPTIMAL
+
+
+def test_engines_are_registered_after_the_oracle():
+    names = list(registry.ENGINES)
+    assert names[0] == "oracle"
+    assert {"milp", "gurobi"} <= set(names)
+    assert registry.get("milp").available()
+    assert registry.get("gurobi").available() is LICENCE
