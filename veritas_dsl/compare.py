@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from veritas_dsl.diagnostics import SpecError
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.result import Result
 from veritas_dsl.run import EngineDisagreement, cross_check, goal_kind, solve
@@ -44,7 +45,10 @@ def compare(lowered_queries, engines: list[str], timeout_s: float) -> list[Compa
             if not engine.available():
                 comparison.skipped[name] = f"not available ({engine.available().value})"
                 continue
-            comparison.results[name] = solve(lowered, name, Limits(timeout_s=timeout_s))
+            try:
+                comparison.results[name] = solve(lowered, name, Limits(timeout_s=timeout_s))
+            except SpecError as error:  # the engine refused it while solving (too large, ...)
+                comparison.skipped[name] = error.diagnostics[0].message.split(": ", 1)[-1]
         try:
             cross_check(comparison.name, list(comparison.results.values()))
         except EngineDisagreement as error:

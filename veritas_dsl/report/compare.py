@@ -83,6 +83,7 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
     except ImportError:
         raise RuntimeError("plotting needs matplotlib: pip install 'veritas-dsl[plot]'") from None
     panels = [c for c in comparisons if c.kind not in ("find", "prove") and _finite(c)]
@@ -95,6 +96,8 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
     for axis, comparison in zip(axes.flat, panels, strict=False):
         for k, (engine, result) in enumerate(comparison.results.items()):
             times, lower, upper = _series(result)
+            if all(math.isnan(v) for v in lower + upper):
+                continue  # nothing known before the limit: nothing to draw
             colour = colours[k % len(colours)]
             axis.step(times, lower, where="post", color=colour, label=f"{engine} lower")
             axis.step(
@@ -104,6 +107,7 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
             axis.plot(times[-1:], lower[-1:], marker="^", color=colour, linestyle="none")
             axis.plot(times[-1:], upper[-1:], marker="v", color=colour, linestyle="none")
         axis.set_xscale("log")
+        axis.xaxis.set_minor_formatter(NullFormatter())
         axis.set_title(comparison.name, fontsize=10)
         axis.set_xlabel("time (s)")
         axis.set_ylabel("bound")
