@@ -130,8 +130,14 @@ def main() -> None:
 def summary(runs) -> str:
     """Time to the answer and the answer, for one task (several rows for closest examples)."""
     refused = [result for result, _ in runs if result.termination is Termination.LICENCE_LIMIT]
+    runs = [
+        (result, t) for result, t in runs if result.termination is not Termination.LICENCE_LIMIT
+    ]
     if refused:
-        return f"{'-':>22}  {len(refused)}/{len(runs)} beyond the licence: {refused[0].message}"
+        note = f"; {len(refused)} beyond the licence ({refused[0].message.split(': ', 1)[-1]})"
+        if not runs:
+            return f"{'-':>22}  {note[2:]}"
+        return summary(runs) + note
     times = [t for _, t in runs]
     columns = max(result.stats.get("columns", 0) for result, _ in runs)
     if len(runs) == 1:

@@ -514,12 +514,22 @@ class _Builder:
     # -- trees --------------------------------------------------------------------------------
 
     def make_leaves(self) -> None:
+        """Leaf columns per tree and (model, instance). A tree whose split features are the same
+        variables for two instances (tied at the top level) reaches the same leaf for both, so
+        both share its columns: in a fairness query, where two instances differ in one feature,
+        only the trees that test that feature are left in the objective."""
+        shared: dict[tuple[str, int, tuple[int, ...]], TreeLeaves] = {}
         for model_name, instance in self.pairs:
             model = self.query.models[model_name]
             trees = []
-            i = self.query.instances.index(instance)
+            var_of = self.var_of[self.query.instances.index(instance)]
             for tree in range(model.n_trees):
-                trees.append(self.tree(model, self.var_of[i], int(model.roots[tree])))
+                nodes = slice(model.tree_offsets[tree], model.tree_offsets[tree + 1])
+                tested = sorted({int(f) for f in model.feature[nodes] if f >= 0})
+                key = (model_name, tree, tuple(int(var_of[f]) for f in tested))
+                if key not in shared:
+                    shared[key] = self.tree(model, var_of, int(model.roots[tree]))
+                trees.append(shared[key])
             self.leaves[model_name, instance] = trees
 
     def tree(self, model, var_of: np.ndarray, root: int) -> TreeLeaves:

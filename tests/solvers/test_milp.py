@@ -414,6 +414,27 @@ def test_fairness_gap_with_ties_and_a_ball(engine, two_trees):
     assert solve(engine, two_trees, Maximize(gap), l1, both).lower == 5.0
 
 
+def test_trees_not_testing_the_untied_feature_share_their_leaves(engine, two_trees):
+    """With x1 tied, a tree testing only x1 reaches the same leaf for both instances, so they
+    share its columns (and its terms cancel); a tree testing x0 as well keeps one copy each."""
+    only_x1 = build([(1, 1.5, 4.0, -4.0)], 2)
+    gap = term(out("x2"), out("x1", coef=-1.0), out("x2", "v"), out("x1", "v", coef=-1.0))
+    models = {"m": two_trees, "v": only_x1}
+    query = Query(
+        "q",
+        features(two_trees),
+        ("x1", "x2"),
+        models,
+        (Tie("x1", "x2", 1),),
+        Maximize(gap),
+    )
+    leaves = formulate(query).leaves
+    assert leaves["v", "x1"][0] is leaves["v", "x2"][0]
+    assert leaves["m", "x1"][0] is not leaves["m", "x2"][0]
+    result = solve(engine, two_trees, Maximize(gap), [Tie("x1", "x2", 1)], ("x1", "x2"), models)
+    assert result.lower == 5.5
+
+
 def test_several_models(engine, two_trees):
     other = build([(0, 0.5, 1.0, (1, 1.5, -1.0, 2.0))], 2)
     drift = term(out(model="v2"), out(coef=-1.0))
@@ -607,6 +628,12 @@ def check_against_oracle(query, engine=None):
     result = (engine or MilpEngine("highs", "highs")).solve(query)
     for witness in result.witnesses:
         validate_witness(query, witness)
+    if result.witnesses and result.lower is not None and expected.lower is not None:
+        # A reproducing witness better than the oracle's optimum proves the oracle wrong (see
+        # test_oracle_misses_a_distance_of_zero); that is the oracle's bug, not this engine's.
+        maximising = isinstance(query.goal, Maximize)
+        value = result.witnesses[0].value
+        assume(value <= expected.upper + 1e-9 if maximising else value >= expected.lower - 1e-9)
     assert result.termination == expected.termination, (result, expected)
     if expected.lower is not None:
         assert result.lower == pytest.approx(expected.lower, abs=1e-9)
@@ -617,6 +644,37 @@ def check_against_oracle(query, engine=None):
 @given(query=mixed_queries())
 def test_mixed_queries_match_the_oracle(query):
     check_against_oracle(query)
+
+
+@pytest.mark.xfail(reason="oracle: its point search leaves a tied pair one float32 step apart")
+def test_oracle_misses_a_distance_of_zero():
+    """Found by the mixed queries: x1 == x2 is feasible (the MILP's witness reproduces), but the
+    oracle's point search rounds x1.x1 and x2.x1 to neighbouring float32 values (-23.199999 and
+    -23.2) and reports 1.9e-6."""
+    model = build([(0, -1.0, (0, -1.0, 0.0, 0.0), 1.5)], 3)
+    row = Row((-1.5, -1.5, -1.5))
+    out_x1 = OutputTerm((OutputAtom(-1.0, "m", "x1"),))
+    constraints = (
+        AnyOf(
+            (
+                (AtMostKChanged("x1", row, 0),),
+                (Interval("x1", 0, 0.3, 1.8), Interval("x1", 1, -math.inf, 0.3)),
+            )
+        ),
+        Tie("x1", "x2", 0),
+        AnyOf(
+            (
+                (OutputConstraint(out_x1, "<", -1.0), AtMostKChanged("x1", row, 2)),
+                (Interval("x1", 0, -math.inf, 0.3), Interval("x1", 0, -1.0, 0.5)),
+            )
+        ),
+    )
+    goal = MinimizeDistance("linf", "x1", "x2")
+    query = Query("q", features(model), ("x1", "x2"), {"m": model}, constraints, goal)
+    result = MilpEngine("highs", "highs").solve(query)
+    validate_witness(query, result.witnesses[0])
+    assert result.lower == result.upper == 0.0
+    assert ORACLE.solve(query).lower == 0.0
 
 
 @pytest.mark.parametrize("family", FAMILIES)
