@@ -34,6 +34,41 @@ def train(X: np.ndarray, y: np.ndarray, rounds: int, depth: int, seed: int) -> x
     return xgb.train(params, data, num_boost_round=rounds)
 
 
+def scaled_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ten features scaled to [0, 1], as the robustness literature's benchmark sets are."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, size=(n, 10)).astype(np.float32)
+    X[X < 0.15] = 0.0  # sparse, so that the LIBSVM file leaves entries out
+    y = ((X[:, 0] + X[:, 1] * X[:, 2] - X[:, 3] + 0.3 * X[:, 4]) > 0.4).astype(int)
+    return X, y
+
+
+def write_libsvm(path: Path, X: np.ndarray, y: np.ndarray) -> None:
+    """LIBSVM text, indices counting from 1, zeros left out."""
+    lines = []
+    for row, label in zip(X, y, strict=True):
+        entries = [f"{i + 1}:{float(v):.9g}" for i, v in enumerate(row) if v != 0]
+        lines.append(" ".join([str(int(label)), *entries]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def literature_model() -> None:
+    """A model shipped as the literature ships them: a JSON tree dump and a LIBSVM test set."""
+    X, y = scaled_data(3000, seed=3)
+    # base_score 0.5 is a margin of 0, which the dump (recording no base score) then needs.
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": 4,
+        "eta": 0.3,
+        "seed": 3,
+        "base_score": 0.5,
+    }
+    booster = xgb.train(params, xgb.DMatrix(X, y), num_boost_round=30)
+    booster.dump_model(HERE / "models" / "scaled_dump.json", dump_format="json")
+    X_test, y_test = scaled_data(100, seed=4)
+    write_libsvm(HERE / "data" / "scaled_test.libsvm", X_test, y_test)
+
+
 def main() -> None:
     (HERE / "models").mkdir(exist_ok=True)
     (HERE / "data").mkdir(exist_ok=True)
@@ -53,6 +88,7 @@ def main() -> None:
         comments="",
         fmt="%.9g",
     )
+    literature_model()
 
 
 if __name__ == "__main__":

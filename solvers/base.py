@@ -64,11 +64,16 @@ class UnsupportedQuery(ValueError):
 
 
 class Engine(Protocol):
-    """The engine interface. ``solve`` never raises for a limit; it reports it in the Result."""
+    """The engine interface. ``solve`` never raises for a limit; it reports it in the Result.
+
+    ``progress``, when given, is called now and then with an object carrying ``time_s``,
+    ``lower``, ``upper`` (and whatever else the engine measures); engines that have nothing to
+    report while they work may ignore it.
+    """
 
     name: str
     capabilities: Capabilities
 
     def available(self) -> Availability: ...
 
-    def solve(self, query: Query, limits: Limits) -> Result: ...
+    def solve(self, query: Query, limits: Limits, *, progress=None) -> Result: ...

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from veritas_dsl.ir.query import Query, constructs
+from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Engine, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine
-    for engine in (OracleEngine(), MilpEngine("milp", "auto"), MilpEngine("gurobi", "gurobi"))
+    for engine in (
+        OracleEngine(),
+        AStarEngine(),
+        MilpEngine("milp", "auto"),
+        MilpEngine("gurobi", "gurobi"),
+    )
 }
 
 

@@ -88,3 +88,6 @@ def one_hot_trees() -> Ensemble:
     t0 = (0, 0.5, (1, 0.5, 0.0, 2.0), 5.0)
     t1 = (2, 0.5, 1.0, 3.0)
     return build([t0, t1], 3, names=("b0", "b1", "b2"))
+
+
+pytest_plugins = ["pytester"]

@@ -5,8 +5,23 @@ an engine (:mod:`veritas_dsl.solvers`), a :class:`Result`, a report. The model l
 (:class:`Ensemble`) turns XGBoost, scikit-learn and LightGBM models into flat arrays.
 """
 
+from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.model import Ensemble, ModelError, load_model
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
+from veritas_dsl.spec import Spec, load, parse
 
-__all__ = ["Ensemble", "ModelError", "Result", "Termination", "TracePoint", "Witness", "load_model"]
+__all__ = [
+    "Diagnostic",
+    "Ensemble",
+    "ModelError",
+    "Result",
+    "Spec",
+    "SpecError",
+    "Termination",
+    "TracePoint",
+    "Witness",
+    "load",
+    "load_model",
+    "parse",
+]
 __version__ = "0.1.0"

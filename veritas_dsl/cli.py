@@ -6,11 +6,20 @@ import argparse
 import enum
 import json
 import sys
+import time
 import traceback
+from pathlib import Path
 
+from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.model import FORMATS, ModelError, load_model
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
+from veritas_dsl.report import csv as csv_report
+from veritas_dsl.report import json as json_report
+from veritas_dsl.report import terminal
+from veritas_dsl.run import EngineDisagreement
+from veritas_dsl.solvers.base import UnsupportedQuery
+from veritas_dsl.validate import WitnessMismatch
 
 
 class ExitCode(enum.IntEnum):
@@ -29,12 +38,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
+    except SpecError as error:
+        sources = getattr(error, "sources", None)
+        for diagnostic in error.diagnostics:
+            print(render(diagnostic, sources) + "\n", file=sys.stderr)
+        count = len(error.diagnostics)
+        print(f"{count} error{'s' if count != 1 else ''}; nothing was run", file=sys.stderr)
+        return ExitCode.ERROR
     except ModelError as error:
         print(f"error: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    except UnsupportedQuery as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    except (WitnessMismatch, EngineDisagreement) as error:
+        # A wrong answer is the worst bug we can have: say so plainly.
+        print(f"error: soundness check failed, please report this bug: {error}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.ERROR
+    except BrokenPipeError:
+        # The reader went away (`ver ... | head`); nothing more to say, and nowhere to say it.
+        sys.stderr.close()
+        return ExitCode.OK
     except Exception as error:  # the last line of defence: no traceback unless asked
         if args.debug:
             traceback.print_exc()
@@ -52,6 +79,57 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    run = commands.add_parser("run", help="run every query of a .ver file")
+    run.add_argument("spec", help="the .ver file")
+    run.add_argument("--solver", help="engine for every query (overrides `solve with`)")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time limit per engine and query (default 60)",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON document")
+    run.add_argument("--csv", metavar="FILE", help="also write one line per query and row to FILE")
+    run.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
+    )
+    run.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow scikit-learn pickle/joblib models, which runs code from the file",
+    )
+    run.set_defaults(handler=_run)
+
+    check = commands.add_parser("check", help="run the properties and expectations of .ver files")
+    check.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
+    check.add_argument("--solver", help="engine for every query (overrides `solve with`)")
+    check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
+    check.add_argument("--json", action="store_true", help="print one JSON document")
+    check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    check.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
+    )
+    check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    check.set_defaults(handler=_check)
+
+    compare = commands.add_parser("compare", help="run every query on several engines")
+    compare.add_argument("spec", help="the .ver file")
+    compare.add_argument(
+        "--solvers",
+        default="astar,milp,sat",
+        help="engines, comma-separated (default astar,milp,sat)",
+    )
+    compare.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit per engine and query (default 60)",
+    )
+    compare.add_argument("--plot", metavar="PNG", help="draw the anytime bounds of every engine")
+    compare.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    compare.set_defaults(handler=_compare)
+
     inspect = commands.add_parser("inspect", help="describe a model file")
     inspect.add_argument(
         "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
@@ -65,6 +143,127 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
     inspect.set_defaults(handler=_inspect)
     return parser
+
+
+def _run(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.spec import load
+
+    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    progress = _Progress(enabled=not args.json and sys.stderr.isatty())
+    try:
+        runs = spec.run(
+            args.solver, args.timeout, progress.engine, jobs=_jobs(args.jobs), done=progress.done
+        )
+    except SpecError as error:
+        error.sources = spec.sources
+        raise
+    finally:
+        progress.clear()
+    if args.csv:
+        Path(args.csv).write_text(csv_report.dumps(runs))
+    if args.json:
+        print(json_report.dumps(runs))
+    else:
+        out, err = terminal.render(runs, args.spec)
+        print(out)
+        if err:
+            print(err, file=sys.stderr)
+    return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
+
+
+def _jobs(requested: int | None) -> int:
+    from veritas_dsl.parallel import default_jobs
+
+    return default_jobs() if requested is None else max(1, requested)
+
+
+class _Progress:
+    """A live line on a terminal (stderr) while queries finish; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.shown = False
+
+    def done(self, run, finished: int, total: int) -> None:
+        if total > 1:
+            self.show(f"[{finished}/{total}] {run.name}: {run.result.termination.value}")
+
+    def engine(self, query: str, engine: str, state) -> None:
+        """An engine's report while it works: bounds, gap, speed."""
+        line = f"{query} ({engine}): [{_short(state.lower)}, {_short(state.upper)}]"
+        if state.lower is not None and state.upper is not None:
+            line += f" gap {_short(state.upper - state.lower)}"
+        speed = getattr(state, "states_per_s", None)
+        if speed:
+            line += f"  {speed:,.0f} states/s"
+        self.show(line + f"  {state.time_s:.1f} s")
+
+    def show(self, line: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        text = f"{line}  (total {elapsed:.1f} s)"
+        sys.stderr.write("\r" + text[:110].ljust(110))
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.flush()
+
+
+def _short(value: float | None) -> str:
+    return "-" if value is None else f"{value:.5g}"
+
+
+def _check(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.report import checks
+    from veritas_dsl.spec import check_file
+
+    files = []
+    for name in args.paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(path.rglob("*.ver"))
+        elif path.exists():
+            files.append(path)
+        else:
+            print(f"error: {path}: no such file or folder", file=sys.stderr)
+            return ExitCode.ERROR
+    jobs = _jobs(args.jobs)
+    outcomes = [check_file(f, args.solver, args.timeout, args.trust_pickle, jobs) for f in files]
+    print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
+    if args.junit:
+        Path(args.junit).write_text(checks.render_junit(outcomes))
+    if any(o.errors for o in outcomes) or not files:
+        if not files:
+            print("error: no .ver files found", file=sys.stderr)
+        return ExitCode.ERROR
+    failed = any(c.holds is not True for o in outcomes for r in o.runs for c in r.checks)
+    return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _compare(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.compare import compare
+    from veritas_dsl.report import compare as report
+    from veritas_dsl.solvers import registry
+    from veritas_dsl.spec import load
+
+    engines = [name.strip() for name in args.solvers.split(",") if name.strip()]
+    for name in engines:
+        registry.get(name)  # an unknown name is an error before anything runs
+    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    comparisons = compare(spec.lowered(), engines, args.timeout)
+    print(report.table(comparisons))
+    if args.plot:
+        panels = report.plot(comparisons, args.plot)
+        print(f"plot: {panels} panel{'s' if panels != 1 else ''} written to {args.plot}")
+    disagreements = [c.disagreement for c in comparisons if c.disagreement]
+    for message in disagreements:
+        print(f"error: {message}", file=sys.stderr)
+    return ExitCode.FAILED if disagreements else ExitCode.OK
 
 
 def _inspect(args: argparse.Namespace) -> ExitCode:

@@ -86,7 +86,11 @@ class MilpEngine:
             return gurobi.licence()
         return Availability.AVAILABLE if highs.available() else Availability.NOT_INSTALLED
 
-    def solve(self, query: Query, limits: Limits | None = None) -> Result:
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+        """Answer ``query`` exactly within ``limits``; bounds stream into the Result's trace.
+
+        ``progress`` is accepted for the engine interface; the MILP reports only at the end.
+        """
         limits = limits or Limits()
         start = time.monotonic()
         try:

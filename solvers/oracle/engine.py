@@ -33,13 +33,16 @@ from veritas_dsl.ir.query import (
     trivial_bounds,
 )
 from veritas_dsl.result import Result, Termination, Witness
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits
+from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
 from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
 from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
 MAX_COMBINATIONS = 200_000
+#: Boxes make most combinations unreachable; beyond this many times the limit, even before
+#: pruning, enumeration is hopeless and the oracle refuses at once.
+_HOPELESS = 10_000
 
 
 class OracleEngine:
@@ -54,7 +57,7 @@ class OracleEngine:
     def available(self) -> Availability:
         return Availability.AVAILABLE
 
-    def solve(self, query: Query, limits: Limits | None = None) -> Result:
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
         """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large."""
         limits = limits or Limits()
         start = time.monotonic()
@@ -70,6 +73,7 @@ class OracleEngine:
         return result
 
     def _solve(self, query: Query, deadline: float | None) -> Result:
+        self._refuse_hopeless(query)
         goal = query.goal
         space = build_space(query)
         box = initial_box(query, space)
@@ -123,6 +127,28 @@ class OracleEngine:
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
+
+    def _refuse_hopeless(self, query: Query) -> None:
+        """Refuse at once when even a generous share of all leaf combinations is too many."""
+        from veritas_dsl.solvers.oracle.enumerate import used_pairs
+
+        product = 1
+        for model_name, _ in used_pairs(query):
+            model = query.models[model_name]
+            product *= int(np.prod([n for n in _leaf_counts(model)], dtype=object))
+        if product > self.max_combinations * _HOPELESS:
+            raise UnsupportedQuery(
+                f"query {query.name} combines {product:.3g} leaves; the brute-force oracle "
+                "answers tiny ensembles only"
+            )
+
+
+def _leaf_counts(model) -> list[int]:
+    leaves = model.is_leaf()
+    return [
+        int(leaves[a:b].sum())
+        for a, b in zip(model.tree_offsets[:-1], model.tree_offsets[1:], strict=True)
+    ]
 
 
 def _folded_into_box(c) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -35,6 +36,10 @@ from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 #: Attempts at tightening linear constraints when rounding to float32 breaks one.
 _REPAIRS = 4
+#: Relative distance within which a solution value is moved onto a box end or reference value.
+#: Moving onto a reference only shortens distances and change counts, and every point is
+#: re-checked exactly afterwards, so a generous radius is safe.
+_SNAP = 1e-5
 
 
 class WitnessError(RuntimeError):
@@ -241,7 +246,41 @@ def _hull(query: Query) -> float:
     return 4.0 * max(magnitudes) + 16.0
 
 
+def _box_rules_out(query, space, lo, hi, special) -> bool:
+    """Exact necessary conditions on the box alone: ties and distances that the box already
+    violates. HiGHS would accept a violation within its tolerance as feasible."""
+
+    def gap(a: int, b: int) -> Fraction:
+        low, high = max(lo[a], lo[b]), min(hi[a], hi[b])
+        return Fraction(low) - Fraction(high) if low > high else Fraction(0)
+
+    for c in special:
+        if isinstance(c, Tie):
+            a, b = space.of(query, c.first, c.feature), space.of(query, c.second, c.feature)
+            if gap(a, b) > 0:
+                return True
+        elif isinstance(c, Ball) and math.isfinite(c.radius):
+            gaps = []
+            for f in range(query.n_features):
+                a = space.of(query, c.instance, f)
+                if isinstance(c.center, Row):
+                    r = c.center.values[f]
+                    gaps.append(max(Fraction(0), _diff(lo[a], r), _diff(r, hi[a])))
+                else:
+                    gaps.append(gap(a, space.of(query, c.center, f)))
+            total = max(gaps, default=Fraction(0)) if c.norm == "linf" else sum(gaps, Fraction(0))
+            if total > Fraction(c.radius):
+                return True
+    return False
+
+
+def _diff(a: float, b: float) -> Fraction:
+    return Fraction(a) - Fraction(b) if math.isfinite(a) and math.isfinite(b) else Fraction(0)
+
+
 def _solve_milp(query, space, lo, hi, branch, special, goal) -> Point | None:
+    if _box_rules_out(query, space, lo, hi, special):
+        return None
     slack = 0.0
     for _ in range(_REPAIRS):
         solution = _build_and_solve(query, space, lo, hi, special, goal, slack)
@@ -298,29 +337,35 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
         elif isinstance(c, OneHot):
             program.row(1.0, 1.0, {var(c.instance, f): 1.0 for f in c.features})
         elif isinstance(c, AtMostKChanged):
+            # A feature whose box excludes the reference must change: counted exactly here, as
+            # HiGHS would accept a value a tolerance away from the reference as equal to it.
             flags: dict[int, float] = {}
+            forced = 0
             for f in range(query.n_features):
                 x = var(c.instance, f)
-                # A feature whose box cannot hold the reference value has changed for sure;
-                # left to the big-M rows, a reference one float32 step outside the box (0
-                # against a box ending at -1e-45) is "equal" within any solver tolerance.
                 if isinstance(c.reference, Row):
                     r = c.reference.values[f]
-                    apart = not lo[x] <= r <= hi[x] or (space.integral[x] and r != round(r))
-                else:
-                    y = var(c.reference, f)
-                    apart = x != y and (hi[x] < lo[y] or hi[y] < lo[x])
-                z = program.column(1.0 if apart else 0.0, 1.0, integer=True)
-                flags[z] = 1.0
-                if isinstance(c.reference, Row):
+                    if not lo[x] <= r <= hi[x] or (space.integral[x] and not r.is_integer()):
+                        forced += 1
+                        continue
+                    z = program.column(0.0, 1.0, integer=True)
                     program.row(-math.inf, r, {x: 1.0, z: -width})  # x - r <= M z
                     program.row(r, math.inf, {x: 1.0, z: width})  # r - x <= M z
                 else:
                     y = var(c.reference, f)
-                    if x != y:
-                        program.row(-math.inf, 0.0, {x: 1.0, y: -1.0, z: -width})
-                        program.row(0.0, math.inf, {x: 1.0, y: -1.0, z: width})
-            program.row(-math.inf, c.k, flags)
+                    if x == y:
+                        continue
+                    if max(lo[x], lo[y]) > min(hi[x], hi[y]):
+                        forced += 1
+                        continue
+                    z = program.column(0.0, 1.0, integer=True)
+                    program.row(-math.inf, 0.0, {x: 1.0, y: -1.0, z: -width})
+                    program.row(0.0, math.inf, {x: 1.0, y: -1.0, z: width})
+                flags[z] = 1.0
+            if forced > c.k:
+                return None
+            if flags:
+                program.row(-math.inf, c.k - forced, flags)
         elif isinstance(c, Ball) and c.norm == "linf":  # between instances; rows are boxes
             for f in range(query.n_features):
                 x = var(c.instance, f)
@@ -357,7 +402,8 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
 def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
     """Move a real solution onto the float32 grid, keeping it in the box.
 
-    A value within 1e-9 of a box end or of a reference value takes that value exactly; otherwise
+    A value within ``_SNAP`` of a box end or of a reference value takes that value exactly (HiGHS
+    meets big-M rows only within its tolerances); otherwise
     it rounds toward the center of a distance it is part of, which never lengthens the distance.
     """
     attract: dict[int, set[float]] = {v: set() for v in range(space.n_vars)}
@@ -389,7 +435,7 @@ def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
             continue
         candidates = {b for b in (lo[v], hi[v]) if math.isfinite(b)} | attract[v]
         close = [
-            a for a in candidates if abs(s - a) <= 1e-9 * max(1.0, abs(a)) and lo[v] <= a <= hi[v]
+            a for a in candidates if abs(s - a) <= _SNAP * max(1.0, abs(a)) and lo[v] <= a <= hi[v]
         ]
         if close:
             values[v] = close[0]
@@ -400,7 +446,7 @@ def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
         values[v] = min(max(values[v], lo[v]), hi[v])
     for a, b in pairs:
         if (
-            abs(values[a] - values[b]) <= 1e-9 * max(1.0, abs(values[a]))
+            abs(values[a] - values[b]) <= _SNAP * max(1.0, abs(values[a]))
             and lo[b] <= values[a] <= hi[b]
         ):
             values[b] = values[a]

@@ -16,7 +16,6 @@ from veritas_dsl.ir import (
     AtMostKChanged,
     Ball,
     DomainKind,
-    Feature,
     Find,
     Interval,
     Linear,
@@ -25,9 +24,7 @@ from veritas_dsl.ir import (
     Minimize,
     MinimizeDistance,
     OneHot,
-    OutputAtom,
     OutputConstraint,
-    OutputTerm,
     Prove,
     Query,
     Row,
@@ -35,6 +32,7 @@ from veritas_dsl.ir import (
 )
 
 from conftest import build
+from reference.ir import features, out, term
 
 THRESHOLDS = [-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0]
 COORDINATES = [-1.5, -0.5, 0.0, 0.1, 0.5, 1.0, 2.5]
@@ -94,23 +92,6 @@ def rows(n_features: int):
     )
 
 
-def _out(instance="x", model="m", coef=1.0, output=0):
-    return OutputAtom(coef, model, instance, output)
-
-
-def _term(*atoms):
-    return OutputTerm(tuple(atoms))
-
-
-def _features(n, kinds=None, bounds=None):
-    kinds = kinds or [DomainKind.REAL] * n
-    bounds = bounds or [(-math.inf, math.inf)] * n
-    return tuple(
-        Feature(f"x{i}", kind, lo, hi)
-        for i, (kind, (lo, hi)) in enumerate(zip(kinds, bounds, strict=True))
-    )
-
-
 @st.composite
 def queries(draw, family: str) -> Query:
     """A random small query of one family (see :data:`FAMILIES`)."""
@@ -118,28 +99,28 @@ def queries(draw, family: str) -> Query:
     model = draw(ensembles(n_features=n))
     models = {"m": model}
     instances = ("x",)
-    features = _features(n)
+    names = [f"x{i}" for i in range(n)]
+    space = features(names)
     constraints: list = []
-    goal = Maximize(_term(_out())) if draw(st.booleans()) else Minimize(_term(_out()))
+    goal = Maximize(term(out())) if draw(st.booleans()) else Minimize(term(out()))
     level = draw(st.sampled_from([-1.0, 0.0, 0.5, 1.5]))
     row = draw(rows(n))
     radius = draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]))
 
     if family == "maximize":
-        goal = Maximize(_term(_out()))
+        goal = Maximize(term(out()))
     elif family == "minimize":
-        goal = Minimize(_term(_out()))
+        goal = Minimize(term(out()))
     elif family == "box":
         for f in range(n):
             lo = draw(st.sampled_from([-math.inf, -1.0, 0.0, 0.3]))
             hi = draw(st.sampled_from([0.3, 0.6, 1.0, 2.0, math.inf]))
             constraints.append(Interval("x", f, lo, hi))
     elif family == "int_domain":
-        features = _features(
-            n, [DomainKind.INT, DomainKind.REAL, DomainKind.INT], [(-2, 3), (-2, 3), (0, 1)]
-        )
+        kinds = [DomainKind.INT, DomainKind.REAL, DomainKind.INT]
+        space = features(names, kinds, [(-2, 3), (-2, 3), (0, 1)])
     elif family == "one_hot":
-        features = _features(n, [DomainKind.BOOL] * n)
+        space = features(names, [DomainKind.BOOL] * n)
         constraints.append(OneHot("x", tuple(range(n))))
     elif family == "changed":
         constraints.append(AtMostKChanged("x", row, draw(st.integers(0, 2))))
@@ -147,7 +128,7 @@ def queries(draw, family: str) -> Query:
         constraints.append(Ball(family, "x", row, radius))
     elif family == "output_constraint":
         constraints.append(
-            OutputConstraint(_term(_out()), draw(st.sampled_from(["<", "<=", ">", ">="])), level)
+            OutputConstraint(term(out()), draw(st.sampled_from(["<", "<=", ">", ">="])), level)
         )
         goal = draw(st.sampled_from([goal, Find()]))
     elif family == "disjunction":
@@ -161,11 +142,9 @@ def queries(draw, family: str) -> Query:
         )
     elif family == "prove":
         constraints.append(Ball("linf", "x", row, radius))
-        goal = Prove((OutputConstraint(_term(_out()), draw(st.sampled_from([">", "<="])), level),))
+        goal = Prove((OutputConstraint(term(out()), draw(st.sampled_from([">", "<="])), level),))
     elif family in ("min_linf", "min_l1"):
-        constraints.append(
-            OutputConstraint(_term(_out()), draw(st.sampled_from([">", "<"])), level)
-        )
+        constraints.append(OutputConstraint(term(out()), draw(st.sampled_from([">", "<"])), level))
         goal = MinimizeDistance(family[4:], "x", row)
     elif family == "two_instances":
         instances = ("x1", "x2")
@@ -173,16 +152,16 @@ def queries(draw, family: str) -> Query:
         constraints += [Tie("x1", "x2", f) for f in sorted(shared)]
         if draw(st.booleans()):
             constraints.append(Ball("linf", "x2", "x1", radius))
-        goal = Maximize(_term(_out("x2"), _out("x1", coef=-1.0)))
+        goal = Maximize(term(out("x2"), out("x1", coef=-1.0)))
     elif family == "two_models":
         models["m2"] = draw(ensembles(n_features=n))
-        goal = Maximize(_term(_out(model="m2"), _out(coef=-1.0)))
+        goal = Maximize(term(out(model="m2"), out(coef=-1.0)))
     elif family == "multiclass":
         model = draw(ensembles(n_features=n, n_outputs=3))
         models = {"m": model}
         target = draw(st.integers(0, 2))
         other = draw(st.integers(0, 2).filter(lambda k: k != target))
-        goal = Maximize(_term(_out(output=target), _out(output=other, coef=-1.0)))
+        goal = Maximize(term(out(output=target), out(output=other, coef=-1.0)))
     elif family == "linear":
         terms = (
             LinearTerm(1.0, "x", 0),
@@ -194,4 +173,4 @@ def queries(draw, family: str) -> Query:
         ]
     else:
         raise ValueError(f"unknown family {family!r}")
-    return Query(family, features, instances, models, tuple(constraints), goal)
+    return Query(family, space, instances, models, tuple(constraints), goal)

@@ -16,7 +16,6 @@ from veritas_dsl.ir import (
     AtMostKChanged,
     Ball,
     DomainKind,
-    Feature,
     Find,
     Interval,
     Linear,
@@ -25,9 +24,7 @@ from veritas_dsl.ir import (
     Minimize,
     MinimizeDistance,
     OneHot,
-    OutputAtom,
     OutputConstraint,
-    OutputTerm,
     Prove,
     Query,
     Row,
@@ -40,25 +37,9 @@ from veritas_dsl.validate import validate_witness
 
 from conftest import build
 from reference.grid import cells, grid_points, representative
+from reference.ir import features, out, term
 
 ORACLE = OracleEngine()
-
-
-def out(instance="x", model="m", coef=1.0, output=0):
-    return OutputAtom(coef, model, instance, output)
-
-
-def term(*atoms, constant=0.0):
-    return OutputTerm(tuple(atoms), constant)
-
-
-def features(model, kinds=None, bounds=None):
-    kinds = kinds or [DomainKind.REAL] * model.n_features
-    bounds = bounds or [(-math.inf, math.inf)] * model.n_features
-    return tuple(
-        Feature(name, kind, lo, hi)
-        for name, kind, (lo, hi) in zip(model.feature_names, kinds, bounds, strict=True)
-    )
 
 
 def solve(model, goal, constraints=(), instances=("x",), **feature_args):

@@ -76,3 +76,35 @@ def ball_interval(center: float, radius: float) -> tuple[float, float]:
         return -math.inf, math.inf
     c, r = Fraction(center), Fraction(radius)
     return ceil32_exact(c - r), floor32_exact(c + r)
+
+
+def nearest32_exact(value: Fraction) -> float:
+    """The float32 nearest to the rational ``value``, ties to even, as strtof rounds."""
+    down, up = floor32_exact(value), ceil32_exact(value)
+    if down == up or not (math.isfinite(down) and math.isfinite(up)):
+        return down if math.isfinite(down) else up
+    below, above = value - Fraction(down), Fraction(up) - value
+    if below != above:
+        return down if below < above else up
+    mantissa = int(np.array(down, dtype=np.float32).view(np.uint32)) & 1
+    return up if mantissa else down
+
+
+def parse_float32(texts: list[str]) -> np.ndarray:
+    """Decimal strings to float32, rounded once from the exact decimal value (as strtof does).
+
+    Parsing to float64 first and then rounding to float32 rounds twice, which is wrong when the
+    float64 lands exactly halfway between two float32 values; those few are parsed exactly.
+    Raises ValueError naming the first text that is not a number.
+    """
+    wide = np.array([float(text) for text in texts], dtype=np.float64)
+    narrow = wide.astype(np.float32)
+    finite = np.isfinite(narrow) & np.isfinite(wide)
+    lower = np.where(
+        narrow.astype(np.float64) > wide, np.nextafter(narrow, np.float32(-np.inf)), narrow
+    )
+    upper = np.nextafter(lower, np.float32(np.inf))
+    halfway = finite & (wide == (lower.astype(np.float64) + upper.astype(np.float64)) / 2)
+    for i in np.nonzero(halfway)[0]:
+        narrow[i] = nearest32_exact(Fraction(texts[i].strip()))
+    return narrow

@@ -57,7 +57,7 @@ class Row:
     """A constant input point (a data row); values are rounded to float32, as models see them."""
 
     values: tuple[float, ...]
-    label: str = "row"
+    label: str = field(default="row", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", tuple(float(v) for v in np.float32(self.values)))

@@ -319,6 +319,15 @@ class Ensemble:
         return from_xgboost(model)
 
     @classmethod
+    def from_xgboost_dump(
+        cls, source, base_score=0.0, n_classes=1, n_features=None, feature_names=None
+    ):
+        """Import an XGBoost JSON tree dump (see :mod:`veritas_dsl.model.xgboost_dump`)."""
+        from veritas_dsl.model.xgboost_dump import from_xgboost_dump
+
+        return from_xgboost_dump(source, base_score, n_classes, n_features, feature_names)
+
+    @classmethod
     def from_sklearn(cls, estimator: object) -> Ensemble:
         """Import a fitted scikit-learn tree, forest or gradient-boosting estimator."""
         from veritas_dsl.model.sklearn import from_sklearn

@@ -1,8 +1,9 @@
 """Load a model file of any supported format into an :class:`Ensemble`.
 
-Formats: ``xgboost`` (JSON or UBJSON model files), ``lightgbm`` (text model files), ``sklearn``
-(skops files, which load without pickle; pickle and joblib files only when the caller passes
-``trust_pickle=True``, since unpickling runs code), and ``ensemble`` (our own JSON).
+Formats: ``xgboost`` (JSON or UBJSON model files), ``xgboost_dump`` (JSON tree dumps, with the
+options they lack), ``lightgbm`` (text model files), ``sklearn`` (skops files, which load without
+pickle; pickle and joblib files only when the caller passes ``trust_pickle=True``, since
+unpickling runs code), and ``ensemble`` (our own JSON).
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from pathlib import Path
 
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 
-FORMATS = ("xgboost", "lightgbm", "sklearn", "ensemble")
+FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "ensemble")
+
+#: Options each format takes (name -> what it is); only tree dumps need any.
+FORMAT_OPTIONS: dict[str, dict[str, str]] = {
+    "xgboost_dump": {
+        "base_score": "a number (the margin the dump does not record)",
+        "classes": "a whole number: 1, or the classes of a multiclass dump",
+        "features": "a whole number of features",
+    },
+}
 
 _PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 
@@ -28,20 +38,38 @@ def detect_format(path: Path) -> str:
     if suffix == ".json":
         with path.open("rb") as handle:
             head = handle.read(256)
-        return "ensemble" if FILE_FORMAT.encode() in head else "xgboost"
+        if FILE_FORMAT.encode() in head:
+            return "ensemble"
+        return "xgboost_dump" if head.lstrip().startswith(b"[") else "xgboost"
     raise ModelError(
         f"{path}: cannot tell the model format from the name; give one of {', '.join(FORMATS)}"
     )
 
 
-def load_model(path: str | Path, format: str | None = None, trust_pickle: bool = False) -> Ensemble:
-    """Load the model at ``path``; ``format`` is detected from the file when not given."""
+def load_model(
+    path: str | Path,
+    format: str | None = None,
+    trust_pickle: bool = False,
+    options: dict[str, float] | None = None,
+) -> Ensemble:
+    """Load the model at ``path``; ``format`` is detected from the file when not given.
+
+    ``options`` are those of :data:`FORMAT_OPTIONS` for the format.
+    """
+    options = options or {}
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
     format = format or detect_format(path)
     if format == "xgboost":
         return Ensemble.from_xgboost(path)
+    if format == "xgboost_dump":
+        return Ensemble.from_xgboost_dump(
+            path,
+            base_score=float(options.get("base_score", 0.0)),
+            n_classes=int(options.get("classes", 1)),
+            n_features=int(options["features"]) if "features" in options else None,
+        )
     if format == "lightgbm":
         return Ensemble.from_lightgbm(path)
     if format == "ensemble":

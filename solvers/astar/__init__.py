@@ -1,0 +1,1 @@
+"""The anytime A* engine (VERITAS search) compiled with Numba."""

@@ -1,0 +1,415 @@
+"""The anytime loop: runs the branch searches of one query under its limits.
+
+Branches (the conjunctions of the query's disjunctive normal form) are searched one after the
+other, each in bounded kernel calls. Between calls this loop turns complete states into points
+and checks them exactly, shares the best value found with every branch (so all of them cut what
+cannot beat it), grows arenas within the memory limit, watches the clock and the step count,
+records the trace and calls the progress hook.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from veritas_dsl.ir.evaluate import distance, reference_point, term_value
+from veritas_dsl.result import Termination, TracePoint, Witness
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.problem import (
+    Plan,
+    Problem,
+    ball_root,
+    bisectable,
+    cell_gaps,
+    find_within,
+)
+from veritas_dsl.solvers.astar.search import (
+    INITIAL_CAPACITY,
+    BranchSearch,
+    Solution,
+    planned_bytes,
+    state_bytes,
+)
+from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
+
+#: Target wall time of one kernel call, so limits and progress stay responsive.
+CALL_SECONDS = 0.005
+#: Shortest interval between two progress reports.
+PROGRESS_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the progress hook receives: bounds in the goal's own sense (None for find and
+    prove), states expanded so far, and the engine's memory."""
+
+    time_s: float
+    lower: float | None
+    upper: float | None
+    expanded: int
+    states_per_s: float
+    memory_bytes: int
+
+
+class InternalError(AssertionError):
+    """A state the kernels proved feasible has no valid point: a bug in the engine."""
+
+
+@dataclass
+class Outcome:
+    """What the loop found: why it stopped, bounds in maximisation (or distance) form, the best
+    witness, the trace in the goal's sense, and statistics."""
+
+    termination: Termination
+    best: float | None = None
+    witness: Witness | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    lower: float | None = None
+    upper: float | None = None
+
+
+class Run:
+    """One solve: ``problems`` (one per branch), the ``plan``, limits and the progress hook."""
+
+    def __init__(
+        self,
+        problems: list[Problem],
+        plan: Plan,
+        start: float,
+        timeout_s: float | None,
+        max_steps: int | None,
+        memory_limit: int,
+        progress: Callable[[Progress], None] | None,
+        bisect_linf: bool = True,
+    ) -> None:
+        self.problems = problems
+        self.plan = plan
+        self.start = start
+        self.deadline = None if timeout_s is None else start + timeout_s
+        self.max_steps = max_steps
+        self.memory_limit = memory_limit
+        self.progress = progress
+        self.searches: list[BranchSearch | None] = [None] * len(problems)
+        self.open = [not p.infeasible for p in problems]
+        self.bisect = [
+            plan.mode == K.MODE_DISTANCE and bisect_linf and not p.infeasible and bisectable(p)
+            for p in problems
+        ]
+        self.floor = [0.0] * len(problems)  # bisection: no point is closer than this
+        self.probe_found = False
+        self.retired = {"expanded": 0, "created": 0, "pruned": 0, "peak": 0}
+        self.best: float | None = None  # max form for optimisation, distance for distance goals
+        self.witness: Witness | None = None
+        self.found = False
+        self.trace: list[TracePoint] = []
+        self.budget = 256
+        self.calls = 0
+        self.accepted = 0
+        self.rejected = 0
+        self.peak_memory = 0
+        self.last_progress = -math.inf
+        self._eval_arrays: dict[str, tuple] = {}
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        try:
+            stop = self._run()
+        except KeyboardInterrupt:  # kernel calls are short: Ctrl-C lands between them
+            stop = Termination.INTERRUPTED
+        if stop is None:
+            if self.plan.mode == K.MODE_FIND:
+                stop = Termination.OPTIMAL if self.found else Termination.INFEASIBLE
+            else:
+                stop = Termination.OPTIMAL if self.best is not None else Termination.INFEASIBLE
+        return self._stop(stop)
+
+    def _run(self) -> Termination | None:
+        for b, problem in enumerate(self.problems):
+            if not self.open[b] or self.bisect[b]:
+                continue
+            if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+                return Termination.MEMORY_LIMIT
+            search = BranchSearch(problem, INITIAL_CAPACITY)
+            self.searches[b] = search
+            self.open[b] = search.alive
+        self._note_bounds()
+        for b in range(len(self.problems)):
+            stop = self._bisect(b) if self.bisect[b] else self._search(b)
+            if stop is not None:
+                return stop
+            if self.found:
+                break
+        return None
+
+    def _search(self, b: int) -> Termination | None:
+        """Search branch ``b`` to the end, or to a limit (returned)."""
+        while self.open[b]:
+            status, stop = self._call(b, self.searches[b])
+            if self.found:
+                self.open = [False] * len(self.open)
+            elif status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
+                self.open[b] = False
+            if stop is not None:
+                return stop
+        return None
+
+    def _bisect(self, b: int) -> Termination | None:
+        """Closest example by bisection over the exact candidate radii of branch ``b``.
+
+        Each probe is a find inside the ball of one candidate radius: a point there bounds the
+        optimum from above (by its own distance), none proves every smaller candidate out.
+        The first probe takes the largest radius, to get some point fast.
+        """
+        problem = self.problems[b]
+        gaps, cell_var = cell_gaps(problem)
+        candidates = np.unique(gaps[np.isfinite(gaps)])
+        lo, hi = 0, len(candidates)
+        first = True
+        while self.open[b]:
+            if self.best is not None:  # only strictly closer points matter
+                hi = min(hi, int(np.searchsorted(candidates, self.best)))
+            if lo >= hi:
+                break
+            self.floor[b] = float(candidates[lo])
+            mid = hi - 1 if first else (lo + hi) // 2
+            first = False
+            root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
+            self.probe_found = False
+            if root is not None:
+                variant = find_within(problem, root)
+                if self._memory() + planned_bytes(variant, INITIAL_CAPACITY) > self.memory_limit:
+                    return Termination.MEMORY_LIMIT
+                self._retire(b)
+                search = BranchSearch(variant, INITIAL_CAPACITY)
+                self.searches[b] = search
+                while search.alive and not self.probe_found:
+                    status, stop = self._call(b, search)
+                    if stop is not None:
+                        return stop
+                    if status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
+                        break
+            if not self.probe_found:
+                lo = mid + 1
+        self._retire(b)
+        self.open[b] = False
+        return None
+
+    def _call(self, b: int, search: BranchSearch) -> tuple[int, Termination | None]:
+        """One kernel call on ``search`` (of branch ``b``): its status, and a termination when
+        the whole run must stop at a limit."""
+        budget = self.budget
+        if self.max_steps is not None:
+            budget = min(budget, self.max_steps - self._expanded())
+            if budget <= 0:
+                return K.STATUS_BUDGET, Termination.STEP_LIMIT
+        began = time.monotonic()
+        status = search.run(budget)
+        elapsed = time.monotonic() - began
+        self.calls += 1
+        if status == K.STATUS_BUDGET:
+            if elapsed < CALL_SECONDS / 2:
+                self.budget = min(self.budget * 2, 1 << 22)
+            elif elapsed > CALL_SECONDS * 2:
+                self.budget = max(self.budget // 2, 8)
+        for solution in search.take_solutions():
+            self._accept(b, search, solution)
+        stop = None
+        if status == K.STATUS_MEMORY:
+            extra = planned_bytes(search.problem, 2 * search.capacity) - search.nbytes()
+            if self._memory() + extra > self.memory_limit:
+                stop = Termination.MEMORY_LIMIT
+            else:
+                search.grow(2 * search.capacity)
+        self.peak_memory = max(self.peak_memory, self._memory())
+        self._note_bounds()
+        finished = status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND)
+        unfinished = not (finished or self.found)
+        if stop is None and unfinished:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                stop = Termination.TIME_LIMIT
+            elif self.max_steps is not None and self._expanded() >= self.max_steps:
+                stop = Termination.STEP_LIMIT
+        return status, stop
+
+    def _retire(self, b: int) -> None:
+        """Fold the statistics of branch ``b``'s finished probe into the totals."""
+        search = self.searches[b]
+        if search is not None:
+            self.retired["expanded"] += search.expanded
+            self.retired["created"] += int(search.ctx[K.C_PUSHED])
+            self.retired["pruned"] += int(search.ctx[K.C_PRUNED])
+            self.retired["peak"] = max(self.retired["peak"], search.live_peak)
+            self.searches[b] = None
+
+    # -- solutions ------------------------------------------------------------------------
+
+    def _accept(self, b: int, search: BranchSearch, solution: Solution) -> None:
+        problem = self.problems[b]
+        inputs = point_of(problem, solution.row)
+        if not inside(problem, solution.row, inputs):
+            raise InternalError(f"query {problem.query.name}: the point {inputs} leaves its box")
+        margins = self._margins(problem, inputs)
+        if not inputs_hold(problem, inputs, margins):
+            if solution.verified:
+                raise InternalError(
+                    f"query {problem.query.name}: the point {inputs} of a complete state breaks "
+                    "a constraint the search proved"
+                )
+            self.rejected += 1  # an output condition decided by float64 rounding: not met
+            return
+        self.accepted += 1
+        plan = self.plan
+        if plan.mode == K.MODE_FIND:
+            self.found = True
+            self.witness = Witness(inputs)
+            return
+        if search.problem.params[K.P_MODE] == K.MODE_FIND:
+            self.probe_found = True  # a bisection probe: it stops at its first point
+        elif not solution.verified:
+            search.raise_incumbent(solution.key)
+        if plan.mode == K.MODE_DISTANCE:
+            goal = plan.distance
+            center = reference_point(goal.center, inputs)
+            value = distance(goal.norm, inputs[goal.instance], center)
+            improved = self.best is None or value < self.best
+            shown = value
+        else:
+            shown = term_value(plan.objective, margins)
+            value = plan.sign * shown
+            improved = self.best is None or value > self.best
+        if improved:
+            self.best = value
+            self.witness = Witness(inputs, shown)
+            self._share_best()
+
+    def _share_best(self) -> None:
+        """Let every branch cut the states that cannot beat the best value found."""
+        for problem, search in zip(self.problems, self.searches, strict=True):
+            if search is None or search.problem.params[K.P_MODE] != self.plan.mode:
+                continue
+            if self.plan.mode == K.MODE_DISTANCE:
+                search.raise_incumbent(-int(K.encode_distance(self.best)))
+            else:
+                target = (Fraction(self.best) - problem.term_constant[0]) * Fraction(problem.scale)
+                slack = math.ceil(problem.term_slack_value[0] * problem.scale) + 1
+                search.raise_incumbent(math.floor(target) - slack)
+
+    def _margins(self, problem: Problem, inputs) -> dict[tuple[str, str], np.ndarray]:
+        query = problem.query
+        margins = {}
+        for name, model in query.models.items():
+            arrays = self._eval_arrays.get(name)
+            if arrays is None:
+                arrays = (
+                    model.feature, model.threshold, model.left, model.right, model.value,
+                    np.ascontiguousarray(model.roots), model.base_score,
+                )  # fmt: skip
+                self._eval_arrays[name] = arrays
+            for instance in query.instances:
+                margins[name, instance] = K.eval_margins(*arrays, inputs[instance])
+        return margins
+
+    # -- bounds ---------------------------------------------------------------------------
+
+    def _open_bound(self) -> float | None:
+        """The best bound of any open branch (max form, or least distance), None if none."""
+        bounds = []
+        for b, (problem, search) in enumerate(zip(self.problems, self.searches, strict=True)):
+            if not self.open[b]:
+                continue
+            if self.bisect[b]:
+                bounds.append(self.floor[b])
+                continue
+            if search is None:
+                continue
+            key = search.best_open_key()
+            if key is None:
+                continue
+            if self.plan.mode == K.MODE_DISTANCE:
+                bounds.append(K.decode_distance(-key))
+            else:
+                exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
+                bounds.append(float(exact) + problem.term_slack_value[0])
+        if not bounds:
+            return None
+        return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """``(lower, upper)`` in the goal's own sense, None for find and prove."""
+        plan = self.plan
+        if plan.mode == K.MODE_FIND:
+            return None, None
+        open_bound = self._open_bound()
+        if plan.mode == K.MODE_DISTANCE:
+            upper = math.inf if self.best is None else self.best
+            lower = upper if open_bound is None else min(open_bound, upper)
+            return lower, upper
+        lower = -math.inf if self.best is None else self.best
+        upper = lower if open_bound is None else max(open_bound, lower)
+        if plan.sign < 0:
+            return -upper, -lower
+        return lower, upper
+
+    def _note_bounds(self) -> None:
+        lower, upper = self.bounds()
+        now = time.monotonic() - self.start
+        if lower is not None and (
+            not self.trace or (self.trace[-1].lower, self.trace[-1].upper) != (lower, upper)
+        ):
+            self.trace.append(TracePoint(now, lower, upper))
+        if self.progress is not None and now - self.last_progress >= PROGRESS_SECONDS:
+            self.last_progress = now
+            self.progress(self._progress(now, lower, upper))
+
+    def _progress(self, now: float, lower, upper) -> Progress:
+        expanded = self._expanded()
+        rate = expanded / now if now > 0 else 0.0
+        return Progress(now, lower, upper, expanded, rate, self._memory())
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _expanded(self) -> int:
+        live = sum(s.expanded for s in self.searches if s is not None)
+        return live + self.retired["expanded"]
+
+    def _memory(self) -> int:
+        static = sum(p.nbytes() for p in self.problems)
+        return static + sum(s.nbytes() for s in self.searches if s is not None)
+
+    def _stop(self, termination: Termination) -> Outcome:
+        if termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
+            self.open = [False] * len(self.open)
+        lower, upper = self.bounds()
+        now = time.monotonic() - self.start
+        if lower is not None:
+            self.trace.append(TracePoint(now, lower, upper))
+        if self.progress is not None:
+            self.progress(self._progress(now, lower, upper))
+        searches = [s for s in self.searches if s is not None]
+        expanded = self._expanded()
+        stats = {
+            "states_expanded": expanded,
+            "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches)
+            + self.retired["created"],
+            "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches) + self.retired["pruned"],
+            "states_per_s": expanded / now if now > 0 else 0.0,
+            "bytes_per_state": max(
+                (state_bytes(p) for p in self.problems if not p.infeasible), default=0
+            ),
+            "peak_open_states": max([s.live_peak for s in searches] + [self.retired["peak"]]),
+            "peak_memory_bytes": max(self.peak_memory, self._memory()),
+            "branches": len(self.problems),
+            "search_trees": sum(p.n_trees for p in self.problems),
+            "solutions_accepted": self.accepted,
+            "solutions_rejected": self.rejected,
+            "kernel_calls": self.calls,
+            "exact_units": int(all(p.exact_units for p in self.problems)),
+        }
+        return Outcome(termination, self.best, self.witness, self.trace, stats, lower, upper)

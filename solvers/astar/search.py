@@ -1,0 +1,173 @@
+"""The search over one branch: the state arena the kernels work in, grown on demand.
+
+Python owns every array; :func:`kernels.search` runs a bounded number of expansions on them and
+returns, so the caller can watch the clock, the memory and the bounds between calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.problem import Problem
+
+#: States the arena starts with.
+INITIAL_CAPACITY = 256
+#: Complete states one kernel call may record before handing them over.
+SOLUTION_CAPACITY = 32
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A complete state: its box, term bounds (its values), key, whether the bounds alone prove
+    the output constraints (``verified``), and the goal distance in distance mode."""
+
+    row: np.ndarray
+    units: np.ndarray
+    key: int
+    verified: bool
+    cost: float
+
+
+def state_bytes(problem: Problem) -> int:
+    """Arena bytes per state: its box, term bounds, tree pointer, free slot and heap entry."""
+    return 4 * 2 * problem.n_vars + 8 * problem.n_terms + 4 + 4 + 8 + 8 + 4
+
+
+def planned_bytes(problem: Problem, capacity: int) -> int:
+    """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
+    and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
+    solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8
+    scratch = problem.n_trees * (12 * problem.n_terms + 8 + 8 + 4)
+    return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
+
+
+class BranchSearch:
+    """Best-first search with dives over one :class:`Problem`; see :func:`kernels.search`."""
+
+    def __init__(self, problem: Problem, capacity: int = INITIAL_CAPACITY) -> None:
+        self.problem = problem
+        self.capacity = 0
+        width = 2 * problem.n_vars
+        n_terms = problem.n_terms
+        self.ctx = np.zeros(K.N_CTX, dtype=np.int64)
+        self.ctx[K.C_DIVE] = -1
+        self.ctx[K.C_INC] = K.NO_INCUMBENT
+        self.solutions = (
+            np.zeros((SOLUTION_CAPACITY, width), dtype=np.int32),
+            np.zeros((SOLUTION_CAPACITY, n_terms), dtype=np.int64),
+            np.zeros(SOLUTION_CAPACITY, dtype=np.int64),
+            np.zeros(SOLUTION_CAPACITY, dtype=np.int8),
+            np.zeros(SOLUTION_CAPACITY, dtype=np.float64),
+        )
+        self.dynamic = (
+            np.zeros((0, width), dtype=np.int32),
+            np.zeros((0, n_terms), dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+        )
+        self.grow(capacity)
+        self.alive = bool(
+            K.push_root(
+                problem.trees,
+                problem.lifted,
+                problem.terms,
+                problem.params,
+                problem.root,
+                self.dynamic,
+                self.ctx,
+            )
+        )
+
+    # -- memory ---------------------------------------------------------------------------
+
+    @property
+    def bytes_per_state(self) -> int:
+        return state_bytes(self.problem)
+
+    def nbytes(self) -> int:
+        """Bytes held now: the arena, the heap, the solution buffer and per-call scratch."""
+        return planned_bytes(self.problem, self.capacity)
+
+    def grow(self, capacity: int) -> None:
+        """Enlarge the arena to ``capacity`` states, keeping every state and the heap."""
+        old = self.capacity
+        box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = self.dynamic
+        n_free = int(self.ctx[K.C_FREE])
+
+        def larger(a, shape):
+            b = np.zeros(shape, dtype=a.dtype)
+            b[: a.shape[0]] = a
+            return b
+
+        width = box.shape[1]
+        new_free = np.empty(capacity, dtype=np.int32)
+        added = capacity - old
+        # new rows go to the bottom of the free stack, so recently freed rows are reused first
+        new_free[:added] = np.arange(capacity - 1, old - 1, -1, dtype=np.int32)
+        new_free[added : added + n_free] = free[:n_free]
+        self.dynamic = (
+            larger(box, (capacity, width)),
+            larger(st_u, (capacity, st_u.shape[1])),
+            larger(st_ptr, capacity),
+            new_free,
+            larger(hp_key, capacity),
+            larger(hp_tie, capacity),
+            larger(hp_state, capacity),
+        )
+        self.ctx[K.C_FREE] = n_free + added
+        self.capacity = capacity
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self, budget: int) -> int:
+        """Up to ``budget`` expansions; returns a kernel ``STATUS_*``."""
+        p = self.problem
+        return int(
+            K.search(p.trees, p.lifted, p.terms, p.params, self.dynamic, self.solutions, self.ctx,
+                     int(budget))
+        )  # fmt: skip
+
+    def take_solutions(self) -> list[Solution]:
+        """The complete states recorded since the last call, oldest first."""
+        n = int(self.ctx[K.C_NSOL])
+        rows, units, keys, flags, costs = self.solutions
+        found = [
+            Solution(rows[i].copy(), units[i].copy(), int(keys[i]), bool(flags[i]), float(costs[i]))
+            for i in range(n)
+        ]
+        self.ctx[K.C_NSOL] = 0
+        return found
+
+    def raise_incumbent(self, key: int) -> None:
+        """Let the kernel cut every state whose key is at most ``key``."""
+        if not self.ctx[K.C_HAVE_INC] or key > self.ctx[K.C_INC]:
+            self.ctx[K.C_HAVE_INC] = 1
+            self.ctx[K.C_INC] = key
+
+    def best_open_key(self) -> int | None:
+        """The best key among open states (the heap and the state being dived into)."""
+        keys = []
+        if self.ctx[K.C_HEAP] > 0:
+            keys.append(int(self.dynamic[4][0]))
+        if self.ctx[K.C_DIVE] >= 0:
+            keys.append(int(self.ctx[K.C_DIVE_KEY]))
+        if not keys:
+            return None
+        best = max(keys)
+        if self.ctx[K.C_HAVE_INC] and best <= self.ctx[K.C_INC] - self.problem.params[K.P_MARGIN]:
+            return None  # nothing open can improve
+        return best
+
+    @property
+    def expanded(self) -> int:
+        return int(self.ctx[K.C_EXPANDED])
+
+    @property
+    def live_peak(self) -> int:
+        return int(self.ctx[K.C_LIVE_PEAK])

@@ -1,0 +1,110 @@
+"""A concrete float32 input inside a complete state's box, and its exact check.
+
+Every point of a complete state's box reaches the same leaves, so the outputs are fixed; what
+remains is to choose, inside the box, values that meet the lifted input constraints. The choice
+mirrors how the kernels cost a box, so it always succeeds when they kept the state:
+
+* one-hot groups: the variable forced to 1, else the one that costs least against the reference;
+* change counts and distances (one reference per conjunction): each variable as close to its
+  reference as the box allows (the reference value itself when inside, else the nearer end; for
+  a reference instance, a shared value where the two intervals overlap, else the facing ends);
+  this is simultaneously the least change count, L-inf and L1 distance;
+* linear inequalities: the plain point, or when it breaks one, that constraint's best corner (an
+  unbounded end counts as the largest float32, as in the kernels);
+* everything else: 0, or the nearer end of the box.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from veritas_dsl.ir.evaluate import holds
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.problem import Problem
+
+
+def box_bounds(problem: Problem, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 interval of every variable in box ``row`` (float64 arrays)."""
+    n = problem.n_vars
+    base = problem.cell_ptr[:-1]
+    return problem.cell_lo[base + row[:n]], problem.cell_hi[base + row[n:]]
+
+
+def _nearest(target: float, lo: float, hi: float, integral: bool) -> float:
+    if target < lo:
+        return lo
+    if target > hi:
+        return hi
+    if integral and target != math.floor(target):
+        down, up = float(math.floor(target)), float(math.ceil(target))
+        return down if target - down <= up - target else up
+    return target
+
+
+def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
+    """Float32 inputs per instance inside box ``row`` that meet the lifted constraints."""
+    lo, hi = box_bounds(problem, row)
+    values = np.minimum(np.maximum(0.0, lo), hi)
+    integral = problem.integral
+    pairs = problem.resources[0].pairs if problem.resources else ()
+    kind = problem.resources[0].kind if problem.resources else K.KIND_CHANGED
+    grouped = {v for group in problem.groups for v in group}
+    for a, b, c in pairs:
+        if a in grouped:
+            continue
+        if b < 0:
+            values[a] = _nearest(c, lo[a], hi[a], bool(integral[a]))
+        elif hi[a] < lo[b]:
+            values[a], values[b] = hi[a], lo[b]
+        elif hi[b] < lo[a]:
+            values[a], values[b] = lo[a], hi[b]
+        else:
+            common = min(max(0.0, max(lo[a], lo[b])), min(hi[a], hi[b]))
+            values[a] = values[b] = common
+    for group in problem.groups:
+        block = [(a, c) for a, _, c in pairs if a in group]
+        forced = [v for v in group if lo[v] >= 1.0]
+        able = forced or [v for v in group if hi[v] >= 1.0]
+
+        def cost(w, block=block):
+            gaps = [abs((1.0 if a == w else 0.0) - c) for a, c in block]
+            if kind == K.KIND_LINF:
+                return max(gaps, default=0.0)
+            if kind == K.KIND_L1:
+                return sum(gaps)
+            return sum(g != 0.0 for g in gaps)
+
+        chosen = min(able, key=cost) if able else None
+        for v in group:
+            values[v] = 1.0 if v == chosen else 0.0
+    for entries, rhs in problem.linear:
+        total = sum((Fraction(a) * Fraction(float(values[v])) for v, a in entries), Fraction(0))
+        if total <= Fraction(rhs):
+            continue
+        for v, a in entries:
+            end = lo[v] if a > 0 else hi[v]
+            values[v] = min(max(end, -K.FLT_MAX), K.FLT_MAX)
+    return {
+        name: values[problem.var[i]].astype(np.float32)
+        for i, name in enumerate(problem.query.instances)
+    }
+
+
+def inside(problem: Problem, row: np.ndarray, inputs) -> bool:
+    """Whether ``inputs`` lie in box ``row`` (so they reach the state's leaves)."""
+    lo, hi = box_bounds(problem, row)
+    for i, name in enumerate(problem.query.instances):
+        values = inputs[name].astype(np.float64)
+        v = problem.var[i]
+        if np.any(values < lo[v]) or np.any(values > hi[v]):
+            return False
+    return True
+
+
+def inputs_hold(problem: Problem, inputs, margins) -> bool:
+    """Whether ``inputs`` meet every constraint of the conjunction exactly (``margins``: model
+    outputs, ``{(model, instance): float64 array}``)."""
+    return all(holds(c, inputs, margins) for c in problem.constraints)

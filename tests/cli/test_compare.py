@@ -1,0 +1,56 @@
+"""`ver compare`: a table per query and engine, a PNG of the bounds, errors for unknown engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from veritas_dsl.cli import ExitCode, main
+
+SPEC = """model m = ensemble "m.json"
+query top {
+    input x
+    maximize m(x)
+}
+query low {
+    input x
+    minimize m(x)
+}
+query any {
+    input x
+    where m(x) > 100
+}
+"""
+
+
+@pytest.fixture
+def spec(tmp_path, two_trees):
+    two_trees.save(tmp_path / "m.json")
+    path = tmp_path / "spec.ver"
+    path.write_text(SPEC)
+    return path
+
+
+def test_table_and_plot(spec, tmp_path, capsys):
+    png = tmp_path / "bounds.png"
+    assert main(["compare", str(spec), "--solvers", "oracle", "--plot", str(png)]) == ExitCode.OK
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == [
+        "query",
+        "engine",
+        "status",
+        "lower",
+        "upper",
+        "first",
+        "exact",
+        "time",
+    ]
+    assert out[1].split()[:5] == ["top", "oracle", "optimal", "7", "7"]
+    assert out[2].split()[:5] == ["low", "oracle", "optimal", "-3", "-3"]
+    assert out[3].split()[:3] == ["any", "oracle", "infeasible"]
+    assert out[-1] == f"plot: 2 panels written to {png}"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unknown_engine(spec, capsys):
+    assert main(["compare", str(spec), "--solvers", "oracle,nope"]) == ExitCode.ERROR
+    assert "unknown engine 'nope'" in capsys.readouterr().err

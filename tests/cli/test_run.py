@@ -1,0 +1,125 @@
+"""`ver run`: output, JSON document, and exit codes (0 all hold, 1 a check fails, 2 errors)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from veritas_dsl.cli import ExitCode, main
+
+
+@pytest.fixture
+def folder(tmp_path, two_trees):
+    two_trees.save(tmp_path / "m.json")
+    (tmp_path / "rows.csv").write_text("x0,x1,label\n0,0,1\n1.5,0.5,0\n")
+    return tmp_path
+
+
+def write(folder, body: str):
+    path = folder / "spec.ver"
+    path.write_text('model m = ensemble "m.json"\ndata rows = csv "rows.csv"\n' + body)
+    return str(path)
+
+
+def test_run_prints_answers_and_exits_0(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n  expect upper <= 7\n}\n")
+    assert main(["run", path]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "top" in out and "value 7" in out
+    assert "ok      expect upper <= 7" in out
+    assert "1 hold, 0 failed" in out.splitlines()[-1]
+
+
+def test_failed_expectation_exits_1_with_a_located_line(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n  expect upper <= 6.5\n}\n")
+    assert main(["run", path]) == ExitCode.FAILED
+    err = capsys.readouterr().err
+    assert f"{path}:6:3: top: expect upper <= 6.5 failed (upper = 7)" in err
+
+
+def test_property_counterexample_exits_1(folder, capsys):
+    path = write(folder, "property p {\n  forall x: linf(x, rows[0]) <= 1 => m(x) <= 1.5\n}\n")
+    assert main(["run", path]) == ExitCode.FAILED
+    captured = capsys.readouterr()
+    assert "counterexample x: x0=1" in captured.out
+    assert "p: property p failed" in captured.err
+
+
+def test_json_document(folder, capsys):
+    body = (
+        "query top for r in rows[0:2] {\n  input x\n  where linf(x, r) <= 0.5\n  maximize m(x)\n}\n"
+    )
+    assert main(["run", "--json", write(folder, body)]) == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)
+    first, second = document["results"]
+    assert (first["query"], first["row"], second["row"]) == ("top", 0, 1)
+    assert first["kind"] == "maximize" and first["solver"] == "astar"  # the default engine
+    assert first["status"] == "optimal"
+    assert first["lower"] == first["upper"] == 1.5
+    assert set(first["witness"]["x"]) == {"x0", "x1"}
+    assert first["time_s"] >= 0 and isinstance(first["stats"], dict)
+
+
+def test_infinite_bounds_stay_valid_json(folder, capsys):
+    body = "query q {\n  input x\n  where x.x0 <= 0 and m(x) > 5\n  maximize m(x)\n}\n"
+    assert main(["run", "--json", write(folder, body)]) == ExitCode.OK
+    entry = json.loads(capsys.readouterr().out)["results"][0]
+    assert (entry["status"], entry["lower"], entry["upper"]) == ("infeasible", "-inf", "-inf")
+
+
+def test_spec_errors_exit_2_with_diagnostics(folder, capsys):
+    path = write(folder, "query q {\n  input x\n  where x.x3 > 0\n}\n")
+    assert main(["run", path]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "error[V204]: unknown feature `x3`" in err
+    assert f"--> {path}:5:11" in err
+    assert "Traceback" not in err
+
+
+def test_solver_flag_and_unknown_solver(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
+    assert main(["run", "--solver", "oracle", path]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["run", "--solver", "nope", path]) == ExitCode.ERROR
+    assert "unknown engine 'nope'" in capsys.readouterr().err
+
+
+def test_missing_spec_file(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "absent.ver")]) == ExitCode.ERROR
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_progress_line_only_on_a_terminal(capsys):
+    from types import SimpleNamespace
+
+    from veritas_dsl.cli import _Progress
+
+    state = SimpleNamespace(time_s=1.5, lower=1.0, upper=3.0, states_per_s=1200.0)
+    quiet = _Progress(enabled=False)
+    quiet.engine("q", "astar", state)
+    quiet.clear()
+    assert capsys.readouterr().err == ""
+    live = _Progress(enabled=True)
+    live.engine("q", "astar", state)
+    live.clear()
+    err = capsys.readouterr().err
+    assert "q (astar): [1, 3] gap 2  1,200 states/s  1.5 s" in err
+    assert err.endswith("\r")
+
+
+def test_json_stays_quiet_on_stderr(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
+    assert main(["run", "--json", path]) == ExitCode.OK
+    assert capsys.readouterr().err == ""
+
+
+def test_default_engine_falls_back_and_says_so(folder, capsys):
+    # A* refuses linear equalities; with no engine named, the next default answers.
+    path = write(folder, "query q {\n  input x\n  where x.x0 + x.x1 == 2.5\n  maximize m(x)\n}\n")
+    assert main(["run", path]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "astar refused it" in out and "linear equalities" in out
+    assert "value 7" in out  # x0 = 2.5, x1 = 0
+    assert main(["run", "--solver", "astar", path]) == ExitCode.ERROR
+    assert "error[V503]" in capsys.readouterr().err

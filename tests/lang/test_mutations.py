@@ -1,0 +1,170 @@
+"""Mutated valid specs fail only with our own located errors: never a traceback, never a crash."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veritas_dsl import SpecError, parse
+from veritas_dsl.run import RunOptions, choose_engines
+
+from .specs import DOCS, doc_examples, example_files
+
+BASES = [(str(DOCS), text) for _, text in doc_examples()]
+BASES += [(str(path), path.read_text()) for path in example_files()]
+TOKENS = [
+    "query",
+    "property",
+    "model",
+    "data",
+    "features",
+    "const",
+    "input",
+    "where",
+    "maximize",
+    "minimize",
+    "find",
+    "forall",
+    "expect",
+    "solve",
+    "with",
+    "for",
+    "in",
+    "and",
+    "or",
+    "not",
+    "except",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    ":",
+    "=>",
+    "=",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "+",
+    "-",
+    "*",
+    "/",
+    ".",
+    "x",
+    "x2",
+    "clf",
+    "test",
+    "age",
+    "income",
+    "class",
+    "linf",
+    "l1",
+    "changed",
+    "0",
+    "1.5",
+    "-3",
+    "1e9",
+    "inf",
+    '"',
+    '"nowhere.json"',
+    "10s",
+    "2GB",
+    "#",
+    "\n",
+    "upper",
+    "lower",
+    "found",
+    "none",
+    "astar",
+    "oracle",
+    "int",
+    "real",
+    "bool",
+    "onehot",
+]
+
+
+NAMES = [
+    "x",
+    "x1",
+    "x2",
+    "r",
+    "clf",
+    "test",
+    "age",
+    "income",
+    "debt",
+    "sex",
+    "housing",
+    "housing_rent",
+    "eps",
+    "class",
+    "linf",
+    "l1",
+    "changed",
+    "upper",
+    "found",
+    "astar",
+    "milp",
+]
+NUMBERS = ["0", "1", "-1", "2.5", "0.05", "199", "200", "1e30", "inf", "3"]
+WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+NUMBER = re.compile(r"\d+(\.\d+)?")
+
+
+@st.composite
+def mutants(draw):
+    path, text = draw(st.sampled_from(BASES))
+    for _ in range(draw(st.integers(1, 3))):
+        position = draw(st.integers(0, len(text)))
+        action = draw(
+            st.sampled_from(["delete", "insert", "replace", "duplicate", "rename", "renumber"])
+        )
+        if action in ("rename", "renumber"):
+            pattern, choices = (WORD, NAMES) if action == "rename" else (NUMBER, NUMBERS)
+            matches = list(pattern.finditer(text))
+            if matches:
+                m = draw(st.sampled_from(matches))
+                text = text[: m.start()] + draw(st.sampled_from(choices)) + text[m.end() :]
+        elif action == "delete":
+            text = text[:position] + text[position + draw(st.integers(1, 12)) :]
+        elif action == "insert":
+            text = text[:position] + " " + draw(st.sampled_from(TOKENS)) + " " + text[position:]
+        elif action == "replace":
+            end = position + draw(st.integers(1, 8))
+            text = text[:position] + draw(st.sampled_from(TOKENS)) + text[end:]
+        else:
+            end = position + draw(st.integers(1, 40))
+            text = text[:end] + text[position:]
+    return path, text
+
+
+@settings(max_examples=150, deadline=None)
+@given(mutants())
+def test_mutants_fail_only_with_located_diagnostics(mutant):
+    path, text = mutant
+    try:
+        spec = parse(text, path)
+        for lowered in spec.lowered():
+            choose_engines(lowered, RunOptions())
+    except SpecError as error:
+        assert error.diagnostics
+        for diagnostic in error.diagnostics:
+            assert diagnostic.message and diagnostic.code.startswith("V")
+            if diagnostic.span is None:
+                assert diagnostic.code in ("V203",), diagnostic
+                continue
+            span = diagnostic.span
+            lines = (
+                text.splitlines() if span.file == path else Path(span.file).read_text().splitlines()
+            )
+            assert 1 <= span.line <= max(1, len(lines) + 1), diagnostic
+            assert span.column >= 1, diagnostic

@@ -1,0 +1,44 @@
+"""Batches across processes give the same answers as one process."""
+
+from __future__ import annotations
+
+from veritas_dsl import parse
+from veritas_dsl.parallel import run_all
+from veritas_dsl.run import RunOptions
+
+SPEC = """model m = ensemble "m.json"
+data rows = csv "rows.csv"
+property calm for r in rows[0:6] {
+    forall x: linf(x, r) <= 0.5 => m(x) <= 2
+}
+query closest for r in rows[0:6] {
+    input x
+    where m(x) >= 7
+    minimize l1(x, r)
+}
+"""
+
+
+def test_two_processes_agree_with_one(tmp_path, two_trees):
+    two_trees.save(tmp_path / "m.json")
+    (tmp_path / "rows.csv").write_text("x0,x1\n0,0\n0.75,0.5\n1.5,0.5\n2.5,3\n-1,1.5\n0.9,0.9\n")
+    path = str(tmp_path / "spec.ver")
+    spec = parse(SPEC, path)
+    lowered = list(spec.lowered())
+    source = (SPEC, path, False, False)
+    alone = run_all(lowered, RunOptions(), 1, source)
+    finished = []
+    together = run_all(
+        lowered, RunOptions(), 2, source, done=lambda r, n, t: finished.append(n), worth_it_s=0
+    )
+    assert sorted(finished) == list(range(1, 13))
+    for a, b in zip(alone, together, strict=True):
+        assert a.lowered is b.lowered
+        assert (a.result.termination, a.result.lower, a.result.upper) == (
+            b.result.termination,
+            b.result.lower,
+            b.result.upper,
+        )
+        assert [c.holds for c in a.checks] == [c.holds for c in b.checks]
+        assert len(a.result.witnesses) == len(b.result.witnesses)
+    assert [c.holds for r in alone[:6] for c in r.checks] == [True, False, False, True, True, False]

@@ -1,0 +1,68 @@
+"""The pytest plugin: .ver files as test items, readable failures."""
+
+from __future__ import annotations
+
+import pytest
+
+HEADER = 'model m = ensemble "m.json"\ndata rows = csv "rows.csv"\n'
+
+
+@pytest.fixture
+def folder(pytester, two_trees):
+    two_trees.save(pytester.path / "m.json")
+    (pytester.path / "rows.csv").write_text("x0,x1\n0,0\n0.25,0.5\n")
+    return pytester
+
+
+def test_items_pass_and_fail(folder):
+    folder.makefile(
+        ".ver",
+        specs=HEADER
+        + """
+query top {
+    input x
+    maximize m(x)
+    expect upper <= 7
+}
+property steady for r in rows[0:2] {
+    forall x: linf(x, r) <= 1 => m(x) <= 1.5
+}
+query plain {
+    input x
+    maximize m(x)
+}
+""",
+    )
+    result = folder.runpytest("-v")  # the pytest11 entry point loads the plugin
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*specs.ver::top PASSED*",
+            "*specs.ver::steady FAILED*",
+            "*2 of 2 rows fail*",
+            "*steady[[]0]: property steady failed (counterexample found)*",
+            "*counterexample:*",
+            "*feature  row  x*",
+        ]
+    )
+    assert "plain" not in result.stdout.str()
+
+
+def test_two_instance_witness_table(folder):
+    folder.makefile(
+        ".ver",
+        fair=HEADER
+        + "query gap {\n input x1, x2\n where x1 == x2 except x0\n maximize m(x2) - m(x1)\n expect upper <= 5\n}\n",
+    )
+    result = folder.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*expect upper <= 5 failed (upper = 5.5)*", "*feature  x1*x2*", "*x0 *"]
+    )
+
+
+def test_spec_errors_are_one_failing_item(folder):
+    folder.makefile(".ver", broken=HEADER + "query q {\n  input x\n  where x.nope > 0\n}\n")
+    result = folder.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*error[[]V204]: unknown feature `nope`*", "*broken.ver:5:11*"])

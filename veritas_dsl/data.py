@@ -1,0 +1,145 @@
+"""Data sets a spec reads rows from: CSV files and LIBSVM / svmlight files.
+
+Values become float32 exactly as the libraries' own readers round them (once, from the decimal
+text). A malformed file is a :class:`DataError` naming the file, line and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from veritas_dsl.ir.float32 import parse_float32
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Rows of named float32 columns, and the file they came from."""
+
+    name: str
+    columns: tuple[str, ...]
+    values: np.ndarray  # (n_rows, n_columns) float32
+    path: str
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+class DataError(ValueError):
+    """A data file that cannot be read as declared; ``line`` and ``column`` count from 1."""
+
+    def __init__(
+        self, message: str, path: str, line: int, column: int, width: int = 1, help: str = ""
+    ):
+        super().__init__(message)
+        self.message, self.path, self.line, self.column = message, path, line, column
+        self.width, self.help = width, help
+
+
+def read_csv(name: str, path: Path) -> Dataset:
+    """A CSV file whose first line names the columns; every value a number."""
+    shown = str(path)
+    with path.open(newline="") as handle:
+        lines = list(csv.reader(handle))
+    if not lines or not lines[0]:
+        raise DataError(
+            f"data `{name}` is empty", shown, 1, 1, help="the first line names the columns"
+        )
+    header = tuple(h.strip() for h in lines[0])
+    texts: list[str] = []
+    n_rows = 0
+    for number, record in enumerate(lines[1:], start=2):
+        if not record:
+            continue
+        if len(record) != len(header):
+            raise DataError(
+                f"line has {len(record)} fields, the header {len(header)}", shown, number, 1
+            )
+        column = 1
+        for text in record:
+            if not _is_number(text):
+                raise DataError(
+                    f"`{text}` is not a number",
+                    shown,
+                    number,
+                    column,
+                    max(1, len(text)),
+                    help="data values are numbers; missing values are not supported",
+                )
+            column += len(text) + 1
+        texts += record
+        n_rows += 1
+    values = parse_float32(texts).reshape(n_rows, len(header))
+    return Dataset(name, header, values, shown)
+
+
+def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) -> Dataset:
+    """A LIBSVM / svmlight file: ``label index:value ...`` per line, absent entries 0.
+
+    Columns are ``f0 .. f{n-1}`` and ``label``. Indices count from ``first_index`` (LIBSVM's own
+    files count from 1); an index outside ``first_index .. first_index + n_features - 1`` is an
+    error, as is anything that is not a number. ``qid:`` entries and ``#`` comments are skipped.
+    """
+    shown = str(path)
+    labels: list[str] = []
+    rows: list[int] = []
+    columns: list[int] = []
+    texts: list[str] = []
+    with path.open() as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.split("#", 1)[0].rstrip("\n")
+            stripped = line.strip()
+            if not stripped:
+                continue
+            fields = _fields(line)
+            label, label_column = fields[0]
+            if not _is_number(label):
+                raise DataError(
+                    f"the label `{label}` is not a number", shown, number, label_column, len(label)
+                )
+            row = len(labels)
+            labels.append(label)
+            for text, column in fields[1:]:
+                index_text, sep, value = text.partition(":")
+                if index_text == "qid":
+                    continue
+                if not sep or not index_text.isdigit() or not _is_number(value):
+                    raise DataError(
+                        f"`{text}` is not index:value", shown, number, column, len(text)
+                    )
+                index = int(index_text) - first_index
+                if not 0 <= index < n_features:
+                    last = first_index + n_features - 1
+                    raise DataError(
+                        f"feature index {index_text} is outside {first_index}..{last}",
+                        shown,
+                        number,
+                        column,
+                        len(index_text),
+                        help="check the declared feature count and first index",
+                    )
+                rows.append(row)
+                columns.append(index)
+                texts.append(value)
+    values = np.zeros((len(labels), n_features + 1), dtype=np.float32)
+    values[rows, columns] = parse_float32(texts)
+    values[:, n_features] = parse_float32(labels)
+    names = (*(f"f{i}" for i in range(n_features)), "label")
+    return Dataset(name, names, values, shown)
+
+
+def _fields(line: str) -> list[tuple[str, int]]:
+    """Whitespace-separated fields with their 1-based columns."""
+    return [(m.group(), m.start() + 1) for m in re.finditer(r"\S+", line)]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return value == value  # NaN is a missing value, which we refuse

@@ -1,0 +1,108 @@
+"""Diagnostics: what went wrong in a spec, where, and how to fix it, rendered one way everywhere.
+
+A diagnostic points at the smallest offending span of the user's own text::
+
+    error[V104]: unknown feature `incme`
+      --> credit.ver:14:13
+       |
+    14 |     where x.incme >= 60
+       |             ^^^^^ not a feature of the models
+       = help: did you mean `income`?
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source file; lines and columns count from 1, ``end_column`` is exclusive."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem. ``code`` is stable (V1xx syntax, V2xx names, V3xx types, V4xx data/models,
+    V5xx engines); ``label`` annotates the caret; ``help`` alone suggests a fix."""
+
+    code: str
+    message: str
+    span: Span | None = None
+    label: str = ""
+    notes: tuple[str, ...] = ()
+    help: str = ""
+
+
+class SpecError(Exception):
+    """One or more diagnostics that stop a spec from running."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics = tuple(diagnostics)
+        super().__init__("; ".join(d.message for d in self.diagnostics))
+
+    def __reduce__(self):
+        # Crosses process boundaries (parallel batches) with its diagnostics intact.
+        return (SpecError, (self.diagnostics,))
+
+
+@dataclass
+class Sources:
+    """The text of every file a diagnostic may point into, by the name used in spans."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def line(self, file: str, number: int) -> str | None:
+        text = self.texts.get(file)
+        if text is None:
+            try:
+                text = Path(file).read_text(errors="replace")
+            except OSError:
+                return None
+            self.texts[file] = text
+        lines = text.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else None
+
+
+def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
+    """The diagnostic as text: header, location, the source line with a caret, notes, help."""
+    sources = sources or Sources()
+    lines = [f"error[{diagnostic.code}]: {diagnostic.message}"]
+    span = diagnostic.span
+    if span is not None:
+        gutter = " " * len(str(span.line))
+        lines.append(f"{gutter}--> {span}")
+        source = sources.line(span.file, span.line)
+        if source is not None:
+            source = source.expandtabs(1)
+            end = span.end_column if span.end_line == span.line else len(source) + 1
+            width = max(1, end - span.column)
+            caret = " " * (span.column - 1) + "^" * width
+            label = f" {diagnostic.label}" if diagnostic.label else ""
+            lines += [f"{gutter} |", f"{span.line} | {source}", f"{gutter} | {caret}{label}"]
+        prefix = f"{gutter} = "
+    else:
+        prefix = "  = "
+    lines += [f"{prefix}note: {note}" for note in diagnostic.notes]
+    if diagnostic.help:
+        lines.append(f"{prefix}help: {diagnostic.help}")
+    return "\n".join(lines)
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str:
+    """A ``help`` text naming the candidate closest to ``name``, or empty when none is close."""
+    # Elm's rule of thumb: one edit for short names, two for longer ones, as a similarity ratio.
+    cutoff = 0.6 if len(name) > 4 else 0.5
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
+    return f"did you mean `{close[0]}`?" if close else ""

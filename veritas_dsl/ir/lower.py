@@ -1,0 +1,316 @@
+"""Checked spec to query IR: one :class:`Query` per query, or per row of a ``for`` query.
+
+This is the only place that knows both the language and the IR. It binds the batch row, spells
+out what the language's sugar means (``class``, ties with ``except``, one-hot groups, strict
+bounds on float32 inputs), and leaves the engines nothing but mathematics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from veritas_dsl.diagnostics import Diagnostic, SpecError
+from veritas_dsl.ir.float32 import ceil32_exact, floor32_exact, next_down, next_up
+from veritas_dsl.ir.query import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    Constraint,
+    Find,
+    Goal,
+    Interval,
+    Linear,
+    LinearTerm,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    OneHot,
+    OutputAtom,
+    OutputConstraint,
+    OutputTerm,
+    Prove,
+    Query,
+    Row,
+    Tie,
+)
+from veritas_dsl.lang import typed as t
+
+#: A condition that cannot hold (an empty disjunction).
+FALSE = AnyOf(())
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """One IR query with what it came from: the checked query, the batch row, the bound
+    expectations (``(expectation, number)``; the number is None for found/none)."""
+
+    query: Query
+    source: t.CheckedQuery
+    row: int | None
+    expectations: tuple[tuple[t.Expectation, float | None], ...]
+
+
+def lower(spec: t.CheckedSpec, checked: t.CheckedQuery) -> list[Lowered]:
+    """The IR queries of ``checked``: one, or one per row of its batch."""
+    if checked.batch is None:
+        return [_Lowering(spec, checked, None).run()]
+    return [
+        _Lowering(spec, checked, index).run()
+        for index in range(checked.batch.start, checked.batch.stop)
+    ]
+
+
+class _Lowering:
+    def __init__(self, spec: t.CheckedSpec, checked: t.CheckedQuery, row: int | None) -> None:
+        self.spec = spec
+        self.checked = checked
+        self.row = row
+        self.data = checked.batch.data if checked.batch else None
+
+    def run(self) -> Lowered:
+        checked = self.checked
+        constraints: list[Constraint] = []
+        for group in self.spec.groups.values():
+            constraints += [OneHot(instance, group) for instance in checked.instances]
+        for condition in checked.constraints:
+            constraints += self.condition(condition)
+        goal = self.goal(checked.goal)
+        name = checked.name if self.row is None else f"{checked.name}[{self.row}]"
+        query = Query(
+            name, self.spec.features, checked.instances, self.spec.models, tuple(constraints), goal
+        )
+        expectations = tuple(
+            (e, None if e.value is None else self.constant(e.value)) for e in checked.expectations
+        )
+        return Lowered(query, checked, self.row, expectations)
+
+    # -- values ---------------------------------------------------------------------------
+
+    def batch_row(self) -> Row:
+        return self.spec.row(self.data, self.row)
+
+    def rows_of(self, value: t.RowValue) -> Row:
+        index = self.row if value.index is None else value.index
+        return self.spec.row(value.data, index)
+
+    def symbol_value(self, symbol: t.Symbol) -> float:
+        """The number a constant symbol stands for, with the batch row bound."""
+        if symbol == t.ONE:
+            return 1.0
+        dataset = self.spec.datasets[self.data]
+        if symbol[0] == "rowcol":
+            return float(dataset.values[self.row, dataset.columns.index(symbol[1])])
+        _, model, k = symbol
+        point = np.asarray(self.batch_row().values, dtype=np.float32)[None, :]
+        return float(np.atleast_1d(self.spec.models[model].eval(point)[0])[k])
+
+    def split(self, lin: t.Lin) -> tuple[dict, float]:
+        """Unknown terms and the constant (batch-row symbols evaluated) of an affine form."""
+        unknown, constant = {}, 0.0
+        for symbol, coef in lin.coefs:
+            if symbol[0] in ("feat", "out"):
+                unknown[symbol] = coef
+            else:
+                constant += coef * self.symbol_value(symbol)
+        return unknown, constant
+
+    def constant(self, lin: t.Lin) -> float:
+        return self.split(lin)[1]
+
+    def output_term(self, lin: t.Lin) -> OutputTerm:
+        unknown, constant = self.split(lin)
+        atoms = tuple(OutputAtom(c, model, inst, k) for (_, model, inst, k), c in unknown.items())
+        return OutputTerm(atoms, constant)
+
+    def reference(self, other: t.Instance | t.RowValue) -> Row | str:
+        return other.name if isinstance(other, t.Instance) else self.rows_of(other)
+
+    # -- conditions -----------------------------------------------------------------------
+
+    def condition(self, c: t.Condition) -> list[Constraint]:
+        if isinstance(c, t.AllOf):
+            return [x for part in c.parts for x in self.condition(part)]
+        if isinstance(c, t.EitherOf):
+            return [AnyOf(tuple(tuple(self.condition(part)) for part in c.parts))]
+        if isinstance(c, t.LinCompare):
+            return self.lin_compare(c)
+        if isinstance(c, t.DistanceAtMost):
+            d = c.distance
+            return [Ball(d.norm, d.instance, self.reference(d.other), self.constant(c.bound))]
+        if isinstance(c, t.ChangedAtMost):
+            bound = self.constant(c.bound)
+            k = math.ceil(bound) - 1 if c.strict else math.floor(bound)
+            if k < 0:
+                return [FALSE]
+            return [AtMostKChanged(c.changed.instance, self.reference(c.changed.other), k)]
+        if isinstance(c, t.ClassCompare):
+            return self.class_compare(c)
+        if isinstance(c, t.TieAll):
+            n = len(self.spec.features)
+            return [Tie(c.first, c.second, f) for f in range(n) if f not in c.excepted]
+        if isinstance(c, t.SameAsRow):
+            values = self.rows_of(c.row).values
+            return [
+                Interval(c.instance, f, v, v) for f, v in enumerate(values) if f not in c.excepted
+            ]
+        if isinstance(c, t.GroupIs):
+            value = 1.0 if c.equal else 0.0
+            return [Interval(c.instance, c.feature, value, value)]
+        raise AssertionError(f"unknown condition {c!r}")
+
+    def lin_compare(self, c: t.LinCompare) -> list[Constraint]:
+        unknown, constant = self.split(c.lin)
+        if not unknown:
+            return [] if _holds(constant, c.op) else [FALSE]
+        if c.op == "!=":
+            return [
+                AnyOf(
+                    (
+                        (self.compare_unknown(unknown, constant, "<", c),),
+                        (self.compare_unknown(unknown, constant, ">", c),),
+                    )
+                )
+            ]
+        if c.op == "==" and next(iter(unknown))[0] == "out":
+            return [
+                self.compare_unknown(unknown, constant, ">=", c),
+                self.compare_unknown(unknown, constant, "<=", c),
+            ]
+        return [self.compare_unknown(unknown, constant, c.op, c)]
+
+    def compare_unknown(
+        self, unknown: dict, constant: float, op: str, c: t.LinCompare
+    ) -> Constraint:
+        """``sum(unknown) + constant op 0`` as one IR constraint."""
+        if next(iter(unknown))[0] == "out":
+            term = OutputTerm(tuple(OutputAtom(k, m, i, o) for (_, m, i, o), k in unknown.items()))
+            return OutputConstraint(term, op, -constant)
+        if len(unknown) == 1:
+            (((_, instance, f), coef),) = unknown.items()
+            return _interval(instance, f, coef, constant, op)
+        if op in ("<", ">"):
+            message = "a strict comparison between several features is not supported"
+            help = "write <= or >= (inputs are float32: move the bound by the step you need)"
+            raise SpecError([Diagnostic("V328", message, c.span, help=help)])
+        terms = tuple(LinearTerm(k, i, f) for (_, i, f), k in unknown.items())
+        return Linear(terms, op, -constant)
+
+    def class_compare(self, c: t.ClassCompare) -> list[Constraint]:
+        left = c.left
+        right = c.right
+        if isinstance(right, t.Lin):
+            k = self.constant(right)
+            if not k.is_integer() or not 0 <= k < max(2, self.spec.models[left.model].n_outputs):
+                return [] if not c.equal else [FALSE]
+            return self.class_is(left, int(k), c.equal)
+        constant_left = isinstance(left.subject, t.RowValue)
+        if constant_left and isinstance(right.subject, t.RowValue):
+            same = self.row_class(left) == self.row_class(right)
+            return [] if same == c.equal else [FALSE]
+        if constant_left:
+            left, right = right, left
+        if isinstance(right.subject, t.RowValue):
+            return self.class_is(left, self.row_class(right), c.equal)
+        # Two instances: the classes agree when both are k, for some k.
+        n = max(2, self.spec.models[left.model].n_outputs, self.spec.models[right.model].n_outputs)
+        both = [
+            tuple(self.class_is(left, k, True) + self.class_is(right, k, True)) for k in range(n)
+        ]
+        if c.equal:
+            return [AnyOf(tuple(both))]
+        differ = [
+            tuple(self.class_is(left, a, True) + self.class_is(right, b, True))
+            for a in range(n)
+            for b in range(n)
+            if a != b
+        ]
+        return [AnyOf(tuple(differ))]
+
+    def row_class(self, value: t.ClassOf) -> int:
+        point = np.asarray(self.rows_of(value.subject).values, dtype=np.float32)[None, :]
+        return int(self.spec.models[value.model].predict_class(point)[0])
+
+    def class_is(self, value: t.ClassOf, k: int, equal: bool) -> list[Constraint]:
+        """``class(model, instance) == k`` (or ``!=``) as output constraints.
+
+        Binary: class 1 is an output strictly above the threshold. Multiclass: the first largest
+        output wins, so class k beats every earlier class strictly and every later one or ties.
+        """
+        model = self.spec.models[value.model]
+        instance = value.subject.name
+        if model.task == "binary":
+            term = OutputTerm((OutputAtom(1.0, value.model, instance, 0),))
+            above = (k == 1) == equal
+            return [OutputConstraint(term, ">" if above else "<=", model.class_threshold)]
+        wins = []
+        for j in range(model.n_outputs):
+            if j == k:
+                continue
+            term = OutputTerm(
+                (
+                    OutputAtom(1.0, value.model, instance, k),
+                    OutputAtom(-1.0, value.model, instance, j),
+                )
+            )
+            wins.append(OutputConstraint(term, ">" if j < k else ">=", 0.0))
+        if equal:
+            return wins
+        return [AnyOf(tuple((_negate(w),) for w in wins))] if wins else [FALSE]
+
+    # -- goals ----------------------------------------------------------------------------
+
+    def goal(self, goal: t.Goal) -> Goal:
+        if isinstance(goal, t.OptimizeOutputs):
+            term = self.output_term(goal.lin)
+            return Maximize(term) if goal.sense == "maximize" else Minimize(term)
+        if isinstance(goal, t.ClosestDistance):
+            d = goal.distance
+            return MinimizeDistance(d.norm, d.instance, self.reference(d.other))
+        if isinstance(goal, t.ProveThat):
+            return Prove(tuple(self.condition(goal.conclusion)))
+        return Find()
+
+
+def _holds(value: float, op: str) -> bool:
+    return {
+        "<": value < 0,
+        "<=": value <= 0,
+        ">": value > 0,
+        ">=": value >= 0,
+        "==": value == 0,
+        "!=": value != 0,
+    }[op]
+
+
+def _negate(constraint: OutputConstraint) -> OutputConstraint:
+    opposite = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+    return OutputConstraint(constraint.term, opposite[constraint.op], constraint.rhs)
+
+
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+
+
+def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> Interval:
+    """``coef * x + constant op 0`` as the exact float32 interval of ``x``."""
+    if coef < 0:
+        op = _MIRROR[op]
+    lo, hi = -math.inf, math.inf
+    if not math.isfinite(constant):  # x op +-inf: everything, or nothing
+        empty = Interval(instance, f, math.inf, -math.inf)
+        return Interval(instance, f) if _holds(constant / coef, op) else empty
+    bound = -Fraction(constant) / Fraction(coef)
+    if op in ("<=", "=="):
+        hi = floor32_exact(bound)
+    if op in (">=", "=="):
+        lo = ceil32_exact(bound)
+    if op == "<":
+        below = floor32_exact(bound)
+        hi = next_down(below) if Fraction(below) == bound else below
+    if op == ">":
+        above = ceil32_exact(bound)
+        lo = next_up(above) if Fraction(above) == bound else above
+    return Interval(instance, f, lo, hi)

@@ -1,0 +1,276 @@
+"""The syntax of a `.ver` file as immutable nodes, each remembering where it came from.
+
+These nodes say only what was written; names are resolved and types checked in ``check.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from veritas_dsl.diagnostics import Span
+
+# -- expressions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+    span: Span
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string literal (paths, option values)."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with a unit: ``10s``, ``500ms``, ``2GB``."""
+
+    value: float
+    unit: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Attr:
+    """``obj.name``: a feature of an instance or of a data row."""
+
+    obj: Expr
+    name: str
+    name_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class Index:
+    """``obj[index]``: a data row, or an output of a model."""
+
+    obj: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    """``func(args)``: a model output, ``class``, ``linf``, ``l1`` or ``changed``."""
+
+    func: str
+    func_span: Span
+    args: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # "+", "-", "*", "/"
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Expr
+    span: Span
+
+
+Expr = Number | Name | Attr | Index | Call | BinOp | Neg
+
+# -- conditions -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``a op b [op c ...] [except f, g]``."""
+
+    operands: tuple[Expr, ...]
+    ops: tuple[str, ...]
+    op_spans: tuple[Span, ...]
+    excepted: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class And:
+    parts: tuple[Cond, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Or:
+    parts: tuple[Cond, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Not:
+    part: Cond
+    span: Span
+
+
+Cond = Compare | And | Or | Not
+
+# -- declarations -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    value: Expr | Text | Quantity
+    span: Span
+
+
+@dataclass(frozen=True)
+class ModelDecl:
+    """``model NAME = KIND "path" (options)``."""
+
+    name: str
+    kind: str
+    kind_span: Span
+    path: Text
+    options: tuple[Option, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class DataDecl:
+    """``data NAME = KIND "path" (options)``."""
+
+    name: str
+    kind: str
+    kind_span: Span
+    path: Text
+    options: tuple[Option, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class FeatureDecl:
+    """``NAME : real|int in [lo, hi]``, ``NAME : bool`` or ``NAME : onehot(a, b, c)``."""
+
+    name: str
+    kind: str  # "real", "int", "bool", "onehot"
+    lo: Expr | None
+    hi: Expr | None
+    members: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class FeaturesBlock:
+    decls: tuple[FeatureDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class ConstDecl:
+    name: str
+    value: Expr
+    span: Span
+
+
+# -- statements inside a query or property ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Input:
+    names: tuple[Name, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Where:
+    cond: Cond
+    span: Span
+
+
+@dataclass(frozen=True)
+class Objective:
+    sense: str  # "maximize" or "minimize"
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class FindStmt:
+    span: Span
+
+
+@dataclass(frozen=True)
+class Forall:
+    """``forall x[, y]: premise => conclusion`` (the premise may be absent)."""
+
+    names: tuple[Name, ...]
+    premise: Cond | None
+    conclusion: Cond
+    span: Span
+
+
+@dataclass(frozen=True)
+class Expect:
+    """``expect upper <= 2.5``, ``expect lower >= 0``, ``expect found``, ``expect none``."""
+
+    subject: str
+    subject_span: Span
+    op: str | None
+    value: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str
+    options: tuple[Option, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class SolveWith:
+    engines: tuple[EngineSpec, ...]
+    span: Span
+
+
+Statement = Input | Where | Objective | FindStmt | Forall | Expect | SolveWith
+
+
+@dataclass(frozen=True)
+class Batch:
+    """``for NAME in DATA[start:stop]``."""
+
+    name: str
+    data: Name
+    start: Expr | None
+    stop: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class QueryDecl:
+    """A ``query`` or a ``property`` (``is_property``) block."""
+
+    name: str
+    is_property: bool
+    batch: Batch | None
+    body: tuple[Statement, ...]
+    span: Span
+
+
+Item = ModelDecl | DataDecl | FeaturesBlock | ConstDecl | QueryDecl
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    """A parsed `.ver` file; ``path`` anchors relative paths in declarations."""
+
+    path: str
+    items: tuple[Item, ...]

@@ -1,0 +1,130 @@
+"""Text to AST: the Lark LALR parser of ``grammar/ver.lark``, and syntax errors as diagnostics."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.lang import ast
+from veritas_dsl.lang.build import Build
+from veritas_dsl.lang.syntax_errors import LABELLED_ERRORS
+
+# User-facing names of the grammar's named terminals.
+_TERMINAL_NAMES = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "STRING": 'a quoted string such as "models/m.json"',
+    "DURATION": "a duration such as 10s",
+    "SIZE": "a size such as 2GB",
+    "$END": "end of file",
+}
+
+
+@functools.cache
+def parser() -> Lark:
+    """The parser, built once from the grammar shipped with the package."""
+    grammar = resources.files("veritas_dsl.grammar").joinpath("ver.lark").read_text()
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse_text(text: str, file: str = "<string>") -> ast.SpecFile:
+    """Parse `.ver` source; raise :class:`SpecError` with a located diagnostic on bad syntax."""
+    try:
+        tree = parser().parse(text)
+    except UnexpectedInput as error:
+        raise SpecError([_syntax_diagnostic(error, text, file)]) from None
+    return ast.SpecFile(file, Build(file).transform(tree))
+
+
+def _syntax_diagnostic(error: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    line, column = max(error.line, 1), max(error.column, 1)
+    width = 1
+    found = "this"
+    if isinstance(error, UnexpectedToken) and error.token.type != "$END":
+        found = f"`{error.token}`"
+        width = max(1, len(str(error.token)))
+    elif isinstance(error, UnexpectedCharacters):
+        found = f"`{text[error.pos_in_stream]}`"
+        if found == '`"`':
+            span = Span(file, line, column, line, column + 1)
+            return Diagnostic(
+                "V102",
+                "unterminated string",
+                span,
+                "this string never ends",
+                help='close it with " on the same line',
+            )
+    elif isinstance(error, UnexpectedEOF | UnexpectedToken):
+        found = "end of file"
+        line, column = _end_position(text)
+    span = Span(file, line, column, line, column + width)
+    label = _labels().get(_signature(error))
+    expected = _expected(error)
+    if label:
+        return Diagnostic("V101", label, span, f"unexpected {found}", help=_help_for(expected))
+    return Diagnostic(
+        "V100",
+        f"unexpected {found}",
+        span,
+        "not expected here",
+        help=_help_for(expected),
+    )
+
+
+def _signature(error: UnexpectedInput) -> tuple | None:
+    """Where the parser stood: its LALR state and the token it could not take.
+
+    Lark's own ``match_examples`` also compares the depth of the parser's stack, which depends on
+    how many declarations came before, so a labelled snippet would only match at the top of a file.
+    """
+    state = getattr(error, "state", None)
+    if state is None:
+        return None
+    token = getattr(error, "token", None)
+    return (state.position, token.type if token is not None else None)
+
+
+@functools.cache
+def _labels() -> dict[tuple, str]:
+    labels = {}
+    for label, snippets in LABELLED_ERRORS.items():
+        for snippet in snippets:
+            try:
+                parser().parse(snippet)
+            except UnexpectedInput as error:
+                labels.setdefault(_signature(error), label)
+            else:
+                raise AssertionError(f"labelled bad snippet parses: {snippet!r}")
+    return labels
+
+
+def _expected(error: UnexpectedInput) -> list[str]:
+    names = getattr(error, "accepts", None) or getattr(error, "expected", None) or set()
+    described = set()
+    for name in names:
+        if name in _TERMINAL_NAMES:
+            described.add(_TERMINAL_NAMES[name])
+            continue
+        try:
+            pattern = parser().get_terminal(name).pattern
+        except KeyError:
+            continue
+        if pattern.type == "str":
+            described.add(f"`{pattern.value}`")
+    return sorted(described)
+
+
+def _help_for(expected: list[str]) -> str:
+    if not expected:
+        return ""
+    if len(expected) > 8:
+        return "expected " + ", ".join(expected[:8]) + ", ..."
+    return "expected " + ", ".join(expected)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1

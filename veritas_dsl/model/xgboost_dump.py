@@ -1,0 +1,176 @@
+"""Import XGBoost JSON tree dumps (``Booster.dump_model(path, dump_format="json")``).
+
+Much of the robustness literature ships its models only in this form. A dump is a JSON array of
+trees; a node has ``nodeid``, ``split`` (``"f7"`` or a feature name), ``split_condition``,
+``yes`` (taken when ``x < split_condition``), ``no``, ``missing`` and ``children``; a leaf has
+``leaf``. Numbers are decimal text, parsed straight to the float32 XGBoost holds. A dump carries
+no base score, objective or class count: they are given by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from veritas_dsl.ir.float32 import parse_float32
+from veritas_dsl.model.ensemble import Ensemble, ModelError
+
+_INDEXED = re.compile(r"f(\d+)$")
+
+
+def from_xgboost_dump(
+    source: str | os.PathLike | Sequence[str],
+    base_score: float | Sequence[float] = 0.0,
+    n_classes: int = 1,
+    n_features: int | None = None,
+    feature_names: Sequence[str] | None = None,
+) -> Ensemble:
+    """Import a JSON tree dump.
+
+    Parameters
+    ----------
+    source : path or list of str
+        A dump file (a JSON array of trees), or ``Booster.get_dump(dump_format="json")``.
+    base_score : float or list of float
+        The margin added to the trees' sum, or one per class (the dump does not record it).
+    n_classes : int
+        1 for one output (read as a binary margin: class 1 above 0); k >= 3 for a multiclass
+        dump with one tree per class per round (tree ``i`` feeds class ``i % k``).
+    n_features : int, optional
+        The number of features; by default one more than the largest index split on.
+    feature_names : list of str, optional
+        Names for features ``f0, f1, ...``; required when the dump splits on names.
+    """
+    trees, where = _read(source)
+    if n_classes < 1 or n_classes == 2:
+        raise ModelError(f"{where}: classes must be 1 (one output) or at least 3, got {n_classes}")
+    if not trees:
+        raise ModelError(f"{where}: the dump has no trees")
+    index = _feature_index(trees, feature_names, where)
+
+    nodes: list[dict] = []
+    sizes = []
+    for t, tree in enumerate(trees):
+        before = len(nodes)
+        _flatten(tree, t, where, nodes)
+        sizes.append(len(nodes) - before)
+    is_leaf = np.array(["leaf" in n for n in nodes])
+    numbers = parse_float32(
+        [str(n["leaf"] if "leaf" in n else n["split_condition"]) for n in nodes]
+    )
+    feature = np.array(
+        [-1 if leaf else index[str(n["split"])] for n, leaf in zip(nodes, is_leaf, strict=True)]
+    )
+    width = int(feature.max(initial=-1)) + 1
+    if n_features is None:
+        n_features = len(feature_names) if feature_names is not None else width
+    if width > n_features:
+        raise ModelError(
+            f"{where}: the dump splits on feature f{width - 1}, beyond {n_features} features"
+        )
+    names = (
+        tuple(feature_names)
+        if feature_names is not None
+        else tuple(f"f{i}" for i in range(n_features))
+    )
+    if len(names) != n_features:
+        raise ModelError(f"{where}: {len(names)} feature names for {n_features} features")
+
+    value = np.zeros((len(nodes), n_classes))
+    output = np.repeat(np.arange(len(trees)) % n_classes, sizes)
+    value[is_leaf, output[is_leaf]] = numbers[is_leaf]
+    return Ensemble(
+        feature=feature,
+        threshold=np.where(is_leaf, np.float32(0), numbers),
+        left=[n.get("left", -1) for n in nodes],
+        right=[n.get("right", -1) for n in nodes],
+        value=value,
+        tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+        base_score=np.broadcast_to(np.asarray(base_score, dtype=np.float64), (n_classes,)),
+        feature_names=names,
+        task="binary" if n_classes == 1 else "multiclass",
+        class_threshold=0.0,
+        source=f"xgboost dump ({where})",
+    )
+
+
+def _read(source) -> tuple[list[dict], str]:
+    # Numbers stay text so that they can be rounded to float32 once, exactly.
+    def load(text: str):
+        return json.loads(text, parse_float=str, parse_int=str)
+
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise ModelError(f"{path}: no such model file")
+        try:
+            document = load(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ModelError(f"{path}: not a JSON tree dump ({error})") from None
+        if not isinstance(document, list) or not all(isinstance(t, dict) for t in document):
+            raise ModelError(f"{path}: a tree dump is a JSON array of trees")
+        return document, str(path)
+    try:
+        return [load(text) for text in source], "dump"
+    except json.JSONDecodeError as error:
+        raise ModelError(f"dump: a tree is not valid JSON ({error})") from None
+
+
+def _feature_index(trees: list[dict], names: Sequence[str] | None, where: str) -> dict[str, int]:
+    used = set()
+    stack = list(trees)
+    while stack:
+        node = stack.pop()
+        if "split" in node:
+            used.add(str(node["split"]))
+        stack += node.get("children", [])
+    if names is not None:
+        position = {name: i for i, name in enumerate(names)}
+        position.update({f"f{i}": i for i in range(len(names))})
+    else:
+        position = {}
+    for name in used:
+        if name in position:
+            continue
+        match = _INDEXED.match(name)
+        if not match:
+            raise ModelError(
+                f"{where}: the dump splits on feature `{name}`; give the feature names"
+            )
+        position[name] = int(match.group(1))
+    return position
+
+
+def _flatten(tree: dict, t: int, where: str, nodes: list[dict]) -> None:
+    """Append tree ``t`` in preorder, with ``left``/``right`` as absolute positions."""
+    by_id = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        by_id[int(node["nodeid"])] = node
+        stack += node.get("children", [])
+    order = [(0, -1, "")]
+    while order:
+        node_id, parent, side = order.pop()
+        if node_id not in by_id:
+            raise ModelError(f"{where}: tree {t} refers to node {node_id}, which it lacks")
+        node = by_id[node_id]
+        position = len(nodes)
+        if parent >= 0:
+            nodes[parent][side] = position
+        if "leaf" in node:
+            nodes.append({"leaf": node["leaf"]})
+            continue
+        if "split_condition" not in node:
+            raise ModelError(
+                f"{where}: tree {t}, node {node_id} has no split_condition "
+                "(a categorical split?); not supported"
+            )
+        nodes.append({"split": node["split"], "split_condition": node["split_condition"]})
+        order.append((int(node["no"]), position, "right"))
+        order.append((int(node["yes"]), position, "left"))

@@ -1,0 +1,1 @@
+"""Reports of query runs: the terminal text and the JSON document."""

@@ -1,0 +1,149 @@
+"""Reports of ``ver check``: a line per check, counterexample tables, JSON and JUnit XML."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from veritas_dsl.diagnostics import Diagnostic, render
+from veritas_dsl.report.table import bounds_text, witness_table
+from veritas_dsl.run import Check, QueryRun
+
+_VERDICT = {True: "holds", False: "failed", None: "undecided"}
+
+
+@dataclass
+class FileOutcome:
+    """What checking one spec file gave: its runs, or the diagnostics that stopped it."""
+
+    path: str
+    runs: list[QueryRun] = field(default_factory=list)
+    errors: tuple[Diagnostic, ...] = ()
+    reference_rows: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def _items(outcome: FileOutcome):
+    for index, run in enumerate(outcome.runs):
+        for check in run.checks:
+            yield index, run, check
+
+
+def _table(outcome: FileOutcome, index: int, run: QueryRun) -> str:
+    result = run.result
+    if not result.witnesses:
+        return ""
+    return witness_table(run.lowered.query, result.witnesses[0], outcome.reference_rows.get(index))
+
+
+def _line(run: QueryRun, check: Check) -> str:
+    facts = [check.detail]
+    if run.kind not in ("find", "prove"):
+        facts.append(bounds_text(run.result))
+    facts.append(f"{run.result.time_s:.2f} s")
+    return f"{check.span}: {run.name}: {check.text}: {_VERDICT[check.holds]} ({'; '.join(facts)})"
+
+
+def render_text(outcomes: list[FileOutcome]) -> str:
+    lines = []
+    for outcome in outcomes:
+        for diagnostic in outcome.errors:
+            lines.append(render(diagnostic))
+        for index, run, check in _items(outcome):
+            lines.append(_line(run, check))
+            if check.holds is False and run.result.witnesses:
+                label = "counterexample" if run.kind == "prove" else "witness"
+                lines.append(f"  {label}:")
+                lines += ["    " + row for row in _table(outcome, index, run).splitlines()]
+    lines.append(summary(outcomes))
+    return "\n".join(lines)
+
+
+def summary(outcomes: list[FileOutcome]) -> str:
+    checks = [c for o in outcomes for _, _, c in _items(o)]
+    errors = sum(len(o.errors) for o in outcomes)
+    held = sum(c.holds is True for c in checks)
+    failed = sum(c.holds is False for c in checks)
+    undecided = sum(c.holds is None for c in checks)
+    text = f"{len(checks)} checks in {len(outcomes)} file{'s' if len(outcomes) != 1 else ''}: "
+    text += f"{held} hold, {failed} failed, {undecided} undecided"
+    return text + (f", {errors} spec error{'s' if errors != 1 else ''}" if errors else "")
+
+
+def render_json(outcomes: list[FileOutcome]) -> str:
+    entries = []
+    for outcome in outcomes:
+        for diagnostic in outcome.errors:
+            span = diagnostic.span
+            entries.append(
+                {
+                    "file": outcome.path,
+                    "line": span.line if span else None,
+                    "verdict": "error",
+                    "check": None,
+                    "detail": f"{diagnostic.code}: {diagnostic.message}",
+                }
+            )
+        for _, run, check in _items(outcome):
+            witness = None
+            if run.result.witnesses:
+                names = [f.name for f in run.lowered.query.features]
+                witness = {
+                    instance: dict(zip(names, map(float, values), strict=True))
+                    for instance, values in run.result.witnesses[0].inputs.items()
+                }
+            entries.append(
+                {
+                    "file": outcome.path,
+                    "line": check.span.line,
+                    "query": run.lowered.source.name,
+                    "row": run.lowered.row,
+                    "check": check.text,
+                    "verdict": _VERDICT[check.holds],
+                    "detail": check.detail,
+                    "status": run.result.termination.value,
+                    "time_s": run.result.time_s,
+                    "witness": witness,
+                }
+            )
+    return json.dumps({"checks": entries}, indent=2)
+
+
+def render_junit(outcomes: list[FileOutcome]) -> str:
+    """JUnit XML: a test suite per file, a test case per check; spec errors are errors."""
+    root = ET.Element("testsuites", name="ver check")
+    for outcome in outcomes:
+        suite = ET.SubElement(root, "testsuite", name=outcome.path)
+        tests = failures = errors = 0
+        total = 0.0
+        for diagnostic in outcome.errors:
+            case = ET.SubElement(suite, "testcase", classname=outcome.path, name="spec")
+            element = ET.SubElement(
+                case, "error", message=f"{diagnostic.code}: {diagnostic.message}"
+            )
+            element.text = render(diagnostic)
+            tests, errors = tests + 1, errors + 1
+        for index, run, check in _items(outcome):
+            name = f"{run.name}: {check.text}"
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=outcome.path,
+                name=name,
+                time=f"{run.result.time_s:.3f}",
+                line=str(check.span.line),
+            )
+            total += run.result.time_s
+            tests += 1
+            if check.holds is not True:
+                failures += 1
+                element = ET.SubElement(
+                    case, "failure", message=f"{_VERDICT[check.holds]}: {check.detail}"
+                )
+                element.text = _line(run, check) + "\n" + _table(outcome, index, run)
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+        suite.set("time", f"{total:.3f}")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)

@@ -1,0 +1,107 @@
+"""The terminal report of ``ver run``: a line per query, its checks, witnesses, a summary last."""
+
+from __future__ import annotations
+
+import math
+
+from veritas_dsl.result import Result
+from veritas_dsl.run import QueryRun
+
+_MARK = {True: "ok", False: "FAILED", None: "UNKNOWN"}
+
+
+def _bound(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.6g}"
+
+
+def _answer(run: QueryRun, result: Result) -> str:
+    if run.kind == "prove":
+        return {"infeasible": "no counterexample", "optimal": "counterexample found"}.get(
+            result.termination.value, result.termination.value
+        )
+    if run.kind == "find":
+        return {"infeasible": "no input satisfies it", "optimal": "found"}.get(
+            result.termination.value, result.termination.value
+        )
+    if result.termination.value == "infeasible":
+        return "infeasible: no input satisfies the constraints"
+    if result.lower == result.upper:
+        return f"{result.termination.value}, value {_bound(result.lower)}"
+    return f"{result.termination.value}, in [{_bound(result.lower)}, {_bound(result.upper)}]"
+
+
+def _witness_lines(run: QueryRun, result: Result) -> list[str]:
+    if not result.witnesses:
+        return []
+    names = [f.name for f in run.lowered.query.features]
+    label = "counterexample" if run.kind == "prove" else "witness"
+    lines = []
+    for instance, values in result.witnesses[0].inputs.items():
+        shown = ", ".join(f"{n}={float(v):.6g}" for n, v in zip(names, values, strict=True))
+        lines.append(f"      {label} {instance}: {shown}")
+    return lines
+
+
+def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tuple[str, str]:
+    """The report as (stdout text, stderr text): results on stdout, failed checks on stderr."""
+    out, err = [], []
+    width = max((len(r.name) for r in runs), default=0)
+    for run in runs:
+        result = run.result
+        engines = ",".join(r.engine for r in run.results)
+        out.append(
+            f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  ({result.time_s:.2f} s)"
+        )
+        if result.message:
+            out.append(f"      note: {result.message}")
+        for check in run.checks:
+            out.append(f"      {_MARK[check.holds]:<7} {check.text} ({check.detail})")
+            if check.holds is not True:
+                verdict = "failed" if check.holds is False else "could not be decided"
+                err.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
+        if show_witnesses and (run.lowered.row is None or run.failed):
+            out.extend(_witness_lines(run, result))
+    out += batch_summaries(runs)
+    checks = [c for r in runs for c in r.checks]
+    held = sum(c.holds is True for c in checks)
+    failed = sum(c.holds is False for c in checks)
+    unknown = sum(c.holds is None for c in checks)
+    summary = (
+        f"{path}: {len(runs)} quer{'y' if len(runs) == 1 else 'ies'} run, {len(checks)} checks"
+    )
+    summary += f": {held} hold, {failed} failed, {unknown} undecided"
+    out.append(summary)
+    return "\n".join(out), "\n".join(err)
+
+
+def batch_summaries(runs: list[QueryRun]) -> list[str]:
+    """A line per batch query: rows that hold or fail, or the spread of the optimum."""
+    lines = []
+    batches: dict[int, list[QueryRun]] = {}
+    for run in runs:
+        if run.lowered.row is not None:
+            batches.setdefault(id(run.lowered.source), []).append(run)
+    for group in batches.values():
+        name = group[0].lowered.source.name
+        text = f"{name}: {len(group)} rows"
+        checks = [c for r in group for c in r.checks]
+        if group[0].lowered.source.is_property:
+            held = sum(c.holds is True for c in checks)
+            failed = sum(c.holds is False for c in checks)
+            text += f": {held} hold, {failed} violated, {len(checks) - held - failed} unknown"
+        elif group[0].kind in ("maximize", "minimize", "minimize_distance"):
+            values = sorted(
+                r.result.lower for r in group if r.result.exact and math.isfinite(r.result.lower)
+            )
+            if values:
+                middle = values[len(values) // 2]
+                text += f": optimum min {values[0]:.6g}, median {middle:.6g}, max {values[-1]:.6g}"
+            text += f" ({len(values)} exact"
+            infeasible = sum(r.result.termination.value == "infeasible" for r in group)
+            text += f", {infeasible} infeasible)" if infeasible else ")"
+        lines.append(text)
+    return lines

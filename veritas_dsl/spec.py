@@ -1,0 +1,111 @@
+"""A `.ver` spec as a Python object: ``veritas_dsl.load(path)`` or ``veritas_dsl.parse(text)``,
+then ``.run()``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
+from veritas_dsl.ir.lower import Lowered, lower
+from veritas_dsl.lang import typed
+from veritas_dsl.lang.check import check
+from veritas_dsl.lang.parser import parse_text
+from veritas_dsl.run import QueryRun, RunOptions
+from veritas_dsl.solvers import registry
+
+
+class Spec:
+    """A checked spec: its models and data are loaded, every query typed.
+
+    Raises :class:`SpecError` (with located diagnostics) when the spec is wrong.
+    """
+
+    def __init__(self, text: str, path: str = "<string>", trust_pickle: bool = False) -> None:
+        self.path = path
+        self.text = text
+        self.trust_pickle = trust_pickle
+        self.sources = Sources({path: text})
+        self.checked: typed.CheckedSpec = check(
+            parse_text(text, path), registry.ENGINES, trust_pickle
+        )
+
+    @property
+    def queries(self) -> tuple[typed.CheckedQuery, ...]:
+        return self.checked.queries
+
+    def lowered(self, checks_only: bool = False) -> Iterator[Lowered]:
+        """Every IR query of the spec, in order (batch queries row by row); with
+        ``checks_only``, only properties and queries with an ``expect``."""
+        for query in self.checked.queries:
+            if checks_only and not (query.is_property or query.expectations):
+                continue
+            yield from lower(self.checked, query)
+
+    def run(
+        self,
+        solver: str | None = None,
+        timeout_s: float | None = None,
+        progress=None,
+        checks_only: bool = False,
+        jobs: int = 1,
+        done=None,
+    ) -> list[QueryRun]:
+        """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
+
+        ``jobs`` processes share the work when there is enough of it (see
+        :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports each finished run.
+        """
+        from veritas_dsl.parallel import run_all
+
+        options = RunOptions(solver, timeout_s, progress)
+        source = (self.text, self.path, self.trust_pickle, checks_only)
+        return run_all(list(self.lowered(checks_only)), options, jobs, source, done)
+
+    def reference_row(self, run: QueryRun) -> dict[str, float] | None:
+        """The batch row a run was made for, by feature name (None outside batches)."""
+        batch = run.lowered.source.batch
+        if batch is None:
+            return None
+        row = self.checked.row(batch.data, run.lowered.row)
+        return {f.name: v for f, v in zip(self.checked.features, row.values, strict=True)}
+
+
+def load(path: str | Path, trust_pickle: bool = False) -> Spec:
+    """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SpecError([Diagnostic("V001", f"cannot read {path}: {reason}")]) from None
+    return Spec(text, str(path), trust_pickle)
+
+
+def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
+    """Parse and check spec text; ``path`` names it in messages and anchors relative paths."""
+    return Spec(text, path, trust_pickle)
+
+
+def check_file(
+    path: str | Path,
+    solver: str | None = None,
+    timeout_s: float | None = None,
+    trust_pickle: bool = False,
+    jobs: int = 1,
+):
+    """Run the checks of one spec file; spec errors are returned, not raised."""
+    from veritas_dsl.report.checks import FileOutcome
+
+    outcome = FileOutcome(str(path))
+    try:
+        spec = load(path, trust_pickle)
+        outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
+    except SpecError as error:
+        outcome.errors = error.diagnostics
+        return outcome
+    for index, run in enumerate(outcome.runs):
+        row = spec.reference_row(run)
+        if row is not None:
+            outcome.reference_rows[index] = row
+    return outcome
