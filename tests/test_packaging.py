@@ -3,8 +3,9 @@ mapped into veritas_dsl), so a new folder must be added there too."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,5 +23,7 @@ def test_every_package_folder_is_listed():
                 continue
             found.add(".".join([package, *relative.parts]))
     # a mapped sub-package folder (solvers/) is found from its own mapping, not from veritas_dsl/
-    assert found - listed == set(), f"add these to [tool.setuptools] packages: {sorted(found - listed)}"
+    assert found - listed == set(), (
+        f"add these to [tool.setuptools] packages: {sorted(found - listed)}"
+    )
     assert listed - found == set(), f"listed packages without a folder: {sorted(listed - found)}"

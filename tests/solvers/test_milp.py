@@ -629,8 +629,8 @@ def check_against_oracle(query, engine=None):
     for witness in result.witnesses:
         validate_witness(query, witness)
     if result.witnesses and result.lower is not None and expected.lower is not None:
-        # A reproducing witness better than the oracle's optimum proves the oracle wrong (see
-        # test_oracle_misses_a_distance_of_zero); that is the oracle's bug, not this engine's.
+        # A reproducing witness better than the oracle's optimum proves the oracle wrong (as in
+        # test_tied_pair_at_distance_zero, once); that is the oracle's bug, not this engine's.
         maximising = isinstance(query.goal, Maximize)
         value = result.witnesses[0].value
         assume(value <= expected.upper + 1e-9 if maximising else value >= expected.lower - 1e-9)
@@ -646,11 +646,10 @@ def test_mixed_queries_match_the_oracle(query):
     check_against_oracle(query)
 
 
-@pytest.mark.xfail(reason="oracle: its point search leaves a tied pair one float32 step apart")
-def test_oracle_misses_a_distance_of_zero():
-    """Found by the mixed queries: x1 == x2 is feasible (the MILP's witness reproduces), but the
-    oracle's point search rounds x1.x1 and x2.x1 to neighbouring float32 values (-23.199999 and
-    -23.2) and reports 1.9e-6."""
+def test_tied_pair_at_distance_zero():
+    """Found by the mixed queries: x1 == x2 is feasible (the MILP's witness reproduces); the
+    oracle's point search used to round x1.x1 and x2.x1 to neighbouring float32 values
+    (-23.199999 and -23.2) and report 1.9e-6."""
     model = build([(0, -1.0, (0, -1.0, 0.0, 0.0), 1.5)], 3)
     row = Row((-1.5, -1.5, -1.5))
     out_x1 = OutputTerm((OutputAtom(-1.0, "m", "x1"),))
