@@ -3,9 +3,8 @@ mapped into veritas_dsl), so a new folder must be added there too."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -101,3 +101,13 @@ def test_negation_flips_comparisons_and_swaps_and_or():
             ),
         )
     )
+
+
+def test_an_infinite_ball_holds_everywhere():
+    import numpy as np
+
+    from veritas_dsl.ir.evaluate import holds
+
+    inputs = {"x": np.array([1e30, -1e30], dtype=np.float32)}
+    assert holds(Ball("linf", "x", Row((0.0, 0.0)), float("inf")), inputs, {})
+    assert holds(Ball("l1", "x", Row((0.0, 0.0)), float("inf")), inputs, {})

@@ -8,6 +8,7 @@ inputs, with no tolerance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 
@@ -112,6 +113,8 @@ def holds(constraint: Constraint, inputs: Inputs, margins: Margins) -> bool:
         reference = reference_point(c.reference, inputs)
         return int(np.count_nonzero(inputs[c.instance] != reference)) <= c.k
     if isinstance(c, Ball):
+        if math.isinf(c.radius):
+            return c.radius > 0
         gap = exact_distance(c.norm, inputs[c.instance], reference_point(c.center, inputs))
         return gap <= Fraction(c.radius)
     if isinstance(c, Linear):
