@@ -14,6 +14,7 @@ import statistics
 
 from milp import SHAPES, data, model, queries, run
 
+from veritas_dsl.run import EngineDisagreement, cross_check
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.milp.engine import MilpEngine
 
@@ -41,22 +42,22 @@ def main() -> None:
         for task, query in queries(clf, X, args.rows):
             entry = tasks.setdefault(task, {"astar": [], "highs": [], "agree": [], "n": 0})
             entry["n"] += 1
-            answers = {}
+            exact = []
             for name, engine in engines.items():
                 result, elapsed = run(engine, query, args.timeout)
                 if result.exact:
                     entry[name].append(elapsed)
-                    answers[name] = (result.termination, result.lower, result.upper)
-            if len(answers) == 2:
-                entry["agree"].append(answers["astar"] == answers["highs"])
+                    exact.append(result)
+            if len(exact) == 2:
+                try:
+                    cross_check(query.name, exact)
+                    entry["agree"].append(True)
+                except EngineDisagreement:
+                    entry["agree"].append(False)
         for task, entry in tasks.items():
             a, h = median_or_none(entry["astar"]), median_or_none(entry["highs"])
             ratio = f"{a / h:.4f}" if a and h else "-"
-            agree = (
-                "yes"
-                if entry["agree"] and all(entry["agree"])
-                else ("NO" if entry["agree"] else "-")
-            )
+            agree = "-" if not entry["agree"] else "yes" if all(entry["agree"]) else "NO"
             exact = f"{len(entry['astar'])}/{len(entry['highs'])} of {entry['n']}"
             times = f"{show(a):>9} {show(h):>9} {ratio:>8}"
             print(f"{trees}x{depth:<4} {task:<13} {times}  {agree:<5}  {exact}")
