@@ -5,8 +5,9 @@ from __future__ import annotations
 from veritas_dsl.ir.query import Query, constructs
 from veritas_dsl.solvers.base import Engine, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.solvers.sat.engine import SatEngine
 
-ENGINES: dict[str, Engine] = {engine.name: engine for engine in (OracleEngine(),)}
+ENGINES: dict[str, Engine] = {engine.name: engine for engine in (OracleEngine(), SatEngine())}
 
 
 def get(name: str) -> Engine:
