@@ -50,6 +50,7 @@ from veritas_dsl.ir.query import (
 )
 from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.solvers.sat.grid import Domain, Grid, GridBuilder
+from veritas_dsl.solvers.sat.voting import VoteMargin, leaf_votes
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,8 @@ class Encoding:
             for selector, alternative in zip(selectors, c.alternatives, strict=True):
                 for inner in alternative:
                     self.encode(inner, selector)
+        elif isinstance(c, VoteMargin):
+            self.vote_margin(c, guard)
         elif isinstance(c, Ball | Linear):
             raise UnsupportedQuery(
                 f"query {self.query.name}: the SAT engine has no exact encoding of "
@@ -243,6 +246,27 @@ class Encoding:
         self.top = max(self.top, encoded.nv)
         for clause in encoded.clauses:
             self.clause(clause, guard)
+
+    def vote_margin(self, c: VoteMargin, guard: int) -> None:
+        """``guard -> votes[label] - votes[other] >= k`` as ``sum over trees of [votes label] +
+        [does not vote other] >= n_trees + k``: a cardinality constraint. A tree's flag for
+        ``label`` implies one of its leaves that vote so, and a leaf voting ``other`` implies
+        that flag, so the count is never above the true one."""
+        model = self.query.models[c.model]
+        literal = self.encode_trees(c.model, c.instance)
+        label = leaf_votes(model, c.threshold)
+        counted = []
+        for t in range(model.n_trees):
+            nodes = range(model.tree_offsets[t], model.tree_offsets[t + 1])
+            leaves = [n for n in nodes if model.feature[n] < 0]
+            votes_label, votes_other = self.new_var(), self.new_var()
+            self.clause([-votes_label, *(int(literal[n]) for n in leaves if label[n] == c.label)])
+            for n in leaves:
+                if label[n] == c.other:
+                    self.clause([-int(literal[n]), votes_other])
+            counted += [votes_label, -votes_other]
+        # at least n + k of the 2n literals: at most n - k of their negations
+        self.cardinality([-lit for lit in counted], model.n_trees - c.k, guard)
 
     def changed(self, c: AtMostKChanged, guard: int) -> None:
         """``guard -> at most k features of c.instance differ from c.reference``.

@@ -35,6 +35,8 @@ import numpy as np
 from veritas_dsl.ir.evaluate import holds, model_outputs, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
+    AnyOf,
+    Constraint,
     Find,
     Maximize,
     Minimize,
@@ -53,6 +55,7 @@ from veritas_dsl.solvers.base import Availability, Capabilities, Limits, Unsuppo
 from veritas_dsl.solvers.sat.encode import Encoding
 from veritas_dsl.solvers.sat.linear import LinearForm, linear_form, scale_of
 from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator, ladder_clauses
+from veritas_dsl.solvers.sat.voting import VoteMargin, vote_holds
 
 #: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
 #: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
@@ -101,15 +104,21 @@ class SatEngine:
             return Availability.NOT_INSTALLED
         return Availability.AVAILABLE
 
-    def solve(self, query: Query, limits: Limits | None = None) -> Result:
-        """Answer ``query`` exactly, or with valid bounds at the time limit."""
+    def solve(
+        self, query: Query, limits: Limits | None = None, votes: tuple[Constraint, ...] = ()
+    ) -> Result:
+        """Answer ``query`` exactly, or with valid bounds at the time limit.
+
+        ``votes`` are further conjuncts on hard voting (:class:`~.voting.VoteMargin`, or
+        :class:`AnyOf` of them), a construct proposed for the IR (:mod:`.voting`).
+        """
         missing = sorted(constructs(query) - SUPPORTED)
         if missing:
             raise UnsupportedQuery(
                 f"query {query.name}: engine sat does not support {', '.join(missing)}"
             )
         limits = limits or Limits()
-        search = _Search(query, limits)
+        search = _Search(query, limits, votes)
         try:
             result = search.run()
         finally:
@@ -121,13 +130,14 @@ class SatEngine:
 class _Search:
     """One solve: the encoding, the solver with its propagator, the bounds and the trace."""
 
-    def __init__(self, query: Query, limits: Limits) -> None:
+    def __init__(self, query: Query, limits: Limits, votes: tuple[Constraint, ...] = ()) -> None:
         from pysat.solvers import Solver
 
         self.start = time.monotonic()
         self.query = query
         goal = query.goal
         extra = (negate(goal.conclusion),) if isinstance(goal, Prove) else ()
+        extra += tuple(votes)
         self.required = query.constraints + extra
         self.encoding = Encoding(query, extra)
         self.encoding.check_pairs()
@@ -246,7 +256,7 @@ class _Search:
             inputs = self.encoding.witness(truth)
             outputs = model_outputs(self.query, inputs)
             self._check_sums(truth, outputs)
-            if all(holds(c, inputs, outputs) for c in self.required):
+            if all(self._holds(c, inputs, outputs) for c in self.required):
                 return inputs, outputs, truth
             excluded = 0
             for guarded in self.encoding.outputs:
@@ -256,9 +266,17 @@ class _Search:
                     self.encoding.clause([-guard, *(-lit for lit in chosen)])
                     excluded += 1
             if not excluded:
-                broken = next(c for c in self.required if not holds(c, inputs, outputs))
+                broken = next(c for c in self.required if not self._holds(c, inputs, outputs))
                 raise AssertionError(f"sat engine: witness {inputs} breaks {broken}")
             self.stats["excluded_by_rounding"] += excluded
+
+    def _holds(self, c: Constraint, inputs, outputs) -> bool:
+        """``holds``, extended to hard-vote constraints."""
+        if isinstance(c, VoteMargin):
+            return vote_holds(c, self.query, inputs)
+        if isinstance(c, AnyOf):
+            return any(all(self._holds(a, inputs, outputs) for a in alt) for alt in c.alternatives)
+        return holds(c, inputs, outputs)
 
     def _check_sums(self, truth: np.ndarray, outputs) -> None:
         """Every exact sum must lie within its error bound of the float64 value (else the leaf

@@ -40,9 +40,11 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
+from veritas_dsl.solvers.sat.voting import negate_votes, vote_counts, wins
 from veritas_dsl.validate import validate_witness
 
 from conftest import build
+from reference.grid import grid_points
 
 SAT = SatEngine()
 ORACLE = OracleEngine()
@@ -420,3 +422,53 @@ def test_time_limit_keeps_valid_bounds():
         assert witness.value <= exact.lower
     for point in exact.trace:
         assert point.lower <= exact.lower <= point.upper
+
+
+# -- hard voting (a construct proposed for the IR, solvers/sat/voting.py) -------------------------
+
+
+def _random_forest(n_classes, seed):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from veritas_dsl.model import Ensemble
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 2)).astype(np.float32)
+    y = np.digitize(
+        X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300), [-0.5, 0.5][: n_classes - 1]
+    )
+    forest = RandomForestClassifier(n_estimators=7, max_depth=3, random_state=seed).fit(X, y)
+    return forest, Ensemble.from_sklearn(forest), X
+
+
+def _hard_votes(forest, points):
+    """Votes per class from scikit-learn's own trees: the reference."""
+    labels = np.stack([tree.predict(points) for tree in forest.estimators_], axis=1).astype(int)
+    return np.stack([(labels == c).sum(axis=1) for c in range(len(forest.classes_))], axis=1)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_hard_vote_robustness_matches_every_cell(n_classes):
+    forest, model, X = _random_forest(n_classes, seed=n_classes)
+    outcomes = set()
+    for row in X[:6]:
+        for radius in (0.05, 0.4):
+            counts = _hard_votes(forest, row[None, :])[0]
+            assert counts.tolist() == vote_counts(model, row[None, :])[0].tolist()
+            label = int(np.argmax(counts))
+            query = query_of(model, Find(), [Ball("linf", "x", Row(tuple(row)), radius)])
+            flips = negate_votes(wins("m", "x", label, n_classes))
+            result = SAT.solve(query, votes=(flips,))
+            bounds = [ball_interval(float(c), radius) for c in row]
+            points = grid_points([model], bounds)
+            expected = np.argmax(_hard_votes(forest, points), axis=1) != label
+            if result.termination == Termination.OPTIMAL:
+                witness = result.witnesses[0]
+                validate_witness(query, witness)
+                assert np.argmax(_hard_votes(forest, witness.inputs["x"][None, :])[0]) != label
+                assert expected.any()
+            else:
+                assert result.termination == Termination.INFEASIBLE
+                assert not expected.any()  # no cell of the ball changes the vote
+            outcomes.add(result.termination)
+    assert outcomes == {Termination.OPTIMAL, Termination.INFEASIBLE}  # both answers exercised
