@@ -94,6 +94,7 @@ class Encoding:
         self.grids = _grids(query, self.constraints)
         self.order = [self._order_literals(v) for v in range(self.n_vars)]
         self.leaves: dict[tuple[str, str], np.ndarray] = {}
+        self._boxes: dict[tuple[str, int], list] = {}
         self.outputs: list[GuardedOutput] = []
         self.pairs: set[tuple[int, int]] = set()
         self.preference = _preferences(query, self.constraints, self.var, self.n_vars)
@@ -182,6 +183,66 @@ class Encoding:
             self.clause(in_tree)
         self.leaves[key] = literal
         return literal
+
+    def leaf_boxes(
+        self, model_name: str, tree: int
+    ) -> list[tuple[int, dict[int, tuple[int, int]]]]:
+        """The leaves of one tree with the cells their paths allow: ``(node, {feature: (first
+        cell, last cell)})``; an unreachable leaf has an empty range."""
+        key = (model_name, tree)
+        if key not in self._boxes:
+            model = self.query.models[model_name]
+            boxes = []
+            stack: list[tuple[int, dict[int, tuple[int, int]]]] = [(int(model.roots[tree]), {})]
+            while stack:
+                node, box = stack.pop()
+                f = int(model.feature[node])
+                if f < 0:
+                    boxes.append((node, box))
+                    continue
+                grid = self.grids[f]
+                cut = grid.domain.ge(float(model.threshold[node]))
+                k = grid.n_cells if cut is False else 0 if cut is True else grid.index(cut)
+                lo, hi = box.get(f, (0, grid.n_cells - 1))
+                stack.append((int(model.right[node]), {**box, f: (max(lo, k), hi)}))
+                stack.append((int(model.left[node]), {**box, f: (lo, min(hi, k - 1))}))
+            self._boxes[key] = boxes
+        return self._boxes[key]
+
+    def leaf_pairs(self, model_name: str, tree: int, first: str, second: str, limit: int):
+        """Literals ``p <-> leaf_a on first and leaf_b on second`` for the pairs of leaves of one
+        tree that can hold together (on a variable the two instances share, their cells meet):
+        ``[(p, node_a, node_b)]``, or None when there are more than ``limit``.
+
+        Exactly one pair holds in every model. For two instances tied on most features, a tree
+        that does not split on the others has only the pairs ``(a, a)``.
+        """
+        boxes = self.leaf_boxes(model_name, tree)
+        shared = (
+            self.var[self.query.instances.index(first)]
+            == self.var[self.query.instances.index(second)]
+        )
+        leaves = self.leaves
+        pairs = []
+        for node_a, box_a in boxes:
+            for node_b, box_b in boxes:
+                if all(
+                    max(box_a[f][0], box_b[f][0]) <= min(box_a[f][1], box_b[f][1])
+                    for f in box_a.keys() & box_b.keys()
+                    if shared[f]
+                ):
+                    pairs.append((node_a, node_b))
+                    if len(pairs) > limit:
+                        return None
+        la, lb = leaves[model_name, first], leaves[model_name, second]
+        result = []
+        for node_a, node_b in pairs:
+            a, b = int(la[node_a]), int(lb[node_b])
+            p = self.new_var()
+            self.clauses += [[-p, a], [-p, b], [-a, -b, p]]
+            result.append((p, node_a, node_b))
+        self.clause([p for p, _, _ in result])
+        return result
 
     # -- input constraints -------------------------------------------------------------------
 

@@ -48,6 +48,8 @@ class LinearForm:
     offset: Fraction
     groups: tuple[tuple[tuple[int, Fraction], ...], ...]
     error: Fraction
+    paired: int = 0
+    """How many trees were read on two instances and became one group of leaf pairs."""
 
     @property
     def span(self) -> Fraction:
@@ -66,28 +68,50 @@ class LinearForm:
         return [literal for group in self.groups for literal, _ in group if truth[literal]]
 
 
-def linear_form(term: OutputTerm, query: Query, leaves) -> LinearForm:
-    """The term as a :class:`LinearForm` over the leaf literals ``leaves[(model, instance)]``."""
+def linear_form(term: OutputTerm, query: Query, encoding) -> LinearForm:
+    """The term as a :class:`LinearForm` over the leaf literals of ``encoding``.
+
+    A tree read on two instances (``model(x2) - model(x1)``) becomes one group of pairs of
+    leaves when few pairs are compatible (:meth:`Encoding.leaf_pairs`): the sum then knows that
+    the two leaves move together, and a tree that cannot tell the instances apart weighs 0.
+    """
     constant = Fraction(term.constant)
-    groups: dict[tuple[str, str, int], dict[int, Fraction]] = {}
+    groups: dict[tuple[str, str, int], dict[int, Fraction]] = {}  # by node
     for atom in term.atoms:
         model = query.models[atom.model]
         coef = Fraction(atom.coef)
         constant += coef * Fraction(float(model.base_score[atom.output]))
-        literal = leaves[atom.model, atom.instance]
         for t in range(model.n_trees):
             group = groups.setdefault((atom.model, atom.instance, t), {})
             start, stop = model.tree_offsets[t], model.tree_offsets[t + 1]
             for node in range(start, stop):
                 if model.feature[node] < 0:
                     weight = coef * Fraction(float(model.value[node, atom.output]))
-                    group[int(literal[node])] = group.get(int(literal[node]), 0) + weight
+                    group[node] = group.get(node, 0) + weight
+    by_literal: list[dict[int, Fraction]] = []
+    merged = set()
+    for (model_name, instance, t), group in groups.items():
+        if (model_name, instance, t) in merged:
+            continue
+        others = [
+            key for key in groups if key[0] == model_name and key[2] == t and key[1] != instance
+        ]
+        if len(others) == 1:
+            other = groups[others[0]]
+            limit = 2 * (len(group) + len(other))
+            pairs = encoding.leaf_pairs(model_name, t, instance, others[0][1], limit)
+            if pairs is not None:
+                merged.update({(model_name, instance, t), others[0]})
+                by_literal.append({p: group[a] + other[b] for p, a, b in pairs})
+                continue
+        literal = encoding.leaves[model_name, instance]
+        by_literal.append({int(literal[node]): w for node, w in group.items()})
     shifted = []
-    for group in groups.values():
+    for group in by_literal:
         low = min(group.values())
         constant += low
         shifted.append(tuple((literal, w - low) for literal, w in group.items()))
-    return LinearForm(constant, tuple(shifted), rounding_error(term, query))
+    return LinearForm(constant, tuple(shifted), rounding_error(term, query), len(merged) // 2)
 
 
 def _fraction_bits(value: Fraction) -> int:

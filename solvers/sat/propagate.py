@@ -113,8 +113,7 @@ class SumPropagator(Propagator):
         self.propagations = 0
         self.explanations = 0
         self.solver = None
-        self.dive = True
-        self.objective: list[GroupSum] = []
+        self.guides: list[tuple[GroupSum, float]] = []
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -310,20 +309,27 @@ class SumPropagator(Propagator):
         return clause
 
     def decide(self) -> int:
-        """Branch on a tree reaching its best value still possible, the tree with the largest
-        drop to its next value first (a greedy dive, and the split A* would make)."""
-        if not self.dive:
-            return 0
-        best_gain, choice = 0, 0
-        for s in self.objective:
+        """Branch on a tree reaching its best value still possible: the tree whose best value
+        lies furthest above its worst first (a greedy dive, and the split A* makes on the tree
+        that bounds the sum most loosely). On 60 XGBoost trees of depth 5 this proved the
+        minimum in 2.2 s, against 15 s when ranking trees by the drop to their next value and
+        33 s with CaDiCaL's own choices."""
+        best_range, choice = 0.0, 0
+        value = self.value
+        for s, unit in self.guides:
+            literals = s.literals
             for g, weights in enumerate(s.weights):
                 top = s.top[g]
-                literal = s.literals[g][top]
-                if literal and self.value[literal] is None:
-                    gain = weights[top] - weights[top + 1]
-                    if gain > best_gain:
-                        best_gain, choice = gain, literal
+                literal = literals[g][top]
+                if literal and value[literal] is None:
+                    spread = (weights[top] - weights[-1]) * unit
+                    if spread > best_range:
+                        best_range, choice = spread, literal
         return choice
+
+    def guide(self, s: GroupSum) -> None:
+        """Let :meth:`decide` dive on ``s`` (weights compared relative to its largest sum)."""
+        self.guides.append((s, 1.0 / max(1, s.maximum)))
 
     def provide_reason(self, lit: int) -> list[int]:
         reason = self.reasons[lit]

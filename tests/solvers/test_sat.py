@@ -286,6 +286,19 @@ def test_ball_between_instances_at_float32_precision(two_trees):
         assert solve(two_trees, Maximize(gap01), close, instances=("x1", "x2")).lower == expected
 
 
+def test_fairness_pairs_the_trees_of_two_tied_instances():
+    # x1 and x2 share x1 and x2 but not x0: every tree becomes one group of compatible pairs
+    # of leaves; trees that never split on x0 contribute nothing to the gap.
+    trees = [(1, 0.5, (2, 0.0, 1.0, -1.0), 2.0), (0, 0.5, (1, 0.0, -1.0, 0.5), 3.0)]
+    trees += [(2, 0.25, 0.5, (1, 1.0, -0.5, 1.5))] * 3
+    model = build(trees, 3)
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    ties = [Tie("x1", "x2", 1), Tie("x1", "x2", 2)]
+    result = solve(model, Maximize(gap), ties, instances=("x1", "x2"))
+    assert result.lower == 4.0  # x0 moves from below 0.5 (-1 at x1 < 0) to above (3)
+    assert result.stats["paired_trees"] == 5
+
+
 def test_distance_between_instances(two_trees):
     constraints = [
         OutputConstraint(term(out("x1")), "<=", 1.5),
