@@ -84,7 +84,7 @@ SUPPORTED = frozenset(
 )
 
 #: Conflicts a probe for a better upper bound may spend (see ``_maximize``); None: no limit.
-PROBE_CONFLICTS: int | None = 2000
+PROBE_CONFLICTS: int | None = 20_000
 #: Probe while the gap between the bounds is above this, relative to the best value (at least
 #: 1); then only ask for anything better than the best.
 PROBE_WHILE = Fraction(1, 1000)

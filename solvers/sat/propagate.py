@@ -20,6 +20,11 @@ An explanation is the guard, the propagated literal, and one false ladder litera
 clauses, which CDCL learns from well. Explanations of propagations are computed only when the
 solver asks for them, from a copy of the ladder state taken when the literal was propagated.
 
+The propagator also makes the solver's decisions while a guided sum has an undecided tree
+(:meth:`SumPropagator.decide`): it dives, setting trees to their best values, as A* expands. It
+tracks assignments by decision level, so the engine switches off CaDiCaL's chronological
+backtracking (which can assign a literal below the current level).
+
 Standard pseudo-Boolean encodings were measured first, on 20 XGBoost trees of depth 4: one bound
 of the adder encoding took 79 s to solve with 40-bit weights, and the BDD encoding made 1.5
 million clauses with 12-bit weights. They know nothing of the one-leaf-per-tree structure,
