@@ -7,6 +7,7 @@ from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Engine, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.solvers.sat.engine import SatEngine
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine
@@ -15,6 +16,7 @@ ENGINES: dict[str, Engine] = {
         AStarEngine(),
         MilpEngine("milp", "auto"),
         MilpEngine("gurobi", "gurobi"),
+        SatEngine(),
     )
 }
 
