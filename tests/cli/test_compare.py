@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 SPEC = """model m = ensemble "m.json"
 query top {
@@ -54,3 +58,35 @@ def test_table_and_plot(spec, tmp_path, capsys):
 def test_unknown_engine(spec, capsys):
     assert main(["compare", str(spec), "--solvers", "oracle,nope"]) == ExitCode.ERROR
     assert "unknown engine 'nope'" in capsys.readouterr().err
+
+
+class _OffByOne(OracleEngine):
+    """An exact engine that is wrong: the oracle's bounds, one higher."""
+
+    name = "liar"
+
+    def solve(self, query, limits=None, *, progress=None):
+        result = replace(super().solve(query, limits), engine=self.name)
+        if result.lower is None:
+            return result
+        return replace(result, lower=result.lower + 1, upper=result.upper + 1)
+
+
+@pytest.fixture
+def liar(monkeypatch):
+    monkeypatch.setitem(registry.ENGINES, "liar", _OffByOne())
+
+
+def test_a_disagreement_is_an_error(spec, liar, capsys):
+    assert main(["compare", str(spec), "--solvers", "oracle,liar"]) == ExitCode.FAILED
+    err = capsys.readouterr().err
+    assert "error: query top: engines disagree: oracle says optimal [7.0, 7.0], liar says" in err
+    assert "query any" not in err  # both say infeasible
+
+
+def test_solve_with_two_engines_cross_checks(spec, liar, capsys):
+    spec.write_text(SPEC.replace("maximize m(x)", "maximize m(x)\n    solve with oracle, liar"))
+    assert main(["run", str(spec)]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "soundness check failed" in err
+    assert "query top: engines disagree" in err
