@@ -123,3 +123,13 @@ def test_default_engine_falls_back_and_says_so(folder, capsys):
     assert "value 7" in out  # x0 = 2.5, x1 = 0
     assert main(["run", "--solver", "astar", path]) == ExitCode.ERROR
     assert "error[V503]" in capsys.readouterr().err
+
+
+def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):
+    body = (
+        "query q for r in rows[0:2] {\n  input x\n  where x.x0 + x.x1 == 2.5\n  maximize m(x)\n}\n"
+    )
+    assert main(["run", write(folder, body)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert out.count("note: astar refused it") == 1
+    assert "q[0]" in out and "q[1]" in out

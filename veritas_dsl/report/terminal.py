@@ -50,13 +50,17 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
     """The report as (stdout text, stderr text): results on stdout, failed checks on stderr."""
     out, err = [], []
     width = max((len(r.name) for r in runs), default=0)
+    # A note that the rows of a batch repeat (but for their names) is shown once.
+    notes: set[tuple[int, str]] = set()
     for run in runs:
         result = run.result
         engines = ",".join(r.engine for r in run.results)
         out.append(
             f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  ({result.time_s:.2f} s)"
         )
-        if result.message:
+        note = (id(run.lowered.source), result.message.replace(run.name, ""))
+        if result.message and note not in notes:
+            notes.add(note)
             out.append(f"      note: {result.message}")
         for check in run.checks:
             out.append(f"      {_MARK[check.holds]:<7} {check.text} ({check.detail})")
