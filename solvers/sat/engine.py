@@ -37,6 +37,7 @@ import numpy as np
 from veritas_dsl.ir.evaluate import holds, model_outputs, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
+    CONSTRUCTS,
     AnyOf,
     Constraint,
     Find,
@@ -62,26 +63,7 @@ from veritas_dsl.solvers.sat.voting import VoteMargin, vote_holds
 #: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
 #: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
 #: no finite encoding on the threshold grid; the MILP engine and the oracle take them.
-SUPPORTED = frozenset(
-    {
-        "two_instances",
-        "several_models",
-        "multiclass",
-        "int_domain",
-        "bool_domain",
-        "tie",
-        "one_hot",
-        "changed",
-        "linf",
-        "output_constraint",
-        "disjunction",
-        "maximize",
-        "minimize",
-        "minimize_distance",
-        "find",
-        "prove",
-    }
-)
+SUPPORTED = CONSTRUCTS - {"l1", "linear"}
 
 #: Conflicts a probe for a better upper bound may spend (see ``_maximize``); None: no limit.
 PROBE_CONFLICTS: int | None = 20_000

@@ -1,5 +1,6 @@
-"""The brute-force oracle on hand-built ensembles whose answers are known by hand, and against the
-threshold grid (tests/reference/grid.py) on random small ensembles."""
+"""The brute-force oracle: its limits, and its answers against the threshold grid
+(tests/reference/grid.py) on random small ensembles. The questions answered by hand are asked of
+every engine, the oracle included, in test_hand_cases.py."""
 
 from __future__ import annotations
 
@@ -12,20 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veritas_dsl.ir import (
-    AnyOf,
-    AtMostKChanged,
     Ball,
-    DomainKind,
-    Find,
-    Interval,
-    Linear,
-    LinearTerm,
     Maximize,
     Minimize,
     MinimizeDistance,
-    OneHot,
     OutputConstraint,
-    Prove,
     Query,
     Row,
     Tie,
@@ -50,222 +42,6 @@ def solve(model, goal, constraints=(), instances=("x",), **feature_args):
     for witness in result.witnesses:
         validate_witness(query, witness)  # every witness satisfies the query, exactly
     return result
-
-
-# -- single instance: optimisation over boxes ----------------------------------------------------
-
-
-def test_global_max_and_min(two_trees):
-    best = solve(two_trees, Maximize(term(out())))
-    assert (best.termination, best.lower, best.upper) == (Termination.OPTIMAL, 7.0, 7.0)
-    x = best.witnesses[0].inputs["x"]
-    assert x[0] >= 2 and x[1] < 1
-    worst = solve(two_trees, Minimize(term(out())))
-    assert worst.lower == worst.upper == -3.0
-
-
-def test_box_constraint_restricts_the_optimum(two_trees):
-    result = solve(two_trees, Maximize(term(out())), [Interval("x", 0, 0.0, 1.5)])
-    assert result.lower == 3.5
-
-
-def test_strict_threshold_edges(two_trees):
-    # x0 <= next_down(1) stays left of the split x0 < 1: only 1.5 is reachable with x1 < 1.
-    below_one = float(np.nextafter(np.float32(1), np.float32(0)))
-    result = solve(two_trees, Maximize(term(out())), [Interval("x", 0, -5, below_one)])
-    assert result.lower == 1.5
-    result = solve(two_trees, Maximize(term(out())), [Interval("x", 0, 1.0, 1.0)])
-    assert result.lower == 3.5
-
-
-def test_affine_term_with_constant(two_trees):
-    result = solve(two_trees, Minimize(term(out(coef=-2.0), constant=1.0)))
-    assert result.lower == 1.0 - 2.0 * 7.0
-
-
-def test_int_domain(two_trees):
-    bounds = [(0, 1.9), (0, 10)]
-    result = solve(
-        two_trees, Maximize(term(out())), kinds=[DomainKind.INT, DomainKind.REAL], bounds=bounds
-    )
-    assert result.lower == 3.5
-    assert result.witnesses[0].inputs["x"][0] == 1.0
-
-
-def test_infeasible_find_and_its_bounds(two_trees):
-    constraints = [Interval("x", 0, 0.0, 0.5), OutputConstraint(term(out()), ">", 2.0)]
-    assert solve(two_trees, Find(), constraints).termination == Termination.INFEASIBLE
-    result = solve(two_trees, Maximize(term(out())), constraints)
-    assert (result.termination, result.lower, result.upper) == (
-        Termination.INFEASIBLE,
-        -math.inf,
-        -math.inf,
-    )
-    result = solve(two_trees, Minimize(term(out())), constraints)
-    assert result.lower == result.upper == math.inf
-
-
-def test_output_constraint_with_strictness(two_trees):
-    assert (
-        solve(two_trees, Find(), [OutputConstraint(term(out()), ">", 7.0)]).termination
-        == Termination.INFEASIBLE
-    )
-    found = solve(two_trees, Find(), [OutputConstraint(term(out()), ">=", 7.0)])
-    assert found.termination == Termination.OPTIMAL
-    assert two_trees.eval(found.witnesses[0].inputs["x"])[0] == 7.0
-
-
-# -- prove and disjunctions ----------------------------------------------------------------------
-
-
-def test_prove_holds_and_fails(two_trees):
-    conclusion = (
-        OutputConstraint(term(out()), ">=", 1.5),
-        OutputConstraint(term(out()), "<=", 1.5),
-    )
-    near_origin = [Ball("linf", "x", Row((0.0, 0.0)), 0.5)]
-    assert solve(two_trees, Prove(conclusion), near_origin).termination == Termination.INFEASIBLE
-    wider = [Ball("linf", "x", Row((0.0, 0.0)), 1.0)]
-    result = solve(two_trees, Prove(conclusion), wider)
-    assert result.termination == Termination.OPTIMAL
-    assert two_trees.eval(result.witnesses[0].inputs["x"])[0] != 1.5
-
-
-def test_disjunction_of_inputs(two_trees):
-    either = AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),)))
-    assert solve(two_trees, Maximize(term(out())), [either]).lower == 1.5
-
-
-def test_disjunction_mixing_outputs_and_inputs(two_trees):
-    either = AnyOf(
-        (
-            (OutputConstraint(term(out()), "<", 0.0),),
-            (Interval("x", 0, 1.0, 1.5), Interval("x", 1, 1.0, 1.5)),
-        )
-    )
-    assert solve(two_trees, Maximize(term(out())), [either]).lower == 2.0
-
-
-# -- one-hot, changed, linear --------------------------------------------------------------------
-
-
-def test_one_hot(one_hot_trees):
-    kinds = [DomainKind.BOOL] * 3
-    assert solve(one_hot_trees, Maximize(term(out())), kinds=kinds).lower == 8.0
-    group = [OneHot("x", (0, 1, 2))]
-    best = solve(one_hot_trees, Maximize(term(out())), group, kinds=kinds)
-    assert best.lower == 6.0
-    assert best.witnesses[0].inputs["x"].tolist() == [1.0, 0.0, 0.0]
-    assert solve(one_hot_trees, Minimize(term(out())), group, kinds=kinds).lower == 3.0
-
-
-def test_at_most_k_changed(two_trees):
-    row = Row((0.0, 3.0))
-    assert solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 0)]).lower == 0.0
-    one = solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 1)])
-    assert one.lower == 1.5
-    assert one.witnesses[0].inputs["x"][0] == 0.0
-    assert solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 2)]).lower == 7.0
-
-
-def test_linear_constraint(two_trees):
-    budget = Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5)
-    assert solve(two_trees, Maximize(term(out())), [budget]).lower == 7.0  # x1 may go negative
-    nonnegative = Interval("x", 1, 0.0, math.inf)
-    assert solve(two_trees, Maximize(term(out())), [budget, nonnegative]).lower == 3.5
-
-
-# -- distances -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("norm", ["linf", "l1"])
-def test_closest_example_with_high_output(two_trees, norm):
-    origin = Row((0.0, 0.0))
-    result = solve(
-        two_trees, MinimizeDistance(norm, "x", origin), [OutputConstraint(term(out()), ">", 5.0)]
-    )
-    assert result.lower == result.upper == 2.0
-    assert result.witnesses[0].inputs["x"].tolist() == [2.0, 0.0]
-    result = solve(
-        two_trees, MinimizeDistance(norm, "x", origin), [OutputConstraint(term(out()), ">=", 2.0)]
-    )
-    assert result.lower == 1.0
-
-
-def test_l1_ball_constraint(two_trees):
-    ball = Ball("l1", "x", Row((0.5, 0.5)), 1.0)
-    assert solve(two_trees, Maximize(term(out())), [ball]).lower == 3.5  # x0 = 1.5 is at distance 1
-    small = Ball("l1", "x", Row((0.5, 0.5)), 0.49)
-    assert solve(two_trees, Maximize(term(out())), [small]).lower == 1.5
-
-
-def test_l1_distance_with_changed_limit(two_trees):
-    row = Row((0.0, 3.0))
-    result = solve(
-        two_trees,
-        MinimizeDistance("l1", "x", row),
-        [OutputConstraint(term(out()), ">", 1.0), AtMostKChanged("x", row, 1)],
-    )
-    assert result.lower == float(np.float32(3.0)) - float(
-        np.nextafter(np.float32(1), np.float32(0))
-    )
-
-
-# -- two instances -------------------------------------------------------------------------------
-
-
-def test_two_instances_with_a_tie(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    result = solve(two_trees, Maximize(gap), [Tie("x1", "x2", 1)], instances=("x1", "x2"))
-    assert result.lower == 5.5
-    w = result.witnesses[0].inputs
-    assert w["x1"][1] == w["x2"][1]
-
-
-def test_two_instances_with_ball_between_them(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    close = [Ball("linf", "x2", "x1", 0.25)]
-    result = solve(two_trees, Maximize(gap), close, instances=("x1", "x2"))
-    assert result.lower == 5.0  # from 2 at (2, 1) to 7 at (2, 0.75)
-    result = solve(two_trees, Maximize(gap), [Ball("l1", "x2", "x1", 0.25)], instances=("x1", "x2"))
-    assert result.lower == 5.0
-
-
-def test_distance_between_instances(two_trees):
-    constraints = [
-        OutputConstraint(term(out("x1")), "<=", 1.5),
-        OutputConstraint(term(out("x2")), ">=", 7.0),
-        Interval("x1", 1, 0.0, 0.0),
-    ]
-    result = solve(
-        two_trees, MinimizeDistance("linf", "x2", "x1"), constraints, instances=("x1", "x2")
-    )
-    assert result.lower == pytest.approx(2.0 - float(np.nextafter(np.float32(1), np.float32(0))))
-
-
-def test_changed_between_instances(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    result = solve(
-        two_trees, Maximize(gap), [AtMostKChanged("x2", "x1", 1)], instances=("x1", "x2")
-    )
-    # only x1 may differ: from -3 at (x0 >= 2, x1 >= 2) to 7 at (x0 >= 2, x1 < 1)
-    assert result.lower == 10.0
-    w = result.witnesses[0].inputs
-    assert int(np.count_nonzero(w["x1"] != w["x2"])) <= 1
-
-
-# -- multiclass ----------------------------------------------------------------------------------
-
-
-def test_multiclass_margin_between_classes():
-    model = build(
-        [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 1.0, 3.0]), (1, 0.0, [0.0, 2.0, 0.0], [0.5, 0.0, 0.0])],
-        2,
-        task="multiclass",
-    )
-    diff = term(out(output=2), out(output=0, coef=-1.0))
-    assert solve(model, Maximize(diff)).lower == 3.0
-    assert solve(model, Minimize(diff)).lower == -1.5
 
 
 # -- limits --------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The SAT engine on hand-built ensembles with answers known by hand, on the float32 and float64
-edge cases its encoding has to get exactly right, and against the oracle on values that do not
-scale to integers (the rounding path). Every witness is validated on the model
-(``validate_witness``), and every exact answer is compared with the oracle's."""
+"""The SAT engine: what it refuses, its trace, the float64 edge cases its encoding has to get
+exactly right, the oracle on values that do not scale to integers (the rounding path), its time
+limit and hard voting. Every witness is validated on the model (``validate_witness``), and every
+exact answer is compared with the oracle's. The questions answered by hand are asked of every
+engine in test_hand_cases.py."""
 
 from __future__ import annotations
 
@@ -13,28 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veritas_dsl.ir import (
-    AnyOf,
-    AtMostKChanged,
     Ball,
-    DomainKind,
-    Feature,
     Find,
-    Interval,
     Linear,
     LinearTerm,
     Maximize,
     Minimize,
     MinimizeDistance,
-    OneHot,
-    OutputAtom,
     OutputConstraint,
-    OutputTerm,
-    Prove,
     Query,
     Row,
     Tie,
 )
-from veritas_dsl.ir.float32 import ball_interval, next_down
+from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
@@ -45,26 +37,10 @@ from veritas_dsl.validate import validate_witness
 
 from conftest import build
 from reference.grid import grid_points
+from reference.ir import features, out, term
 
 SAT = SatEngine()
 ORACLE = OracleEngine()
-
-
-def out(instance="x", model="m", coef=1.0, output=0):
-    return OutputAtom(coef, model, instance, output)
-
-
-def term(*atoms, constant=0.0):
-    return OutputTerm(tuple(atoms), constant)
-
-
-def features(model, kinds=None, bounds=None):
-    kinds = kinds or [DomainKind.REAL] * model.n_features
-    bounds = bounds or [(-math.inf, math.inf)] * model.n_features
-    return tuple(
-        Feature(name, kind, lo, hi)
-        for name, kind, (lo, hi) in zip(model.feature_names, kinds, bounds, strict=True)
-    )
 
 
 def query_of(model, goal, constraints=(), instances=("x",), **feature_args):
@@ -125,97 +101,12 @@ def test_three_instances_compared_on_one_feature_are_refused(two_trees):
 # -- one instance ---------------------------------------------------------------------------------
 
 
-def test_global_max_and_min(two_trees):
-    best = solve(two_trees, Maximize(term(out())))
-    assert (best.termination, best.lower, best.upper) == (Termination.OPTIMAL, 7.0, 7.0)
-    assert best.witnesses[0].value == 7.0
-    worst = solve(two_trees, Minimize(term(out())))
-    assert worst.lower == worst.upper == worst.witnesses[0].value == -3.0
-
-
 def test_trace_brackets_the_optimum(two_trees):
     result = solve(two_trees, Maximize(term(out(), constant=0.5)))
     assert result.trace
     for point in result.trace:
         assert point.lower <= 7.5 <= point.upper
     assert (result.trace[-1].lower, result.trace[-1].upper) == (7.5, 7.5)
-
-
-def test_float32_edges_of_a_split(two_trees):
-    # x0 < 1 goes left: the largest float32 below 1 stays left, 1 itself goes right.
-    assert (
-        solve(two_trees, Maximize(term(out())), [Interval("x", 0, -5, next_down(1.0))]).lower == 1.5
-    )
-    assert solve(two_trees, Maximize(term(out())), [Interval("x", 0, 1.0, 1.0)]).lower == 3.5
-    # A float64 bound between two float32 values admits only the float32 values inside it.
-    assert (
-        solve(two_trees, Maximize(term(out())), [Interval("x", 0, 0.0, 1.0 - 1e-12)]).lower == 1.5
-    )
-
-
-def test_int_domain_rounds_thresholds(two_trees):
-    kinds = [DomainKind.INT, DomainKind.REAL]
-    result = solve(two_trees, Maximize(term(out())), kinds=kinds, bounds=[(0, 1.9), (0, 10)])
-    assert result.lower == 3.5
-    assert result.witnesses[0].inputs["x"][0] == 1.0
-    # 0.5 <= x0 <= 0.9 holds no integer: infeasible
-    empty = solve(
-        two_trees, Find(), [Interval("x", 0, 0.5, 0.9)], kinds=kinds, bounds=[(-5, 5), (0, 10)]
-    )
-    assert empty.termination == Termination.INFEASIBLE
-
-
-def test_one_hot(one_hot_trees):
-    kinds = [DomainKind.BOOL] * 3
-    assert solve(one_hot_trees, Maximize(term(out())), kinds=kinds).lower == 8.0
-    group = [OneHot("x", (0, 1, 2))]
-    best = solve(one_hot_trees, Maximize(term(out())), group, kinds=kinds)
-    assert best.lower == 6.0
-    assert best.witnesses[0].inputs["x"].tolist() == [1.0, 0.0, 0.0]
-    assert solve(one_hot_trees, Minimize(term(out())), group, kinds=kinds).lower == 3.0
-
-
-def test_at_most_k_changed(two_trees):
-    row = Row((0.0, 3.0))
-    assert solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 0)]).lower == 0.0
-    one = solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 1)])
-    assert one.lower == 1.5
-    assert one.witnesses[0].inputs["x"][0] == 0.0
-    assert solve(two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 2)]).lower == 7.0
-
-
-def test_changed_with_a_fractional_reference_of_an_int_feature(two_trees):
-    # An integer can never equal 0.5, so x0 always counts as changed.
-    row = Row((0.5, 3.0))
-    kinds = [DomainKind.INT, DomainKind.REAL]
-    bounds = [(-5, 5), (-10, 10)]
-    result = solve(
-        two_trees, Maximize(term(out())), [AtMostKChanged("x", row, 1)], kinds=kinds, bounds=bounds
-    )
-    assert result.lower == 0.0
-
-
-def test_linf_ball_ends_exactly_on_a_threshold(two_trees):
-    # |x0 - 0.5| <= 0.5 reaches x0 = 1 exactly, which goes right.
-    center = Row((0.5, 0.0))
-    assert solve(two_trees, Maximize(term(out())), [Ball("linf", "x", center, 0.5)]).lower == 3.5
-    # a radius a hair short of 0.5 stops at the float32 just below 1
-    short = next_down(0.5)
-    assert ball_interval(0.5, short)[1] < 1.0
-    assert solve(two_trees, Maximize(term(out())), [Ball("linf", "x", center, short)]).lower == 1.5
-
-
-def test_prove_holds_and_fails(two_trees):
-    conclusion = (
-        OutputConstraint(term(out()), ">=", 1.5),
-        OutputConstraint(term(out()), "<=", 1.5),
-    )
-    near = [Ball("linf", "x", Row((0.0, 0.0)), 0.5)]
-    assert solve(two_trees, Prove(conclusion), near).termination == Termination.INFEASIBLE
-    wider = [Ball("linf", "x", Row((0.0, 0.0)), 1.0)]
-    result = solve(two_trees, Prove(conclusion), wider)
-    assert result.termination == Termination.OPTIMAL
-    assert two_trees.eval(result.witnesses[0].inputs["x"])[0] != 1.5
 
 
 def test_output_constraints_at_their_thresholds(two_trees):
@@ -229,61 +120,7 @@ def test_output_constraints_at_their_thresholds(two_trees):
     assert below.lower == 3.5
 
 
-def test_disjunctions(two_trees):
-    either = AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),)))
-    assert solve(two_trees, Maximize(term(out())), [either]).lower == 1.5
-    mixed = AnyOf(
-        (
-            (OutputConstraint(term(out()), "<", 0.0),),
-            (Interval("x", 0, 1.0, 1.5), Interval("x", 1, 1.0, 1.5)),
-        )
-    )
-    assert solve(two_trees, Maximize(term(out())), [mixed]).lower == 2.0
-    nothing = solve(two_trees, Maximize(term(out())), [AnyOf(())])
-    assert (nothing.termination, nothing.lower) == (Termination.INFEASIBLE, -math.inf)
-
-
-def test_closest_example(two_trees):
-    origin = Row((0.0, 0.0))
-    high = [OutputConstraint(term(out()), ">", 5.0)]
-    result = solve(two_trees, MinimizeDistance("linf", "x", origin), high)
-    assert result.lower == result.upper == 2.0
-    assert result.witnesses[0].inputs["x"].tolist() == [2.0, 0.0]
-    # a threshold just off the float32 grid: the closest point is the float32 above it
-    result = solve(two_trees, MinimizeDistance("linf", "x", Row((0.1, 0.0))), high)
-    assert result.lower == float(np.float32(2.0)) - float(np.float32(0.1))
-
-
 # -- two instances --------------------------------------------------------------------------------
-
-
-def test_tie_between_instances(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    result = solve(two_trees, Maximize(gap), [Tie("x1", "x2", 1)], instances=("x1", "x2"))
-    assert result.lower == 5.5
-    w = result.witnesses[0].inputs
-    assert w["x1"][1] == w["x2"][1]
-
-
-def test_tie_inside_a_disjunction(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    tie_or_box = AnyOf(((Tie("x1", "x2", 0), Tie("x1", "x2", 1)), (Interval("x2", 0, 0, 0.5),)))
-    result = solve(two_trees, Maximize(gap), [tie_or_box], instances=("x1", "x2"))
-    assert result.lower == 4.5  # x2 in the box: 1.5 at best; x1 anywhere: -3 at worst
-
-
-def test_ball_between_instances_at_float32_precision(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    result = solve(
-        two_trees, Maximize(gap), [Ball("linf", "x2", "x1", 0.25)], instances=("x1", "x2")
-    )
-    assert result.lower == 5.0  # from 2 at (2, 1) to 7 at (2, 0.75)
-    # from x1 = 1 (right of the split at 1) to x2 = next_down(1) (left) is one float32 step
-    step = 1.0 - next_down(1.0)
-    for radius, expected in ((step, 3.0), (step / 2, 0.0)):
-        gap01 = term(out("x2"), out("x1", coef=-1.0))
-        close = [Ball("linf", "x2", "x1", radius), Interval("x1", 0, 1.0, 1.5)]
-        assert solve(two_trees, Maximize(gap01), close, instances=("x1", "x2")).lower == expected
 
 
 def test_fairness_pairs_the_trees_of_two_tied_instances():
@@ -297,28 +134,6 @@ def test_fairness_pairs_the_trees_of_two_tied_instances():
     result = solve(model, Maximize(gap), ties, instances=("x1", "x2"))
     assert result.lower == 4.0  # x0 moves from below 0.5 (-1 at x1 < 0) to above (3)
     assert result.stats["paired_trees"] == 5
-
-
-def test_distance_between_instances(two_trees):
-    constraints = [
-        OutputConstraint(term(out("x1")), "<=", 1.5),
-        OutputConstraint(term(out("x2")), ">=", 7.0),
-        Interval("x1", 1, 0.0, 0.0),
-    ]
-    result = solve(
-        two_trees, MinimizeDistance("linf", "x2", "x1"), constraints, instances=("x1", "x2")
-    )
-    assert result.lower == 2.0 - next_down(1.0)
-
-
-def test_changed_between_instances(two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    result = solve(
-        two_trees, Maximize(gap), [AtMostKChanged("x2", "x1", 1)], instances=("x1", "x2")
-    )
-    assert result.lower == 10.0
-    w = result.witnesses[0].inputs
-    assert int(np.count_nonzero(w["x1"] != w["x2"])) <= 1
 
 
 def test_multiclass_and_two_models():

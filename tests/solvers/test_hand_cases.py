@@ -1,0 +1,327 @@
+"""Questions whose answers are worked out by hand, asked of every registered engine.
+
+The models are the fixtures of ``conftest.py`` (``two_trees``, with its table of outputs by region,
+and ``one_hot_trees``) and one small multiclass model. Each case is a query and its exact answer
+(termination, lower, upper); an engine that does not declare a construct of the case must refuse
+it. Every witness must reproduce on the model and satisfy the query. Engine-specific behaviour
+(limits, refusals, statistics) stays in each engine's own test module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from veritas_dsl.ir import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    DomainKind,
+    Find,
+    Interval,
+    Linear,
+    LinearTerm,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    OneHot,
+    OutputConstraint,
+    Prove,
+    Query,
+    Row,
+    Tie,
+)
+from veritas_dsl.ir.evaluate import model_outputs, objective_value
+from veritas_dsl.ir.query import constructs
+from veritas_dsl.result import Termination
+from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.validate import validate_witness
+
+from conftest import build
+from reference.ir import features, out, term
+
+OPTIMAL, INFEASIBLE = Termination.OPTIMAL, Termination.INFEASIBLE
+INT, BOOL, REAL = DomainKind.INT, DomainKind.BOOL, DomainKind.REAL
+
+
+def below(value: float) -> float:
+    """The float32 right below ``value``."""
+    return float(np.nextafter(np.float32(value), np.float32(-np.inf)))
+
+
+def f32(value: float) -> float:
+    return float(np.float32(value))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    goal: object
+    answer: tuple  # (termination, lower, upper); bounds None for find and prove
+    constraints: tuple = ()
+    instances: tuple[str, ...] = ("x",)
+    model: str = "two_trees"
+    kinds: tuple | None = None
+    bounds: tuple | None = None
+    notes: str = field(default="", compare=False)
+
+
+HIGH = term(out())
+GAP = term(out("x2"), out("x1", coef=-1.0))
+PAIR = ("x1", "x2")
+ORIGIN = Row((0.0, 0.0))
+
+
+def top(value: float) -> tuple:
+    return (OPTIMAL, value, value)
+
+
+CASES = [
+    # one instance, boxes and float32 edges (x0 < 1 goes left: below(1) stays left, 1 goes right)
+    Case("global max", Maximize(HIGH), top(7.0)),
+    Case("global min", Minimize(HIGH), top(-3.0)),
+    Case("box", Maximize(HIGH), top(3.5), (Interval("x", 0, 0.0, 1.5),)),
+    Case("left of a split", Maximize(HIGH), top(1.5), (Interval("x", 0, -5, below(1.0)),)),
+    Case("on a split", Maximize(HIGH), top(3.5), (Interval("x", 0, 1.0, 1.0),)),
+    Case("float64 bound", Maximize(HIGH), top(1.5), (Interval("x", 0, 0.0, 1.0 - 1e-12),)),
+    Case("affine term", Minimize(term(out(coef=-2.0), constant=1.0)), top(1.0 - 2.0 * 7.0)),
+    Case("int domain", Maximize(HIGH), top(3.5), kinds=(INT, REAL), bounds=((0, 1.9), (0, 10))),
+    Case(
+        "int domain without an integer",
+        Find(),
+        (INFEASIBLE, None, None),
+        (Interval("x", 0, 0.5, 0.9),),
+        kinds=(INT, REAL),
+        bounds=((-5, 5), (0, 10)),
+    ),
+    # output constraints, find, prove
+    Case(
+        "above the maximum", Find(), (INFEASIBLE, None, None), (OutputConstraint(HIGH, ">", 7.0),)
+    ),
+    Case("at the maximum", Find(), (OPTIMAL, None, None), (OutputConstraint(HIGH, ">=", 7.0),)),
+    Case("below the maximum", Maximize(HIGH), top(3.5), (OutputConstraint(HIGH, "<", 7.0),)),
+    Case(
+        "infeasible maximum",
+        Maximize(HIGH),
+        (INFEASIBLE, -math.inf, -math.inf),
+        (Interval("x", 0, 0.0, 0.5), OutputConstraint(HIGH, ">", 2.0)),
+    ),
+    Case(
+        "infeasible minimum",
+        Minimize(HIGH),
+        (INFEASIBLE, math.inf, math.inf),
+        (Interval("x", 0, 0.0, 0.5), OutputConstraint(HIGH, ">", 2.0)),
+    ),
+    Case(
+        "property holds",
+        Prove((OutputConstraint(HIGH, ">=", 1.5), OutputConstraint(HIGH, "<=", 1.5))),
+        (INFEASIBLE, None, None),
+        (Ball("linf", "x", ORIGIN, 0.5),),
+    ),
+    Case(
+        "property fails",
+        Prove((OutputConstraint(HIGH, ">=", 1.5), OutputConstraint(HIGH, "<=", 1.5))),
+        (OPTIMAL, None, None),
+        (Ball("linf", "x", ORIGIN, 1.0),),
+    ),
+    # disjunctions
+    Case(
+        "disjunction of boxes",
+        Maximize(HIGH),
+        top(1.5),
+        (AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),))),),
+    ),
+    Case(
+        "disjunction of an output and a box",
+        Maximize(HIGH),
+        top(2.0),
+        (
+            AnyOf(
+                (
+                    (OutputConstraint(HIGH, "<", 0.0),),
+                    (Interval("x", 0, 1.0, 1.5), Interval("x", 1, 1.0, 1.5)),
+                )
+            ),
+        ),
+    ),
+    Case("empty disjunction", Maximize(HIGH), (INFEASIBLE, -math.inf, -math.inf), (AnyOf(()),)),
+    # one-hot groups (b0 ? 5 : (b1 ? 2 : 0), plus b2 ? 3 : 1)
+    Case("bools", Maximize(HIGH), top(8.0), model="one_hot_trees", kinds=(BOOL,) * 3),
+    Case(
+        "one-hot max",
+        Maximize(HIGH),
+        top(6.0),
+        (OneHot("x", (0, 1, 2)),),
+        model="one_hot_trees",
+        kinds=(BOOL,) * 3,
+    ),
+    Case(
+        "one-hot min",
+        Minimize(HIGH),
+        top(3.0),
+        (OneHot("x", (0, 1, 2)),),
+        model="one_hot_trees",
+        kinds=(BOOL,) * 3,
+    ),
+    # changed(x, row) <= k
+    *(
+        Case(f"changed <= {k}", Maximize(HIGH), top(v), (AtMostKChanged("x", Row((0.0, 3.0)), k),))
+        for k, v in ((0, 0.0), (1, 1.5), (2, 7.0))
+    ),
+    Case(
+        "changed from a fractional int reference",  # an integer never equals 0.5
+        Maximize(HIGH),
+        top(0.0),
+        (AtMostKChanged("x", Row((0.5, 3.0)), 1),),
+        kinds=(INT, REAL),
+        bounds=((-5, 5), (-10, 10)),
+    ),
+    # linear constraints
+    Case(
+        "linear budget",  # x1 may go negative
+        Maximize(HIGH),
+        top(7.0),
+        (Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5),),
+    ),
+    Case(
+        "linear budget, x1 >= 0",
+        Maximize(HIGH),
+        top(3.5),
+        (
+            Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5),
+            Interval("x", 1, 0.0, math.inf),
+        ),
+    ),
+    # balls and distances
+    Case(
+        "linf ball ending on a split",
+        Maximize(HIGH),
+        top(3.5),
+        (Ball("linf", "x", Row((0.5, 0.0)), 0.5),),
+    ),
+    Case(
+        "linf ball a hair short of a split",
+        Maximize(HIGH),
+        top(1.5),
+        (Ball("linf", "x", Row((0.5, 0.0)), below(0.5)),),
+    ),
+    Case("l1 ball", Maximize(HIGH), top(3.5), (Ball("l1", "x", Row((0.5, 0.5)), 1.0),)),
+    Case("small l1 ball", Maximize(HIGH), top(1.5), (Ball("l1", "x", Row((0.5, 0.5)), 0.49),)),
+    *(
+        Case(f"closest {norm}", MinimizeDistance(norm, "x", ORIGIN), top(d), (at_least,))
+        for norm in ("linf", "l1")
+        for at_least, d in (
+            (OutputConstraint(HIGH, ">", 5.0), 2.0),
+            (OutputConstraint(HIGH, ">=", 2.0), 1.0),
+        )
+    ),
+    Case(
+        "closest linf off the float32 grid",
+        MinimizeDistance("linf", "x", Row((0.1, 0.0))),
+        top(f32(2.0) - f32(0.1)),
+        (OutputConstraint(HIGH, ">", 5.0),),
+    ),
+    Case(
+        "closest l1 with one change",
+        MinimizeDistance("l1", "x", Row((0.0, 3.0))),
+        top(3.0 - below(1.0)),
+        (OutputConstraint(HIGH, ">", 1.0), AtMostKChanged("x", Row((0.0, 3.0)), 1)),
+    ),
+    # two instances
+    Case("tie", Maximize(GAP), top(5.5), (Tie("x1", "x2", 1),), PAIR),
+    Case(
+        "tie or box",  # x2 in the box: 1.5 at best; x1 anywhere: -3 at worst
+        Maximize(GAP),
+        top(4.5),
+        (AnyOf(((Tie("x1", "x2", 0), Tie("x1", "x2", 1)), (Interval("x2", 0, 0, 0.5),))),),
+        PAIR,
+    ),
+    Case("linf ball between", Maximize(GAP), top(5.0), (Ball("linf", "x2", "x1", 0.25),), PAIR),
+    Case("l1 ball between", Maximize(GAP), top(5.0), (Ball("l1", "x2", "x1", 0.25),), PAIR),
+    *(
+        Case(  # from x1 = 1 (right of the split) to x2 = below(1) (left) is one float32 step
+            f"ball between of {steps} float32 step",
+            Maximize(GAP),
+            top(gap),
+            (Ball("linf", "x2", "x1", steps * (1.0 - below(1.0))), Interval("x1", 0, 1.0, 1.5)),
+            PAIR,
+        )
+        for steps, gap in ((1, 3.0), (0.5, 0.0))
+    ),
+    Case(
+        "distance between instances",
+        MinimizeDistance("linf", "x2", "x1"),
+        top(2.0 - below(1.0)),
+        (
+            OutputConstraint(term(out("x1")), "<=", 1.5),
+            OutputConstraint(term(out("x2")), ">=", 7.0),
+            Interval("x1", 1, 0.0, 0.0),
+        ),
+        PAIR,
+    ),
+    Case(  # only x1 may differ: from -3 at (x0 >= 2, x1 >= 2) to 7 at (x0 >= 2, x1 < 1)
+        "changed between instances",
+        Maximize(GAP),
+        top(10.0),
+        (AtMostKChanged("x2", "x1", 1),),
+        PAIR,
+    ),
+    # multiclass: the margin of class 2 over class 0
+    Case(
+        "multiclass max",
+        Maximize(term(out(output=2), out(output=0, coef=-1.0))),
+        top(3.0),
+        model="three_classes",
+    ),
+    Case(
+        "multiclass min",
+        Minimize(term(out(output=2), out(output=0, coef=-1.0))),
+        top(-1.5),
+        model="three_classes",
+    ),
+]
+
+
+@pytest.fixture
+def three_classes():
+    return build(
+        [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 1.0, 3.0]), (1, 0.0, [0.0, 2.0, 0.0], [0.5, 0.0, 0.0])],
+        2,
+        task="multiclass",
+    )
+
+
+def query_of(case: Case, model) -> Query:
+    kinds = list(case.kinds) if case.kinds else None
+    bounds = list(case.bounds) if case.bounds else None
+    space = features(model, kinds, bounds)
+    return Query(case.name, space, case.instances, {"m": model}, case.constraints, case.goal)
+
+
+@pytest.mark.parametrize("name", list(registry.ENGINES))
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hand_case(name, case, request):
+    engine = registry.get(name)
+    if not engine.available():
+        pytest.skip(f"engine {name} is not available here ({engine.available().value})")
+    query = query_of(case, request.getfixturevalue(case.model))
+    if not constructs(query) <= engine.capabilities.constructs:
+        with pytest.raises(UnsupportedQuery):
+            engine.solve(query, Limits(timeout_s=30))
+        return
+    result = engine.solve(query, Limits(timeout_s=30))
+    for witness in result.witnesses:
+        validate_witness(query, witness)
+    termination, lower, upper = case.answer
+    assert result.termination == termination, result.message
+    if lower is not None:
+        assert (result.lower, result.upper) == (lower, upper)
+    if termination is OPTIMAL:
+        assert result.witnesses, "an optimal answer comes with a witness"
+    if termination is OPTIMAL and lower is not None:  # the witness attains the optimum
+        inputs = result.witnesses[0].inputs
+        assert objective_value(query, inputs, model_outputs(query, inputs)) == lower
