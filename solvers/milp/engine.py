@@ -89,12 +89,14 @@ class MilpEngine:
     def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
         """Answer ``query`` exactly within ``limits``; bounds stream into the Result's trace.
 
-        ``progress`` is accepted for the engine interface; the MILP reports only at the end.
+        ``progress``, when given, sees the solver's own bounds while it runs, at most ten times a
+        second: unchecked values, for a live display; the Result holds only checked ones.
         """
         limits = limits or Limits()
         start = time.monotonic()
+        live = _Live(start, progress) if progress is not None else None
         try:
-            result = self._solve(query, limits, start)
+            result = self._solve(query, limits, start, live)
         except WitnessBug as error:
             result = Result(query.name, self.name, Termination.ERROR, *trivial_bounds(query.goal))
             result.message = str(error)
@@ -124,21 +126,21 @@ class MilpEngine:
             return "highs", "solved with HiGHS: gurobipy is installed but has no usable licence"
         return "highs", ""
 
-    def _run(self, driver: str, program: Program, remaining: float | None, limits: Limits):
+    def _run(self, driver: str, program: Program, remaining: float | None, limits: Limits, live):
         if driver == "gurobi":
-            return gurobi.solve(program, remaining, limits.max_steps, limits.max_memory_bytes)
-        return highs.solve(program, remaining, limits.max_steps)
+            return gurobi.solve(program, remaining, limits.max_steps, limits.max_memory_bytes, live)
+        return highs.solve(program, remaining, limits.max_steps, live)
 
     # -- the solve loop -------------------------------------------------------------------------
 
-    def _solve(self, query: Query, limits: Limits, start: float) -> Result:
+    def _solve(self, query: Query, limits: Limits, start: float, live) -> Result:
         goal = query.goal
         if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
-            return self._solve_by_radius(query, goal, limits, start)
-        return self._solve_program(query, limits, start)
+            return self._solve_by_radius(query, goal, limits, start, live)
+        return self._solve_program(query, limits, start, live)
 
     def _solve_by_radius(
-        self, query: Query, goal: MinimizeDistance, limits: Limits, start: float
+        self, query: Query, goal: MinimizeDistance, limits: Limits, start: float, live
     ) -> Result:
         """A closest example, searched in growing L-inf boxes around the centre.
 
@@ -160,7 +162,9 @@ class MilpEngine:
             if math.isfinite(radius):
                 box = Ball("linf", goal.instance, goal.center, radius)
                 restricted = replace(query, constraints=(*query.constraints, box))
-            result = self._solve_program(restricted, limits, start)
+            if live is not None:
+                live.cap = (known, radius)
+            result = self._solve_program(restricted, limits, start, live)
             # Outside the box lies nothing closer than the radius: a global lower bound is the
             # box's own, capped at the radius.
             for point in result.trace:
@@ -180,7 +184,7 @@ class MilpEngine:
                 result.lower = max(known, min(result.lower, radius))
             return result
 
-    def _solve_program(self, query: Query, limits: Limits, start: float) -> Result:
+    def _solve_program(self, query: Query, limits: Limits, start: float, live=None) -> Result:
         try:
             form = formulate(query)
         except Infeasible:
@@ -219,7 +223,9 @@ class MilpEngine:
             ):
                 driver = "highs"
                 notes.append(f"continued with HiGHS: {gurobi.size_message(program)}")
-            outcome = self._run(driver, program, remaining, limits)
+            if live is not None:
+                live.sense = form.sense
+            outcome = self._run(driver, program, remaining, limits, live)
             nodes += int(outcome.stats.get("nodes", 0))
             if outcome.status is Status.LICENCE_LIMIT and self.driver == "auto":
                 driver = "highs"
@@ -309,6 +315,32 @@ def _size_stats(program: Program) -> dict[str, int]:
 def _loosen(bound: float) -> float:
     """A solver's lower bound (program sense), moved down by :data:`BOUND_SLACK`."""
     return bound - BOUND_SLACK * max(1.0, abs(bound))
+
+
+class _Live:
+    """The solver's running bounds, turned into the goal's sense for a progress callback.
+
+    In a box of a closest-example search (``cap = (known, radius)``) the lower bound is the
+    box's own, capped at the radius and at least what earlier boxes proved.
+    """
+
+    def __init__(self, start: float, progress) -> None:
+        self.start = start
+        self.progress = progress
+        self.sense = 0
+        self.cap: tuple[float, float] | None = None
+        self.shown = 0.0
+
+    def __call__(self, incumbent: float, bound: float) -> None:
+        now = time.monotonic()
+        if not self.sense or now - self.shown < 0.1:
+            return
+        self.shown = now
+        lower, upper = (bound, incumbent) if self.sense > 0 else (-incumbent, -bound)
+        if self.cap is not None:
+            known, radius = self.cap
+            lower = max(known, min(lower, radius))
+        self.progress(TracePoint(now - self.start, lower, upper))
 
 
 class _Progress:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -79,8 +80,9 @@ def solve(
     timeout_s: float | None = None,
     max_nodes: int | None = None,
     max_memory_bytes: int | None = None,
+    live: Callable[[float, float], None] | None = None,
 ) -> Outcome:
-    """Solve ``program`` with Gurobi within the limits."""
+    """Solve ``program`` with Gurobi within the limits (``live`` as in :func:`.highs.solve`)."""
     import gurobipy
     from gurobipy import GRB
 
@@ -143,6 +145,10 @@ def solve(
                     and (not bounds or bound != bounds[-1][1])
                 ):
                     bounds.append((time.monotonic() - start, bound))
+                if live is not None:
+                    best = float(m.cbGet(GRB.Callback.MIP_OBJBST))
+                    best = best if abs(best) < GRB.INFINITY else math.inf
+                    live(best, bound if abs(bound) < GRB.INFINITY else -math.inf)
 
         try:
             model.optimize(callback)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,9 +46,16 @@ def available() -> bool:
 
 
 def solve(
-    program: Program, timeout_s: float | None = None, max_nodes: int | None = None
+    program: Program,
+    timeout_s: float | None = None,
+    max_nodes: int | None = None,
+    live: Callable[[float, float], None] | None = None,
 ) -> Outcome:
-    """Solve ``program`` with HiGHS within the limits."""
+    """Solve ``program`` with HiGHS within the limits.
+
+    ``live(incumbent, bound)``, when given, sees the solver's own objective values while it runs
+    (unchecked; for progress displays only).
+    """
     import highspy
 
     start = time.monotonic()
@@ -99,6 +107,8 @@ def solve(
         bound = float(event.data_out.mip_dual_bound)
         if math.isfinite(bound) and (not bounds or bound != bounds[-1][1]):
             bounds.append((time.monotonic() - start, bound))
+        if live is not None:
+            live(float(event.data_out.mip_primal_bound), bound)
 
     h.cbMipImprovingSolution.subscribe(improving)
     h.cbMipInterrupt.subscribe(progress)

@@ -736,6 +736,18 @@ def test_trace_streams_bounds(engine, forest):
     assert all(p.lower <= p.upper for p in result.trace)
 
 
+def test_live_progress_brackets_the_optimum(engine, forest):
+    gap = term(out("x2"), out("x1", coef=-1.0))
+    close = (Ball("linf", "x2", "x1", 0.5),)
+    query = Query("gap", features(forest), ("x1", "x2"), {"m": forest}, close, Maximize(gap))
+    seen = []
+    result = engine.solve(query, progress=seen.append)
+    assert result.termination == Termination.OPTIMAL
+    assert seen, "a branch and bound of a few seconds reports while it runs"
+    for point in seen:  # the solver's own values: within its tolerance of valid bounds
+        assert point.lower <= result.lower + 1e-6 and result.upper <= point.upper + 1e-6
+
+
 @pytest.mark.parametrize("norm", ["linf", "l1"])
 def test_growing_boxes_find_the_closest_example_of_the_whole_space(engine, forest, norm):
     row = Row((0.3, -0.2, 0.1, 0.4))
