@@ -59,6 +59,8 @@ def test_json_document(folder, capsys):
     assert first["lower"] == first["upper"] == 1.5
     assert set(first["witness"]["x"]) == {"x0", "x1"}
     assert first["time_s"] >= 0 and isinstance(first["stats"], dict)
+    assert first["trace"][-1][1:] == [1.5, 1.5]  # the anytime bounds, closing on the optimum
+    assert all(float(lower) <= 1.5 <= float(upper) for _, lower, upper in first["trace"])
 
 
 def test_infinite_bounds_stay_valid_json(folder, capsys):

@@ -1,9 +1,10 @@
 """The JSON document of ``ver run --json`` (one document, nothing else on stdout).
 
 Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upper",
-"witness": {instance: {feature: value}}, "time_s", "stats", "checks": [{"check", "holds",
-"detail", "line"}], "engines": [...]}]}``. Infinite bounds are written as the strings "inf" and
-"-inf" so that the document stays standard JSON.
+"witness": {instance: {feature: value}}, "time_s", "trace": [[time_s, lower, upper], ...],
+"stats", "message", "checks": [{"check", "holds", "detail", "line"}], "engines": [...]}]}``, where
+"engines" (present when several engines answered) repeats the per-engine fields. Infinite bounds
+are written as the strings "inf" and "-inf" so that the document stays standard JSON.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def result_entry(run: QueryRun, result: Result) -> dict:
         "upper": _number(result.upper),
         "witness": witness_table(run, result),
         "time_s": result.time_s,
+        "trace": [[p.time_s, _number(p.lower), _number(p.upper)] for p in result.trace],
         "stats": result.stats,
         "message": result.message,
     }
