@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.ir.evaluate import as_point, domain_violations, holds, model_outputs
+from veritas_dsl.ir.evaluate import (
+    as_point,
+    domain_violations,
+    holds,
+    model_outputs,
+    model_votes,
+)
 from veritas_dsl.ir.logic import negate
-from veritas_dsl.ir.query import Prove, Query
+from veritas_dsl.ir.query import Prove, Query, constructs
 from veritas_dsl.model.ensemble import margin_close
 from veritas_dsl.result import Witness
 
@@ -52,10 +58,12 @@ def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np
     if problems:
         raise WitnessMismatch(f"query {query.name}: witness leaves the domain: {problems[0]}")
     outputs = library_outputs(query, inputs)
+    # Votes are counted on the Ensemble's leaves, whose outputs were just checked on the library.
+    votes = model_votes(query, inputs) if "hard_vote" in constructs(query) else None
     required = query.constraints
     if isinstance(query.goal, Prove):
         required += (negate(query.goal.conclusion),)
     for constraint in required:
-        if not holds(constraint, inputs, outputs):
+        if not holds(constraint, inputs, outputs, votes):
             raise WitnessMismatch(f"query {query.name}: witness breaks {constraint}")
     return outputs

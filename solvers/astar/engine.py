@@ -60,16 +60,16 @@ DEFAULT_MEMORY_BYTES = 2 << 30
 class AStarEngine:
     """Anytime best-first search over leaf combinations, with every input constraint lifted.
 
-    Declares every construct of the IR. Within them it refuses, with :class:`UnsupportedQuery`
-    naming the engines that can, the combinations whose least cost over a box it cannot decide
-    exactly: linear equalities; linear inequalities sharing a feature with another linear
-    inequality, a one-hot group, a change count or a distance; change counts and distances to
-    different references in one conjunction; overlapping one-hot groups; and a one-hot group
-    measured against a reference other than a row of 0s and 1s.
+    Declares every construct of the IR but hard voting. Within them it refuses, with
+    :class:`UnsupportedQuery` naming the engines that can, the combinations whose least cost over
+    a box it cannot decide exactly: linear equalities; linear inequalities sharing a feature with
+    another linear inequality, a one-hot group, a change count or a distance; change counts and
+    distances to different references in one conjunction; overlapping one-hot groups; and a
+    one-hot group measured against a reference other than a row of 0s and 1s.
     """
 
     name = "astar"
-    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=True)
+    capabilities = Capabilities(constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True)
 
     def __init__(self, linf_distance: str = "bisect") -> None:
         """``linf_distance``: how to answer an L-inf closest example to a row: ``"bisect"``

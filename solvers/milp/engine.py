@@ -75,7 +75,8 @@ class MilpEngine:
         use one solver only.
     """
 
-    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=True)
+    #: Hard voting (a count of trees) would need one indicator per tree and label; not yet.
+    capabilities = Capabilities(constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True)
 
     def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
         self.name = name
@@ -92,6 +93,9 @@ class MilpEngine:
         ``progress``, when given, sees the solver's own bounds while it runs, at most ten times a
         second: unchecked values, for a live display; the Result holds only checked ones.
         """
+        from veritas_dsl.solvers.registry import check_supports  # the registry imports us
+
+        check_supports(self, query)
         limits = limits or Limits()
         start = time.monotonic()
         live = _Live(start, progress) if progress is not None else None

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.evaluate import model_outputs, term_value
+from veritas_dsl.ir.evaluate import model_outputs, model_votes, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
@@ -100,6 +100,7 @@ class OracleEngine:
                 combination.hi,
                 rest,
                 combination.margins,
+                combination.votes,
                 distance_goal,
             )
             if point is None:
@@ -196,9 +197,10 @@ def _gap(a: float, b: float) -> Fraction:
 
 def _check_outputs(query: Query, inputs, combination: Combination) -> None:
     """The witness must reach the combination's leaves; anything else is a bug in the oracle."""
-    outputs = model_outputs(query, inputs)
+    outputs, votes = model_outputs(query, inputs), model_votes(query, inputs)
     for pair, margin in combination.margins.items():
-        if not np.array_equal(outputs[pair], margin):
+        same_votes = np.array_equal(votes[pair], combination.votes[pair])
+        if not (np.array_equal(outputs[pair], margin) and same_votes):
             raise AssertionError(
                 f"oracle witness reaches other leaves for {pair}: {outputs[pair]} != {margin}"
             )

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.ir.evaluate import leaf_votes
 from veritas_dsl.ir.float32 import next_down
-from veritas_dsl.ir.query import Query, output_terms
+from veritas_dsl.ir.query import Prove, Query, VoteMargin, output_terms, vote_labels, walk
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import Space, narrow
@@ -21,17 +22,21 @@ from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 @dataclass(frozen=True)
 class Leaf:
-    """A leaf: its value vector and the box of its path, ``(feature, lo, hi)`` closed float32."""
+    """A leaf: its value vector, the label it votes for, and the box of its path,
+    ``(feature, lo, hi)`` closed float32."""
 
     value: np.ndarray
+    vote: int
     conditions: tuple[tuple[int, float, float], ...]
 
 
 @dataclass(frozen=True)
 class Combination:
-    """One leaf per tree: the outputs it fixes (``{(model, instance): (n_outputs,)}``), its box."""
+    """One leaf per tree: the outputs it fixes (``{(model, instance): (n_outputs,)}``), the
+    votes per label (same keys), and its box."""
 
     margins: dict[tuple[str, str], np.ndarray]
+    votes: dict[tuple[str, str], np.ndarray]
     lo: np.ndarray
     hi: np.ndarray
 
@@ -39,12 +44,13 @@ class Combination:
 def tree_leaves(model: Ensemble, tree: int) -> list[Leaf]:
     """The leaves of one tree with their path boxes (``x < t`` left means ``x <= next_down(t)``)."""
     leaves = []
+    votes = leaf_votes(model)
     stack = [(int(model.roots[tree]), ())]
     while stack:
         node, path = stack.pop()
         f = int(model.feature[node])
         if f < 0:
-            leaves.append(Leaf(model.value[node].copy(), _merge(path)))
+            leaves.append(Leaf(model.value[node].copy(), int(votes[node]), _merge(path)))
             continue
         t = float(model.threshold[node])
         stack.append((int(model.right[node]), (*path, (f, t, math.inf))))
@@ -61,8 +67,12 @@ def _merge(path: tuple[tuple[int, float, float], ...]) -> tuple[tuple[int, float
 
 
 def used_pairs(query: Query) -> list[tuple[str, str]]:
-    """The (model, instance) pairs whose outputs the query reads, in a stable order."""
+    """The (model, instance) pairs whose outputs or votes the query reads, in a stable order."""
     pairs = {(atom.model, atom.instance) for term in output_terms(query) for atom in term.atoms}
+    conclusion = query.goal.conclusion if isinstance(query.goal, Prove) else ()
+    for c in walk(query.constraints + conclusion):
+        if isinstance(c, VoteMargin):
+            pairs.add((c.model, c.instance))
     return sorted(pairs)
 
 
@@ -85,14 +95,18 @@ def combinations(
         i = query.instances.index(instance)
         for t in range(model.n_trees):
             leaves = [
-                (leaf.value, tuple((int(space.var[i, f]), a, b) for f, a, b in leaf.conditions))
+                (
+                    leaf.value,
+                    np.eye(vote_labels(model), dtype=np.int64)[leaf.vote],
+                    tuple((int(space.var[i, f]), a, b) for f, a, b in leaf.conditions),
+                )
                 for leaf in tree_leaves(model, t)
             ]
             levels.append(((model_name, instance), t == 0, model.base_score, leaves))
 
     produced = 0
 
-    def descend(level: int, lo: np.ndarray, hi: np.ndarray, margins: dict):
+    def descend(level: int, lo: np.ndarray, hi: np.ndarray, margins: dict, votes: dict):
         nonlocal produced
         if level == len(levels):
             produced += 1
@@ -103,16 +117,23 @@ def combinations(
                 )
             if deadline is not None and produced % 256 == 0 and time.monotonic() > deadline:
                 raise TimeoutError
-            yield Combination(dict(margins), lo, hi)
+            yield Combination(dict(margins), dict(votes), lo, hi)
             return
         pair, first, base, leaves = levels[level]
-        for value, conditions in leaves:
+        for value, vote, conditions in leaves:
             new_lo, new_hi = lo.copy(), hi.copy()
             if all(
                 narrow(new_lo, new_hi, v, a, b, bool(space.integral[v])) for v, a, b in conditions
             ):
                 start = base.copy() if first else margins[pair]
+                counted = vote if first else votes[pair] + vote
                 # Add leaf values in tree order, exactly as Ensemble.eval does.
-                yield from descend(level + 1, new_lo, new_hi, {**margins, pair: start + value})
+                yield from descend(
+                    level + 1,
+                    new_lo,
+                    new_hi,
+                    {**margins, pair: start + value},
+                    {**votes, pair: counted},
+                )
 
-    yield from descend(0, lo, hi, {})
+    yield from descend(0, lo, hi, {}, {})

@@ -30,6 +30,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    VoteMargin,
     walk,
 )
 from veritas_dsl.solvers.oracle.boxes import Space, narrow
@@ -54,18 +55,19 @@ class Point:
     value: float | None
 
 
-def branches(constraints: tuple[Constraint, ...], margins) -> list[list[Constraint]]:
+def branches(constraints: tuple[Constraint, ...], margins, votes) -> list[list[Constraint]]:
     """The disjunctive normal form of ``constraints`` over input constraints only.
 
-    Output constraints are decided by ``margins``; branches they falsify are dropped.
+    Output and vote constraints are decided by the combination's ``margins`` and ``votes``;
+    branches they falsify are dropped.
     """
     result: list[list[Constraint]] = [[]]
     for c in constraints:
-        if isinstance(c, OutputConstraint):
-            if not holds(c, {}, margins):
+        if isinstance(c, OutputConstraint | VoteMargin):
+            if not holds(c, {}, margins, votes):
                 return []
         elif isinstance(c, AnyOf):
-            options = [b for alt in c.alternatives for b in branches(alt, margins)]
+            options = [b for alt in c.alternatives for b in branches(alt, margins, votes)]
             result = [r + b for r in result for b in options]
             if not result:
                 return []
@@ -81,11 +83,12 @@ def find_point(
     hi: np.ndarray,
     constraints: tuple[Constraint, ...],
     margins,
+    votes,
     goal: MinimizeDistance | None,
 ) -> Point | None:
     """A point in the box satisfying ``constraints``; the closest one when ``goal`` is given."""
     best: Point | None = None
-    for branch in branches(constraints, margins):
+    for branch in branches(constraints, margins, votes):
         point = _solve_branch(query, space, lo.copy(), hi.copy(), branch, goal)
         if point is None:
             continue

@@ -30,6 +30,7 @@ from fractions import Fraction
 import numpy as np
 from pysat.card import CardEnc, EncType
 
+from veritas_dsl.ir.evaluate import leaf_votes
 from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.query import (
     AnyOf,
@@ -45,12 +46,12 @@ from veritas_dsl.ir.query import (
     Reference,
     Row,
     Tie,
+    VoteMargin,
     output_terms,
     walk,
 )
 from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.solvers.sat.grid import Domain, Grid, GridBuilder
-from veritas_dsl.solvers.sat.voting import VoteMargin, leaf_votes
 
 
 @dataclass(frozen=True)
@@ -315,7 +316,7 @@ class Encoding:
         that flag, so the count is never above the true one."""
         model = self.query.models[c.model]
         literal = self.encode_trees(c.model, c.instance)
-        label = leaf_votes(model, c.threshold)
+        label = leaf_votes(model)
         counted = []
         for t in range(model.n_trees):
             nodes = range(model.tree_offsets[t], model.tree_offsets[t + 1])

@@ -34,11 +34,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.evaluate import holds, model_outputs, term_value
+from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
-    AnyOf,
     Constraint,
     Find,
     Maximize,
@@ -58,7 +57,6 @@ from veritas_dsl.solvers.base import Availability, Capabilities, Limits, Unsuppo
 from veritas_dsl.solvers.sat.encode import Encoding
 from veritas_dsl.solvers.sat.linear import LinearForm, linear_form, scale_of
 from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator, ladder_clauses
-from veritas_dsl.solvers.sat.voting import VoteMargin, vote_holds
 
 #: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
 #: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
@@ -97,13 +95,10 @@ class SatEngine:
         limits: Limits | None = None,
         *,
         progress=None,
-        votes: tuple[Constraint, ...] = (),
     ) -> Result:
         """Answer ``query`` exactly, or with valid bounds at the time limit.
 
         ``progress``, when given, receives each new point of the trace as it is found.
-        ``votes`` are further conjuncts on hard voting (:class:`~.voting.VoteMargin`, or
-        :class:`AnyOf` of them), a construct proposed for the IR (:mod:`.voting`).
         """
         missing = sorted(constructs(query) - SUPPORTED)
         if missing:
@@ -111,7 +106,7 @@ class SatEngine:
                 f"query {query.name}: engine sat does not support {', '.join(missing)}"
             )
         limits = limits or Limits()
-        search = _Search(query, limits, votes, progress)
+        search = _Search(query, limits, progress)
         try:
             result = search.run()
         finally:
@@ -123,9 +118,7 @@ class SatEngine:
 class _Search:
     """One solve: the encoding, the solver with its propagator, the bounds and the trace."""
 
-    def __init__(
-        self, query: Query, limits: Limits, votes: tuple[Constraint, ...] = (), progress=None
-    ) -> None:
+    def __init__(self, query: Query, limits: Limits, progress=None) -> None:
         from pysat.solvers import Solver
 
         self.start = time.monotonic()
@@ -133,8 +126,8 @@ class _Search:
         self.query = query
         goal = query.goal
         extra = (negate(goal.conclusion),) if isinstance(goal, Prove) else ()
-        extra += tuple(votes)
         self.required = query.constraints + extra
+        self.votes = "hard_vote" in constructs(query)
         self.encoding = Encoding(query, extra)
         self.encoding.check_pairs()
         if isinstance(goal, MinimizeDistance):
@@ -278,12 +271,8 @@ class _Search:
             self.stats["excluded_by_rounding"] += excluded
 
     def _holds(self, c: Constraint, inputs, outputs) -> bool:
-        """``holds``, extended to hard-vote constraints."""
-        if isinstance(c, VoteMargin):
-            return vote_holds(c, self.query, inputs)
-        if isinstance(c, AnyOf):
-            return any(all(self._holds(a, inputs, outputs) for a in alt) for alt in c.alternatives)
-        return holds(c, inputs, outputs)
+        votes = model_votes(self.query, inputs) if self.votes else None
+        return holds(c, inputs, outputs, votes)
 
     def _check_sums(self, truth: np.ndarray, outputs) -> None:
         """Every exact sum must lie within its error bound of the float64 value (else the leaf

@@ -29,7 +29,9 @@ from veritas_dsl.ir import (
     Query,
     Row,
     Tie,
+    VoteMargin,
 )
+from veritas_dsl.ir.query import vote_labels, vote_wins
 
 from conftest import build
 from reference.ir import features, out, term
@@ -56,6 +58,7 @@ FAMILIES = (
     "two_models",
     "multiclass",
     "linear",
+    "hard_vote",
 )
 
 
@@ -171,6 +174,22 @@ def queries(draw, family: str) -> Query:
             Linear(terms, draw(st.sampled_from(["<=", ">="])), level),
             Interval("x", 1, -2.0, 2.0),
         ]
+    elif family == "hard_vote":
+        # Hard voting, of a one-output model (a tree votes 1 above 0 / n_trees) or of three
+        # classes; as a constraint next to a goal, or as the conclusion of a property.
+        if draw(st.booleans()):
+            model = draw(ensembles(n_features=n, n_outputs=3))
+            models = {"m": model}
+            goal = Maximize(term(out(output=draw(st.integers(0, 2)))))
+        labels = vote_labels(model)
+        label = draw(st.integers(0, labels - 1))
+        other = draw(st.integers(0, labels - 1).filter(lambda k: k != label))
+        margin = VoteMargin("m", "x", label, other, draw(st.integers(-1, 2)))
+        if draw(st.booleans()):
+            constraints.append(margin)
+        else:
+            constraints.append(Ball("linf", "x", row, radius))
+            goal = Prove(vote_wins("m", "x", label, labels))
     else:
         raise ValueError(f"unknown family {family!r}")
     return Query(family, space, instances, models, tuple(constraints), goal)

@@ -26,13 +26,15 @@ from veritas_dsl.ir import (
     Row,
     Tie,
 )
+from veritas_dsl.ir.evaluate import vote_counts
 from veritas_dsl.ir.float32 import ball_interval
+from veritas_dsl.ir.logic import negate
+from veritas_dsl.ir.query import vote_wins
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
-from veritas_dsl.solvers.sat.voting import negate_votes, vote_counts, wins
 from veritas_dsl.validate import validate_witness
 
 from conftest import build
@@ -252,7 +254,7 @@ def test_time_limit_keeps_valid_bounds():
         assert point.lower <= exact.lower <= point.upper
 
 
-# -- hard voting (a construct proposed for the IR, solvers/sat/voting.py) -------------------------
+# -- hard voting (VoteMargin) ----------------------------------------------------------------------
 
 
 def _random_forest(n_classes, seed):
@@ -284,9 +286,9 @@ def test_hard_vote_robustness_matches_every_cell(n_classes):
             counts = _hard_votes(forest, row[None, :])[0]
             assert counts.tolist() == vote_counts(model, row[None, :])[0].tolist()
             label = int(np.argmax(counts))
-            query = query_of(model, Find(), [Ball("linf", "x", Row(tuple(row)), radius)])
-            flips = negate_votes(wins("m", "x", label, n_classes))
-            result = SAT.solve(query, votes=(flips,))
+            flips = negate(vote_wins("m", "x", label, n_classes))
+            query = query_of(model, Find(), [Ball("linf", "x", Row(tuple(row)), radius), flips])
+            result = SAT.solve(query)
             bounds = [ball_interval(float(c), radius) for c in row]
             points = grid_points([model], bounds)
             expected = np.argmax(_hard_votes(forest, points), axis=1) != label

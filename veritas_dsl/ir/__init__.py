@@ -26,6 +26,7 @@ from veritas_dsl.ir.query import (
     Reference,
     Row,
     Tie,
+    VoteMargin,
     output_terms,
     walk,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "Reference",
     "Row",
     "Tie",
+    "VoteMargin",
     "negate",
     "output_terms",
     "walk",

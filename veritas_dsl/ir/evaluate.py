@@ -33,10 +33,14 @@ from veritas_dsl.ir.query import (
     Reference,
     Row,
     Tie,
+    VoteMargin,
+    vote_labels,
 )
 
 Inputs = Mapping[str, np.ndarray]
 Margins = Mapping[tuple[str, str], np.ndarray]
+#: Votes per label of every (model, instance): int64 arrays of ``vote_labels(model)`` counts.
+Votes = Mapping[tuple[str, str], np.ndarray]
 
 
 def as_point(values: np.ndarray, n_features: int) -> np.ndarray:
@@ -55,6 +59,30 @@ def model_outputs(query: Query, inputs: Inputs) -> dict[tuple[str, str], np.ndar
             margin = model.eval(as_point(inputs[instance], query.n_features)[None, :])
             result[model_name, instance] = np.asarray(margin, dtype=np.float64).reshape(-1)
     return result
+
+
+def leaf_votes(model) -> np.ndarray:
+    """The label each node votes for (meaningful at leaves; see :class:`VoteMargin`)."""
+    if model.n_outputs > 1:
+        return np.argmax(model.value, axis=1)
+    return (model.value[:, 0] > model.class_threshold / model.n_trees).astype(np.int64)
+
+
+def vote_counts(model, X: np.ndarray) -> np.ndarray:
+    """Votes per label on each row of ``X``: int64, shape ``(n, vote_labels(model))``."""
+    labels = leaf_votes(model)[model.leaves(X)]
+    return np.stack([(labels == c).sum(axis=1) for c in range(vote_labels(model))], axis=1)
+
+
+def model_votes(query: Query, inputs: Inputs) -> dict[tuple[str, str], np.ndarray]:
+    """Votes of every model on every instance: ``{(model, instance): counts per label}``."""
+    return {
+        (model_name, instance): vote_counts(
+            model, as_point(inputs[instance], query.n_features)[None, :]
+        )[0]
+        for model_name, model in query.models.items()
+        for instance in query.instances
+    }
 
 
 def term_value(term: OutputTerm, margins: Margins) -> float:
@@ -100,8 +128,11 @@ def compare(value: float, op: str, rhs: float) -> bool:
     raise ValueError(f"unknown comparison {op!r}")
 
 
-def holds(constraint: Constraint, inputs: Inputs, margins: Margins) -> bool:
-    """Whether ``constraint`` holds on concrete inputs (``margins`` from :func:`model_outputs`)."""
+def holds(
+    constraint: Constraint, inputs: Inputs, margins: Margins, votes: Votes | None = None
+) -> bool:
+    """Whether ``constraint`` holds on concrete inputs (``margins`` from :func:`model_outputs`,
+    ``votes``, needed by vote constraints only, from :func:`model_votes`)."""
     c = constraint
     if isinstance(c, Interval):
         return bool(c.lo <= float(inputs[c.instance][c.feature]) <= c.hi)
@@ -125,8 +156,13 @@ def holds(constraint: Constraint, inputs: Inputs, margins: Margins) -> bool:
         return compare(total, c.op, Fraction(c.rhs))
     if isinstance(c, OutputConstraint):
         return compare(term_value(c.term, margins), c.op, c.rhs)
+    if isinstance(c, VoteMargin):
+        if votes is None:
+            raise TypeError("a vote constraint needs the trees' votes (model_votes)")
+        counts = votes[c.model, c.instance]
+        return int(counts[c.label]) - int(counts[c.other]) >= c.k
     if isinstance(c, AnyOf):
-        return any(all(holds(a, inputs, margins) for a in alt) for alt in c.alternatives)
+        return any(all(holds(a, inputs, margins, votes) for a in alt) for alt in c.alternatives)
     raise TypeError(f"unknown constraint {c!r}")
 
 

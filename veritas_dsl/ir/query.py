@@ -169,6 +169,34 @@ class OutputConstraint:
 
 
 @dataclass(frozen=True)
+class VoteMargin:
+    """Hard voting: ``votes(model, instance)[label] - votes(model, instance)[other] >= k``.
+
+    Each tree of ``model`` casts one vote, for the label its leaf prefers: in a model of several
+    outputs the first output of largest leaf value; in a one-output model label 1 when the leaf
+    value is above the model's class threshold divided by its number of trees (how a forest's
+    probability leaves are scaled), else label 0. Closed under negation: ``not VoteMargin(a, b,
+    k)`` is ``VoteMargin(b, a, 1 - k)``.
+    """
+
+    model: str
+    instance: str
+    label: int
+    other: int
+    k: int = 1
+
+
+def vote_wins(model: str, instance: str, label: int, n_labels: int) -> tuple[VoteMargin, ...]:
+    """Label ``label`` wins the vote: strictly more votes than every label before it and at least
+    as many as every label after it (``argmax`` picks the first of equal counts)."""
+    return tuple(
+        VoteMargin(model, instance, label, other, 1 if other < label else 0)
+        for other in range(n_labels)
+        if other != label
+    )
+
+
+@dataclass(frozen=True)
 class AnyOf:
     """At least one alternative holds; each alternative is a conjunction of constraints."""
 
@@ -176,7 +204,8 @@ class AnyOf:
 
 
 Constraint: TypeAlias = (
-    "Interval | Tie | OneHot | AtMostKChanged | Ball | Linear | OutputConstraint | AnyOf"
+    "Interval | Tie | OneHot | AtMostKChanged | Ball | Linear | OutputConstraint | VoteMargin "
+    "| AnyOf"
 )
 
 
@@ -337,13 +366,22 @@ def check_query(query: Query) -> None:
             for term in c.terms:
                 instance(term.instance)
                 feature(term.feature)
+        elif isinstance(c, VoteMargin):
+            instance(c.instance)
+            if c.model not in query.models:
+                raise IRError(f"query {query.name}: unknown model {c.model!r}")
+            labels = vote_labels(query.models[c.model])
+            if not (0 <= c.label < labels and 0 <= c.other < labels and c.label != c.other):
+                raise IRError(
+                    f"query {query.name}: model {c.model} has no votes {c.label}, {c.other}"
+                )
         elif isinstance(c, OutputConstraint | AnyOf):
             pass
         else:
             raise IRError(f"query {query.name}: unknown constraint {c!r}")
     for c in conclusion:
         for inner in walk((c,)):
-            if not isinstance(inner, OutputConstraint | AnyOf):
+            if not isinstance(inner, OutputConstraint | VoteMargin | AnyOf):
                 raise IRError(f"query {query.name}: a conclusion may only constrain outputs")
     if isinstance(goal, MinimizeDistance):
         instance(goal.instance)
@@ -378,8 +416,14 @@ CONSTRUCTS = frozenset(
         "minimize_distance",
         "find",
         "prove",
+        "hard_vote",
     }
 )
+
+
+def vote_labels(model) -> int:
+    """How many labels the trees of ``model`` vote among (at least two)."""
+    return max(2, model.n_outputs)
 
 
 def constructs(query: Query) -> frozenset[str]:
@@ -414,6 +458,7 @@ def constructs(query: Query) -> frozenset[str]:
         AtMostKChanged: "changed",
         Linear: "linear",
         OutputConstraint: "output_constraint",
+        VoteMargin: "hard_vote",
         AnyOf: "disjunction",
     }
     for c in walk(query.constraints + conclusion):
