@@ -676,7 +676,7 @@ def test_tied_pair_at_distance_zero():
     assert ORACLE.solve(query).lower == 0.0
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "hard_vote"])  # not declared
 def test_highs_matches_the_oracle_on_every_family(family):
     """``milp`` runs Gurobi where its licence allows; this keeps HiGHS under the same test."""
 
