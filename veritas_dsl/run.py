@@ -20,7 +20,7 @@ from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 #: Engines tried in order when a query names none: the first that supports the query runs.
-DEFAULT_ENGINES = ("astar", "milp", "oracle")
+DEFAULT_ENGINES = ("astar", "milp", "sat", "oracle")
 DEFAULT_TIMEOUT_S = 60.0
 #: Exact answers of two engines agree when they differ by at most this, relative above 1.
 AGREEMENT = 1e-6

@@ -28,7 +28,10 @@ from veritas_dsl.ir import (
     Query,
     Row,
     Tie,
+    VoteMargin,
 )
+from veritas_dsl.ir.evaluate import vote_counts
+from veritas_dsl.ir.query import vote_wins
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 from conftest import build
@@ -176,6 +179,35 @@ def test_multiclass_class_follows_argmax_ties(folder):
     result = ORACLE.solve(q)
     witness = result.witnesses[0].inputs["x"]
     assert q.models["c"].predict_class(witness[None, :])[0] == 1
+
+
+def test_votes_follow_argmax_ties(folder):
+    # Three classes: vote(c, x) == 1 has more votes than class 0 and at least as many as class 2.
+    (q,) = lowered(folder, "query q { input x  where vote(c, x) == 1  find }")
+    assert q.constraints == (VoteMargin("c", "x", 1, 0, 1), VoteMargin("c", "x", 1, 2, 0))
+    result = ORACLE.solve(q)
+    witness = result.witnesses[0].inputs["x"]
+    assert np.argmax(vote_counts(q.models["c"], witness[None, :])[0]) == 1
+    # != is the negation, a disjunction of margins
+    (other,) = lowered(folder, "query q { input x  where vote(c, x) != 1  find }")
+    assert other.constraints == (
+        AnyOf(((VoteMargin("c", "x", 0, 1, 0),), (VoteMargin("c", "x", 2, 1, 1),))),
+    )
+
+
+def test_vote_robustness_per_row(folder):
+    queries = lowered(
+        folder,
+        "property p for r in rows[0:3] { forall x: linf(x, r) <= 0.6 => vote(b, x) == vote(b, r) }",
+    )
+    rows = [(0.0, 0.0), (1.5, 0.5), (2.5, 3.0)]
+    for q, row in zip(queries, rows, strict=True):
+        label = int(np.argmax(vote_counts(q.models["b"], np.float32([row]))[0]))
+        expected = ir(
+            folder, [Ball("linf", "x", Row(row), 0.6)], Prove(vote_wins("b", "x", label, 2))
+        )
+        assert q.goal == expected.goal
+        same_answer(q, expected)
 
 
 def test_one_hot_groups_apply_to_every_instance(folder):

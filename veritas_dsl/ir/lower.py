@@ -14,7 +14,9 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.diagnostics import Diagnostic, SpecError
+from veritas_dsl.ir.evaluate import vote_counts
 from veritas_dsl.ir.float32 import ceil32_exact, floor32_exact, next_down, next_up
+from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -36,6 +38,8 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    vote_labels,
+    vote_wins,
 )
 from veritas_dsl.lang import typed as t
 
@@ -232,16 +236,23 @@ class _Lowering:
 
     def row_class(self, value: t.ClassOf) -> int:
         point = np.asarray(self.rows_of(value.subject).values, dtype=np.float32)[None, :]
-        return int(self.spec.models[value.model].predict_class(point)[0])
+        model = self.spec.models[value.model]
+        if value.vote:
+            return int(np.argmax(vote_counts(model, point)[0]))
+        return int(model.predict_class(point)[0])
 
     def class_is(self, value: t.ClassOf, k: int, equal: bool) -> list[Constraint]:
         """``class(model, instance) == k`` (or ``!=``) as output constraints.
 
         Binary: class 1 is an output strictly above the threshold. Multiclass: the first largest
         output wins, so class k beats every earlier class strictly and every later one or ties.
+        Votes (``vote(model, instance)``) follow the same rule on the count of trees per class.
         """
         model = self.spec.models[value.model]
         instance = value.subject.name
+        if value.vote:
+            wins = vote_wins(value.model, instance, k, vote_labels(model))
+            return list(wins) if equal else [negate(wins)]
         if model.task == "binary":
             term = OutputTerm((OutputAtom(1.0, value.model, instance, 0),))
             above = (k == 1) == equal

@@ -21,7 +21,7 @@ from veritas_dsl.lang import typed as t
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_model
 
-BUILTINS = ("class", "linf", "l1", "changed")
+BUILTINS = ("class", "vote", "linf", "l1", "changed")
 DATA_FORMATS = {
     "csv": {},
     "libsvm": {"features": "a whole number of features", "first_index": "a whole number, 0 or 1"},
@@ -921,14 +921,14 @@ class _Checker:
                 f"model `{func}` takes an instance or a data row, not {self.describe(subject)}",
                 args[0].span,
             )
-        if func == "class":
+        if func in ("class", "vote"):
             if len(args) != 2:
                 raise self.error(
-                    "V326", "class takes a model and an input: class(clf, x)", expr.span
+                    "V326", f"{func} takes a model and an input: {func}(clf, x)", expr.span
                 )
             model = self.value(args[0], scope)
             if not isinstance(model, t.ModelRef):
-                raise self.error("V326", "the first argument of class is a model", args[0].span)
+                raise self.error("V326", f"the first argument of {func} is a model", args[0].span)
             if self.models[model.name].task == "regression":
                 raise self.error(
                     "V327",
@@ -939,10 +939,10 @@ class _Checker:
             if not isinstance(subject, t.Instance | t.RowValue):
                 raise self.error(
                     "V326",
-                    "the second argument of class is an instance or a data row",
+                    f"the second argument of {func} is an instance or a data row",
                     args[1].span,
                 )
-            return t.ClassOf(model.name, subject)
+            return t.ClassOf(model.name, subject, vote=func == "vote")
         if func in ("linf", "l1", "changed"):
             if len(args) != 2:
                 raise self.error("V326", f"{func} takes two inputs: {func}(x, test[0])", expr.span)

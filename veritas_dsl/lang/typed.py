@@ -127,8 +127,12 @@ class Changed:
 
 @dataclass(frozen=True)
 class ClassOf:
+    """``class(model, subject)``, or with ``vote`` the class most trees vote for,
+    ``vote(model, subject)``."""
+
     model: str
     subject: Instance | RowValue
+    vote: bool = False
 
 
 Value = Lin | Instance | RowValue | ModelRef | GroupRef | Member | Distance | Changed | ClassOf
