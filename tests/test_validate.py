@@ -18,10 +18,12 @@ from veritas_dsl.ir import (
     OutputTerm,
     Prove,
     Query,
+    VoteMargin,
 )
 from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Witness
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.solvers.sat.engine import SatEngine
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 RNG = np.random.default_rng(3)
@@ -66,3 +68,19 @@ def test_a_counterexample_must_violate_the_conclusion():
     q = query(goal=Prove((OutputConstraint(OUT, "<", 100.0),)))
     with pytest.raises(WitnessMismatch, match="breaks AnyOf"):
         validate_witness(q, Witness({"x": np.zeros(2, dtype=np.float32)}))
+
+
+def test_votes_are_checked_on_the_library_trees():
+    ensemble_module = pytest.importorskip("sklearn.ensemble", reason="scikit-learn is optional")
+    forest = ensemble_module.RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0)
+    model = Ensemble.from_sklearn(forest.fit(X, X[:, 0] > X[:, 1]))
+    ones = VoteMargin("m", "x", 1, 0, 1)  # more trees vote 1 than 0
+    q = query(model, [ones], Find())
+    witness = SatEngine().solve(q).witnesses[0]
+    validate_witness(q, witness)
+    point = witness.inputs["x"][None, :]
+    assert sum(int(t.predict(point)[0]) for t in forest.estimators_) >= 3  # scikit-learn agrees
+    # trees that all vote 0 in the library (as a wrong import would have it) are caught
+    silent = dataclasses.replace(model.library, tree_votes=lambda P: np.zeros((len(P), 5), int))
+    with pytest.raises(WitnessMismatch, match="vote"):
+        validate_witness(query(dataclasses.replace(model, library=silent), [ones], Find()), witness)

@@ -51,6 +51,27 @@ def library_outputs(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
     return outputs
 
 
+def library_votes(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
+    """Votes per class of every model on every instance, from the library's own trees where it
+    has them (scikit-learn classifier forests); else counted on the Ensemble's leaves, whose
+    outputs :func:`library_outputs` checks against the library."""
+    votes = model_votes(query, inputs)
+    for (model_name, instance), ours in votes.items():
+        library = query.models[model_name].library
+        point = as_point(inputs[instance], query.n_features)[None, :]
+        theirs = None if library is None else library.votes(point, len(ours))
+        if theirs is None:
+            continue
+        if not np.array_equal(theirs[0], ours):
+            raise WitnessMismatch(
+                f"query {query.name}: on {instance} = {point[0].tolist()}, the trees of "
+                f"{library.name} model {model_name} vote {theirs[0].tolist()} but the "
+                f"Ensemble's vote {ours.tolist()}"
+            )
+        votes[model_name, instance] = theirs[0]
+    return votes
+
+
 def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np.ndarray]:
     """Check ``witness`` on the library models; return their outputs, or raise WitnessMismatch."""
     inputs = {name: as_point(witness.inputs[name], query.n_features) for name in query.instances}
@@ -58,8 +79,7 @@ def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np
     if problems:
         raise WitnessMismatch(f"query {query.name}: witness leaves the domain: {problems[0]}")
     outputs = library_outputs(query, inputs)
-    # Votes are counted on the Ensemble's leaves, whose outputs were just checked on the library.
-    votes = model_votes(query, inputs) if "hard_vote" in constructs(query) else None
+    votes = library_votes(query, inputs) if "hard_vote" in constructs(query) else None
     required = query.constraints
     if isinstance(query.goal, Prove):
         required += (negate(query.goal.conclusion),)

@@ -38,15 +38,26 @@ class LibraryModel:
     ``raw_margin(X)`` takes float32 inputs in the library's own feature order, shape
     ``(n, n_library_features)``, and returns the library's raw output, shape ``(n,)`` or
     ``(n, n_outputs)``; ``columns[j]`` is the Ensemble feature that feeds library column ``j``.
+    ``tree_votes(X)``, for libraries whose trees predict a class on their own (scikit-learn
+    classifier forests), returns the class index each tree predicts, shape ``(n, n_trees)``.
     """
 
     name: str
     raw_margin: Callable[[np.ndarray], np.ndarray]
     columns: np.ndarray
+    tree_votes: Callable[[np.ndarray], np.ndarray] | None = None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Raw output of the library model on ``X`` given in the Ensemble's feature order."""
         return np.asarray(self.raw_margin(np.ascontiguousarray(X[:, self.columns])))
+
+    def votes(self, X: np.ndarray, n_labels: int) -> np.ndarray | None:
+        """Votes per class on ``X`` (Ensemble feature order), shape ``(n, n_labels)``, as the
+        library's own trees cast them; None when the library has no per-tree classes."""
+        if self.tree_votes is None:
+            return None
+        labels = np.asarray(self.tree_votes(np.ascontiguousarray(X[:, self.columns])))
+        return np.stack([(labels == c).sum(axis=1) for c in range(n_labels)], axis=1)
 
 
 @dataclass(frozen=True, eq=False)

@@ -59,6 +59,7 @@ def from_sklearn(estimator: object) -> Ensemble:
     if classifier and n_classes < 2:
         raise ModelError(f"{kind} was fitted on a single class; it has nothing to verify")
 
+    votes = None  # only classifier forests and trees vote
     boosting = (ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor)
     if isinstance(estimator, boosting):
         init = estimator.init_
@@ -90,6 +91,7 @@ def from_sklearn(estimator: object) -> Ensemble:
         if classifier:
             raw = _probability(estimator.predict_proba, n_classes)
             leaf_values = _probability_leaves
+            votes = _tree_votes(members)
         else:
             raw = estimator.predict
             leaf_values = _regression_leaves
@@ -110,8 +112,17 @@ def from_sklearn(estimator: object) -> Ensemble:
         task,
         class_threshold if task == "binary" else 0.0,
         f"sklearn {kind}",
-        LibraryModel(f"sklearn {kind}", raw, np.arange(n_features)),
+        LibraryModel(f"sklearn {kind}", raw, np.arange(n_features), votes),
     )
+
+
+def _tree_votes(members):
+    """The class index each tree predicts (its ``predict`` is the first largest probability)."""
+
+    def votes(X: np.ndarray) -> np.ndarray:
+        return np.stack([np.argmax(m.predict_proba(X), axis=1) for m in members], axis=1)
+
+    return votes
 
 
 def _default_names(n: int) -> tuple[str, ...]:
