@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from veritas_dsl import data as data_module
 from veritas_dsl.data import DataError, read_csv, read_libsvm
 
 
@@ -91,3 +92,13 @@ def test_libsvm_skips_comments_qid_and_blank_lines(tmp_path):
     path.write_text("# header\n1 qid:3 1:2 # trailing\n\n0\t2:1.5\n")
     data = read_libsvm("d", path, 2, 1)
     assert data.values.tolist() == [[2, 0, 1], [0, 1.5, 0]]
+
+
+def test_libsvm_refuses_a_table_too_large_to_hold(tmp_path, monkeypatch):
+    path = tmp_path / "d.libsvm"
+    path.write_text("1 1:2\n0 2:1.5\n")
+    monkeypatch.setattr(data_module, "MAX_DENSE_BYTES", 2 * 3 * 4 - 1)  # 2 rows of 2 + label
+    with pytest.raises(DataError, match="dense table"):
+        read_libsvm("d", path, 2, 1)
+    monkeypatch.setattr(data_module, "MAX_DENSE_BYTES", 2 * 3 * 4)
+    assert read_libsvm("d", path, 2, 1).values.shape == (2, 3)

@@ -29,6 +29,10 @@ class Dataset:
         return len(self.values)
 
 
+#: The largest table a LIBSVM file may expand to (rows are held densely, one float32 per entry).
+MAX_DENSE_BYTES = 4 * 2**30
+
+
 class DataError(ValueError):
     """A data file that cannot be read as declared; ``line`` and ``column`` count from 1."""
 
@@ -125,6 +129,16 @@ def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) ->
                 rows.append(row)
                 columns.append(index)
                 texts.append(value)
+    size = len(labels) * (n_features + 1) * 4
+    if size > MAX_DENSE_BYTES:
+        raise DataError(
+            f"{len(labels)} rows of {n_features} features take {size / 2**30:.1f} GiB as a "
+            f"dense table, more than the {MAX_DENSE_BYTES / 2**30:.0f} GiB allowed",
+            shown,
+            1,
+            1,
+            help="check the declared feature count",
+        )
     values = np.zeros((len(labels), n_features + 1), dtype=np.float32)
     values[rows, columns] = parse_float32(texts)
     values[:, n_features] = parse_float32(labels)

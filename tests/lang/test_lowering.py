@@ -210,6 +210,14 @@ def test_vote_robustness_per_row(folder):
         same_answer(q, expected)
 
 
+def test_changed_against_infinite_bounds(folder):
+    # found by the mutation test: a count bounded by inf holds always, by -inf never
+    (q,) = lowered(folder, "query q { input x  where changed(x, rows[0]) <= inf  maximize m(x) }")
+    assert q.constraints == ()
+    (q,) = lowered(folder, "query q { input x  where changed(x, rows[0]) < -inf  maximize m(x) }")
+    assert ORACLE.solve(q).termination.value == "infeasible"
+
+
 def test_one_hot_groups_apply_to_every_instance(folder):
     (q,) = lowered(
         folder,

@@ -109,6 +109,8 @@ def test_malformed_dumps(tmp_path, document, message):
 def test_feature_count_must_cover_the_splits():
     with pytest.raises(ModelError, match="beyond 0 features"):
         Ensemble.from_xgboost_dump([tree("0.5")], n_features=0)
+    with pytest.raises(ModelError, match="more than 1,000,000"):
+        Ensemble.from_xgboost_dump([tree("0.5")], n_features=10**30)
 
 
 def test_format_detection_and_options(tmp_path):

@@ -147,6 +147,8 @@ class _Lowering:
             return [Ball(d.norm, d.instance, self.reference(d.other), self.constant(c.bound))]
         if isinstance(c, t.ChangedAtMost):
             bound = self.constant(c.bound)
+            if math.isinf(bound):
+                return [] if bound > 0 else [FALSE]
             k = math.ceil(bound) - 1 if c.strict else math.floor(bound)
             if k < 0:
                 return [FALSE]

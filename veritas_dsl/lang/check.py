@@ -26,6 +26,8 @@ DATA_FORMATS = {
     "csv": {},
     "libsvm": {"features": "a whole number of features", "first_index": "a whole number, 0 or 1"},
 }
+#: Upper ends of count options: a typo like `features = 1e30` is an error, not an allocation.
+COUNT_LIMITS = {"features": 1_000_000, "classes": 100_000, "first_index": 1}
 OPTIONS = {
     "timeout": "a duration such as 10s",
     "steps": "a whole number",
@@ -272,6 +274,11 @@ class _Checker:
             value = self.constant(option.value, _Scope())
             if "whole" in allowed[option.name] and (not value.is_integer() or value < 0):
                 raise self.error("V403", f"`{option.name}` is {allowed[option.name]}", option.span)
+            limit = COUNT_LIMITS.get(option.name)
+            if limit is not None and value > limit:
+                raise self.error(
+                    "V403", f"`{option.name}` is at most {limit:,}, not {value:g}", option.span
+                )
             values[option.name] = value
         return values
 

@@ -22,6 +22,9 @@ from veritas_dsl.model.ensemble import Ensemble, ModelError
 
 _INDEXED = re.compile(r"f(\d+)$")
 
+#: More features than any dump we know of; a larger count is a typo, not a model.
+MAX_FEATURES = 1_000_000
+
 
 def from_xgboost_dump(
     source: str | os.PathLike | Sequence[str],
@@ -69,6 +72,8 @@ def from_xgboost_dump(
     width = int(feature.max(initial=-1)) + 1
     if n_features is None:
         n_features = len(feature_names) if feature_names is not None else width
+    if n_features > MAX_FEATURES:
+        raise ModelError(f"{where}: {n_features} features is more than {MAX_FEATURES:,}")
     if width > n_features:
         raise ModelError(
             f"{where}: the dump splits on feature f{width - 1}, beyond {n_features} features"
