@@ -35,7 +35,7 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
-from veritas_dsl.solvers.oracle.enumerate import Combination, combinations
+from veritas_dsl.solvers.oracle.enumerate import Combination, combinations, reachable_counts
 from veritas_dsl.solvers.oracle.points import WitnessError, find_point
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
@@ -73,10 +73,11 @@ class OracleEngine:
         return result
 
     def _solve(self, query: Query, deadline: float | None) -> Result:
-        self._refuse_hopeless(query)
         goal = query.goal
         space = build_space(query)
         box = initial_box(query, space)
+        if box is not None:
+            self._refuse_hopeless(query, reachable_counts(query, space, *box))
         rest = tuple(c for c in query.constraints if not _folded_into_box(c))
         if isinstance(goal, Prove):
             rest += (negate(goal.conclusion),)
@@ -129,27 +130,15 @@ class OracleEngine:
             stats={"combinations": len(candidates)},
         )
 
-    def _refuse_hopeless(self, query: Query) -> None:
-        """Refuse at once when even a generous share of all leaf combinations is too many."""
-        from veritas_dsl.solvers.oracle.enumerate import used_pairs
-
-        product = 1
-        for model_name, _ in used_pairs(query):
-            model = query.models[model_name]
-            product *= int(np.prod([n for n in _leaf_counts(model)], dtype=object))
+    def _refuse_hopeless(self, query: Query, reachable: list[int]) -> None:
+        """Refuse at once when even a generous share of the leaf combinations the query's box
+        reaches is too many."""
+        product = int(np.prod(reachable, dtype=object))
         if product > self.max_combinations * _HOPELESS:
             raise UnsupportedQuery(
                 f"query {query.name} combines {product:.3g} leaves; the brute-force oracle "
                 "answers tiny ensembles only"
             )
-
-
-def _leaf_counts(model) -> list[int]:
-    leaves = model.is_leaf()
-    return [
-        int(leaves[a:b].sum())
-        for a, b in zip(model.tree_offsets[:-1], model.tree_offsets[1:], strict=True)
-    ]
 
 
 def _folded_into_box(c) -> bool:

@@ -76,6 +76,25 @@ def used_pairs(query: Query) -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
+def reachable_counts(query: Query, space: Space, lo: np.ndarray, hi: np.ndarray) -> list[int]:
+    """For every tree the query reads, how many of its leaves the box ``lo, hi`` can reach."""
+    counts = []
+    for model_name, instance in used_pairs(query):
+        model = query.models[model_name]
+        i = query.instances.index(instance)
+        for t in range(model.n_trees):
+            reach = 0
+            for leaf in tree_leaves(model, t):
+                box_lo, box_hi = lo.copy(), hi.copy()
+                if all(
+                    narrow(box_lo, box_hi, v, a, b, bool(space.integral[v]))
+                    for v, a, b in ((int(space.var[i, f]), a, b) for f, a, b in leaf.conditions)
+                ):
+                    reach += 1
+            counts.append(reach)
+    return counts
+
+
 def combinations(
     query: Query,
     space: Space,

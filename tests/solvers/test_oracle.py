@@ -5,6 +5,7 @@ every engine, the oracle included, in test_hand_cases.py."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from veritas_dsl.ir import (
     Ball,
+    Interval,
     Maximize,
     Minimize,
     MinimizeDistance,
@@ -57,6 +59,18 @@ def test_too_large_is_refused():
     query = Query("big", features(model), ("x",), {"m": model}, (), Maximize(term(out())))
     with pytest.raises(UnsupportedQuery, match="tiny ensembles"):
         OracleEngine(max_combinations=100).solve(query)
+
+
+def test_size_is_counted_inside_the_query_box():
+    # 200 trees of 4 leaves each, but a box that every split decides: one combination.
+    trees = [(0, 0.0, (1, 0.0, 1.0, 2.0), (1, 0.0, 3.0, 4.0))] * 200
+    model = build(trees, 2)
+    box = (Interval("x", 0, 0.5, 1.0), Interval("x", 1, -1.0, -0.5))
+    query = Query("small box", features(model), ("x",), {"m": model}, box, Maximize(term(out())))
+    result = OracleEngine(max_combinations=10).solve(query)
+    assert result.lower == result.upper == 200 * 3.0
+    with pytest.raises(UnsupportedQuery, match="tiny ensembles"):
+        OracleEngine(max_combinations=10).solve(replace(query, constraints=()))
 
 
 def test_time_limit_gives_valid_trivial_bounds(two_trees):
