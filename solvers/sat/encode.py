@@ -105,6 +105,14 @@ class Encoding:
             self.encode_trees(model_name, instance)
         for constraint in self.constraints:
             self.encode(constraint, 0)
+        goal = query.goal
+        if isinstance(goal, MinimizeDistance) and not isinstance(goal.center, Row):
+            # The distance between two instances is searched over the gaps of their cells, so
+            # every witness must sit at the closest points of its cells.
+            first, second = (query.instances.index(n) for n in (goal.instance, goal.center))
+            for a, b in zip(self.var[first], self.var[second], strict=True):
+                if a != b:
+                    self.pairs.add((int(min(a, b)), int(max(a, b))))
 
     # -- literals and clauses ----------------------------------------------------------------
 

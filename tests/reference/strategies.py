@@ -156,6 +156,9 @@ def queries(draw, family: str) -> Query:
         if draw(st.booleans()):
             constraints.append(Ball("linf", "x2", "x1", radius))
         goal = Maximize(term(out("x2"), out("x1", coef=-1.0)))
+        if draw(st.booleans()):  # the closest pair whose outputs differ by at least the level
+            constraints.append(OutputConstraint(goal.term, ">=", level))
+            goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), "x2", "x1")
     elif family == "two_models":
         models["m2"] = draw(ensembles(n_features=n))
         goal = Maximize(term(out(model="m2"), out(coef=-1.0)))

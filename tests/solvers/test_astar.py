@@ -1,6 +1,6 @@
-"""The A* engine on hand-built cases, one per construct, with answers worked out by hand (see the
-region tables of the fixtures in ``tests/conftest.py``); limits; ties; and the two-instance
-fairness query that dtai-veritas cannot solve."""
+"""The A* engine: both ways of finding closest examples, what it refuses, fully tied trees, the
+two-instance fairness query that dtai-veritas cannot solve, limits, ties, progress and
+interruption. The questions answered by hand are asked of every engine in test_hand_cases.py."""
 
 from __future__ import annotations
 
@@ -16,18 +16,14 @@ from veritas_dsl.ir import (
     Ball,
     DomainKind,
     Feature,
-    Find,
-    Interval,
     Linear,
     LinearTerm,
     Maximize,
     Minimize,
     MinimizeDistance,
-    OneHot,
     OutputAtom,
     OutputConstraint,
     OutputTerm,
-    Prove,
     Query,
     Row,
     Tie,
@@ -77,141 +73,14 @@ def optimum(result):
     return result.lower
 
 
-# -- single instance ---------------------------------------------------------------------------
+# -- refusals and closest examples ------------------------------------------------------------
 
 
-def test_global_max_and_min(two_trees):
-    best = solve(query({"m": two_trees}, Maximize(term(out()))))
-    assert optimum(best) == 7.0
-    x = best.witnesses[0].inputs["x"]
-    assert x[0] >= 2 and x[1] < 1 and best.witnesses[0].value == 7.0
-    assert optimum(solve(query({"m": two_trees}, Minimize(term(out()))))) == -3.0
-
-
-def test_box_and_constant(two_trees):
-    q = query(
-        {"m": two_trees},
-        Maximize(term(out(), constant=10.0)),
-        [Interval("x", 0, -math.inf, 1.5), Interval("x", 1, 1.0, math.inf)],
-    )
-    assert optimum(solve(q)) == 12.0  # 1 <= x0 < 2, 1 <= x1 < 2: 2, plus 10
-
-
-def test_int_and_bool_domains(two_trees):
-    # x0 integral in [0, 1.5] can only be 0 or 1; x1 bool
-    q = query(
-        {"m": two_trees},
-        Maximize(term(out())),
-        kinds=[DomainKind.INT, DomainKind.BOOL],
-        bounds=[(0.0, 1.5), (-math.inf, math.inf)],
-    )
-    result = solve(q)
-    assert optimum(result) == 3.5  # x0 = 1, x1 = 0
-    assert result.witnesses[0].inputs["x"].tolist() == [1.0, 0.0]
-
-
-def test_one_hot(one_hot_trees):
-    free = query({"m": one_hot_trees}, Maximize(term(out())), kinds=[DomainKind.BOOL] * 3)
-    assert optimum(solve(free)) == 8.0  # b0 and b2 both true
-    q = query(
-        {"m": one_hot_trees},
-        Maximize(term(out())),
-        [OneHot("x", (0, 1, 2))],
-        kinds=[DomainKind.BOOL] * 3,
-    )
-    result = solve(q)
-    assert optimum(result) == 6.0  # b0 alone: 5 + 1
-    assert result.witnesses[0].inputs["x"].tolist() == [1.0, 0.0, 0.0]
-    # minimising, the state with every group member false is dead: b1 alone gives 2 + 1
-    low = query(
-        {"m": one_hot_trees},
-        Minimize(term(out())),
-        [OneHot("x", (0, 1, 2))],
-        kinds=[DomainKind.BOOL] * 3,
-    )
-    assert optimum(solve(low)) == 3.0
-
-
-def test_changed_at_most_k(two_trees):
-    row = Row((0.0, 0.0))
-    for k, expected in [(0, 1.5), (1, 7.0), (2, 7.0)]:
-        q = query({"m": two_trees}, Maximize(term(out())), [AtMostKChanged("x", row, k)])
-        result = solve(q)
-        assert optimum(result) == expected
-        changed = np.count_nonzero(result.witnesses[0].inputs["x"] != np.float32(row.values))
-        assert changed <= k
-
-
-def test_linf_and_l1_balls(two_trees):
-    row = Row((0.0, 0.0))
-    cases = [("linf", 1.0, 3.5), ("linf", 0.5, 1.5), ("l1", 1.0, 3.5), ("l1", 2.5, 7.0)]
-    for norm, radius, expected in cases:
-        q = query({"m": two_trees}, Maximize(term(out())), [Ball(norm, "x", row, radius)])
-        assert optimum(solve(q)) == expected, (norm, radius)
-
-
-def test_linear_inequality(two_trees):
-    # x0 + x1 <= 1.5 with x1 >= 0: x0 >= 2 is out of reach, 1 <= x0 < 2 with x1 < 1 gives 3.5
-    constraint = Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5)
-    q = query({"m": two_trees}, Maximize(term(out())), [constraint, Interval("x", 1, 0.0, 5.0)])
-    assert optimum(solve(q)) == 3.5
+def test_linear_equalities_are_refused(two_trees):
+    terms = (LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1))
+    q = query({"m": two_trees}, Maximize(term(out())), [Linear(terms, "==", 1.0)])
     with pytest.raises(UnsupportedQuery, match=r"linear equalities.*oracle"):
-        ENGINE.solve(
-            query({"m": two_trees}, Maximize(term(out())), [Linear(constraint.terms, "==", 1.0)])
-        )
-
-
-def test_disjunction(two_trees):
-    either = AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),)))
-    q = query({"m": two_trees}, Maximize(term(out())), [either])
-    assert optimum(solve(q)) == 1.5
-    result = solve(query({"m": two_trees}, Minimize(term(out())), [either]))
-    assert optimum(result) == -3.0
-
-
-def test_find_and_prove(two_trees):
-    found = solve(query({"m": two_trees}, Find(), [OutputConstraint(term(out()), ">", 6.5)]))
-    assert found.termination is Termination.OPTIMAL and found.witnesses
-    none = solve(query({"m": two_trees}, Find(), [OutputConstraint(term(out()), ">", 7.0)]))
-    assert none.termination is Termination.INFEASIBLE and not none.witnesses
-    near = Ball("linf", "x", Row((0.0, 0.0)), 0.5)
-    holds = solve(
-        query({"m": two_trees}, Prove((OutputConstraint(term(out()), "<=", 2.0),)), [near])
-    )
-    assert holds.termination is Termination.INFEASIBLE  # no counterexample: the property holds
-    wide = Ball("linf", "x", Row((0.0, 0.0)), 1.5)
-    fails = solve(
-        query({"m": two_trees}, Prove((OutputConstraint(term(out()), "<=", 2.0),)), [wide])
-    )
-    assert fails.termination is Termination.OPTIMAL and fails.witnesses  # a counterexample
-    # a conclusion with two conditions negates to a disjunction
-    both = Prove(
-        (OutputConstraint(term(out()), "<=", 5.0), OutputConstraint(term(out()), ">=", 0.0))
-    )
-    counter = solve(query({"m": two_trees}, both, [Ball("linf", "x", Row((0.0, 0.0)), 2.5)]))
-    assert counter.termination is Termination.OPTIMAL
-    value = float(two_trees.eval(counter.witnesses[0].inputs["x"][None, :])[0])
-    assert value > 5.0 or value < 0.0
-
-
-def test_output_threshold_on_the_boundary(two_trees):
-    # 3.5 > 3.5 is false, 3.5 >= 3.5 true: the search must not round either way
-    strict = solve(
-        query(
-            {"m": two_trees},
-            Maximize(term(out())),
-            [OutputConstraint(term(out()), ">", 3.5), Interval("x", 0, -math.inf, 1.5)],
-        )
-    )
-    assert strict.termination is Termination.INFEASIBLE and strict.upper == -math.inf
-    closed = solve(
-        query(
-            {"m": two_trees},
-            Maximize(term(out())),
-            [OutputConstraint(term(out()), ">=", 3.5), Interval("x", 0, -math.inf, 1.5)],
-        )
-    )
-    assert optimum(closed) == 3.5
+        ENGINE.solve(q)
 
 
 @pytest.mark.parametrize("linf", ["bisect", "search"])
@@ -257,72 +126,7 @@ def test_closest_example_agrees_with_oracle(linf):
             ), (r, op)
 
 
-def test_closest_example_between_instances(two_trees):
-    gap = OutputConstraint(term(out("x2"), out("x1", coef=-1.0)), ">=", 5.0)
-    q = query(
-        {"m": two_trees},
-        MinimizeDistance("linf", "x2", "x1"),
-        [gap],
-        instances=("x1", "x2"),
-    )
-    result = solve(q)
-    expected = OracleEngine().solve(q)
-    assert optimum(result) == expected.lower  # just over 1: x1.x0 < 1 <= 2 <= x2.x0
-
-
-# -- several models, multiclass, two instances -------------------------------------------------
-
-
-def test_model_difference(two_trees):
-    other = build([(0, 0.5, 0.0, 1.0)], 2)  # 1 when x0 >= 0.5
-    q = query({"m": two_trees, "n": other}, Maximize(term(out(), out(model="n", coef=-1.0))))
-    assert optimum(solve(q)) == 7.0 - 1.0
-    assert (
-        optimum(
-            solve(
-                query(
-                    {"m": two_trees, "n": other}, Minimize(term(out(), out(model="n", coef=-1.0)))
-                )
-            )
-        )
-        == -4.0
-    )
-
-
-def test_multiclass_margin():
-    # class 0 against class 2 of a three-output model
-    t0 = (0, 0.0, [1.0, 0.0, 2.0], [3.0, 0.0, -1.0])
-    t1 = (1, 0.0, [0.0, 1.0, 0.0], [-1.0, 0.0, 1.0])
-    model = build([t0, t1], 2, base=[0.0, 0.0, 0.0], task="multiclass")
-    q = query({"m": model}, Maximize(term(out(output=0), out(output=2, coef=-1.0))))
-    assert optimum(solve(q)) == 4.0  # x0 >= 0 (3 - -1), x1 < 0 (0 - 0)
-
-
-def test_two_instances_with_ties(two_trees):
-    q = query(
-        {"m": two_trees},
-        Maximize(term(out("x2"), out("x1", coef=-1.0))),
-        [Tie("x1", "x2", 1)],
-        instances=("x1", "x2"),
-    )
-    result = solve(q)
-    assert optimum(result) == 5.5  # column x1 < 1: 7 - 1.5
-    x1, x2 = result.witnesses[0].inputs["x1"], result.witnesses[0].inputs["x2"]
-    assert x1[1] == x2[1]
-    near = Ball("linf", "x2", "x1", 1.0)
-    assert (
-        optimum(
-            solve(
-                query(
-                    {"m": two_trees},
-                    Maximize(term(out("x2"), out("x1", coef=-1.0))),
-                    [Tie("x1", "x2", 1), near],
-                    instances=("x1", "x2"),
-                )
-            )
-        )
-        == 3.5
-    )
+# -- two instances ------------------------------------------------------------------------------
 
 
 def test_fully_tied_trees_contribute_nothing(two_trees):

@@ -65,6 +65,7 @@ class Case:
     constraints: tuple = ()
     instances: tuple[str, ...] = ("x",)
     model: str = "two_trees"
+    others: tuple[tuple[str, str], ...] = ()  # further (name, fixture) models
     kinds: tuple | None = None
     bounds: tuple | None = None
     notes: str = field(default="", compare=False)
@@ -241,6 +242,13 @@ CASES = [
         PAIR,
     ),
     Case("linf ball between", Maximize(GAP), top(5.0), (Ball("linf", "x2", "x1", 0.25),), PAIR),
+    Case(
+        "tie and a ball between",
+        Maximize(GAP),
+        top(3.5),
+        (Tie("x1", "x2", 1), Ball("linf", "x2", "x1", 1.0)),
+        PAIR,
+    ),
     Case("l1 ball between", Maximize(GAP), top(5.0), (Ball("l1", "x2", "x1", 0.25),), PAIR),
     *(
         Case(  # from x1 = 1 (right of the split) to x2 = below(1) (left) is one float32 step
@@ -270,7 +278,124 @@ CASES = [
         (AtMostKChanged("x2", "x1", 1),),
         PAIR,
     ),
+    # more boxes, domains, balls and thresholds (from the A* engine's first tests)
+    Case(
+        "box with a constant",  # 1 <= x0 < 2, 1 <= x1 < 2: 2, plus 10
+        Maximize(term(out(), constant=10.0)),
+        top(12.0),
+        (Interval("x", 0, -math.inf, 1.5), Interval("x", 1, 1.0, math.inf)),
+    ),
+    Case(  # x0 integral in [0, 1.5] is 0 or 1; x1 is 0 or 1
+        "int and bool", Maximize(HIGH), top(3.5), kinds=(INT, BOOL), bounds=((0, 1.5), (0, 1))
+    ),
+    *(
+        Case(
+            f"changed from the origin <= {k}",
+            Maximize(HIGH),
+            top(v),
+            (AtMostKChanged("x", ORIGIN, k),),
+        )
+        for k, v in ((0, 1.5), (1, 7.0), (2, 7.0))
+    ),
+    *(
+        Case(
+            f"{norm} ball of {r} at the origin",
+            Maximize(HIGH),
+            top(v),
+            (Ball(norm, "x", ORIGIN, r),),
+        )
+        for norm, r, v in (
+            ("linf", 1.0, 3.5),
+            ("linf", 0.5, 1.5),
+            ("l1", 1.0, 3.5),
+            ("l1", 2.5, 7.0),
+        )
+    ),
+    Case(
+        "disjunction of boxes, min",
+        Minimize(HIGH),
+        top(-3.0),
+        (AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),))),),
+    ),
+    Case("above 6.5", Find(), (OPTIMAL, None, None), (OutputConstraint(HIGH, ">", 6.5),)),
+    Case(
+        "at most 2 near the origin",
+        Prove((OutputConstraint(HIGH, "<=", 2.0),)),
+        (INFEASIBLE, None, None),
+        (Ball("linf", "x", ORIGIN, 0.5),),
+    ),
+    Case(
+        "at most 2 further out",
+        Prove((OutputConstraint(HIGH, "<=", 2.0),)),
+        (OPTIMAL, None, None),
+        (Ball("linf", "x", ORIGIN, 1.5),),
+    ),
+    Case(  # a conclusion with two conditions negates to a disjunction
+        "between 0 and 5",
+        Prove((OutputConstraint(HIGH, "<=", 5.0), OutputConstraint(HIGH, ">=", 0.0))),
+        (OPTIMAL, None, None),
+        (Ball("linf", "x", ORIGIN, 2.5),),
+    ),
+    Case(  # 3.5 > 3.5 is false, 3.5 >= 3.5 true: no rounding either way
+        "strictly above a reachable value",
+        Maximize(HIGH),
+        (INFEASIBLE, -math.inf, -math.inf),
+        (OutputConstraint(HIGH, ">", 3.5), Interval("x", 0, -math.inf, 1.5)),
+    ),
+    Case(
+        "at a reachable value",
+        Maximize(HIGH),
+        top(3.5),
+        (OutputConstraint(HIGH, ">=", 3.5), Interval("x", 0, -math.inf, 1.5)),
+    ),
+    *(
+        Case(
+            f"closest {norm} above 3",
+            MinimizeDistance(norm, "x", ORIGIN),
+            top(1.0),
+            (OutputConstraint(HIGH, ">", 3.0),),
+        )
+        for norm in ("linf", "l1")
+    ),
+    Case(  # x1 = 0.5 already lies in the 7 region's column
+        "closest l1 above 5 from (0, 0.5)",
+        MinimizeDistance("l1", "x", Row((0.0, 0.5))),
+        top(2.0),
+        (OutputConstraint(HIGH, ">", 5.0),),
+    ),
+    Case(
+        "closest above the maximum",
+        MinimizeDistance("linf", "x", ORIGIN),
+        (INFEASIBLE, math.inf, math.inf),
+        (OutputConstraint(HIGH, ">", 7.0),),
+    ),
+    Case(  # x1.x0 = below(1) (left of the split), x2.x0 = 1: one float32 step
+        "closest pair with a gap of 5",
+        MinimizeDistance("linf", "x2", "x1"),
+        top(1.0 - below(1.0)),
+        (OutputConstraint(GAP, ">=", 5.0),),
+        PAIR,
+    ),
+    # several models
+    Case(
+        "model difference, max",
+        Maximize(term(out(), out(model="n", coef=-1.0))),
+        top(7.0 - 1.0),
+        others=(("n", "step"),),
+    ),
+    Case(
+        "model difference, min",
+        Minimize(term(out(), out(model="n", coef=-1.0))),
+        top(-4.0),
+        others=(("n", "step"),),
+    ),
     # multiclass: the margin of class 2 over class 0
+    Case(
+        "multiclass margin of outputs 0 over 2",
+        Maximize(term(out(output=0), out(output=2, coef=-1.0))),
+        top(4.0),
+        model="three_outputs",
+    ),
     Case(
         "multiclass max",
         Maximize(term(out(output=2), out(output=0, coef=-1.0))),
@@ -287,6 +412,20 @@ CASES = [
 
 
 @pytest.fixture
+def step():
+    """1 when x0 >= 0.5, else 0."""
+    return build([(0, 0.5, 0.0, 1.0)], 2)
+
+
+@pytest.fixture
+def three_outputs():
+    """Three outputs over (x0, x1); output 0 minus output 2 is 4 at best (x0 >= 0, x1 < 0)."""
+    t0 = (0, 0.0, [1.0, 0.0, 2.0], [3.0, 0.0, -1.0])
+    t1 = (1, 0.0, [0.0, 1.0, 0.0], [-1.0, 0.0, 1.0])
+    return build([t0, t1], 2, base=[0.0, 0.0, 0.0], task="multiclass")
+
+
+@pytest.fixture
 def three_classes():
     return build(
         [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 1.0, 3.0]), (1, 0.0, [0.0, 2.0, 0.0], [0.5, 0.0, 0.0])],
@@ -295,11 +434,13 @@ def three_classes():
     )
 
 
-def query_of(case: Case, model) -> Query:
+def query_of(case: Case, request) -> Query:
+    model = request.getfixturevalue(case.model)
+    models = {"m": model, **{name: request.getfixturevalue(f) for name, f in case.others}}
     kinds = list(case.kinds) if case.kinds else None
     bounds = list(case.bounds) if case.bounds else None
     space = features(model, kinds, bounds)
-    return Query(case.name, space, case.instances, {"m": model}, case.constraints, case.goal)
+    return Query(case.name, space, case.instances, models, case.constraints, case.goal)
 
 
 @pytest.mark.parametrize("name", list(registry.ENGINES))
@@ -308,7 +449,7 @@ def test_hand_case(name, case, request):
     engine = registry.get(name)
     if not engine.available():
         pytest.skip(f"engine {name} is not available here ({engine.available().value})")
-    query = query_of(case, request.getfixturevalue(case.model))
+    query = query_of(case, request)
     if not constructs(query) <= engine.capabilities.constructs:
         with pytest.raises(UnsupportedQuery):
             engine.solve(query, Limits(timeout_s=30))
