@@ -66,6 +66,7 @@ class Case:
     instances: tuple[str, ...] = ("x",)
     model: str = "two_trees"
     others: tuple[tuple[str, str], ...] = ()  # further (name, fixture) models
+    refused_by: tuple[str, ...] = ()  # engines that declare the constructs, yet refuse the case
     kinds: tuple | None = None
     bounds: tuple | None = None
     notes: str = field(default="", compare=False)
@@ -260,16 +261,19 @@ CASES = [
         )
         for steps, gap in ((1, 3.0), (0.5, 0.0))
     ),
-    Case(
-        "distance between instances",
-        MinimizeDistance("linf", "x2", "x1"),
-        top(2.0 - below(1.0)),
-        (
-            OutputConstraint(term(out("x1")), "<=", 1.5),
-            OutputConstraint(term(out("x2")), ">=", 7.0),
-            Interval("x1", 1, 0.0, 0.0),
-        ),
-        PAIR,
+    *(
+        Case(
+            f"{norm} distance between instances",
+            MinimizeDistance(norm, "x2", "x1"),
+            top(2.0 - below(1.0)),
+            (
+                OutputConstraint(term(out("x1")), "<=", 1.5),
+                OutputConstraint(term(out("x2")), ">=", 7.0),
+                Interval("x1", 1, 0.0, 0.0),
+            ),
+            PAIR,
+        )
+        for norm in ("linf", "l1")
     ),
     Case(  # only x1 may differ: from -3 at (x0 >= 2, x1 >= 2) to 7 at (x0 >= 2, x1 < 1)
         "changed between instances",
@@ -389,7 +393,67 @@ CASES = [
         top(-4.0),
         others=(("n", "step"),),
     ),
-    # multiclass: the margin of class 2 over class 0
+    # strict and loose output constraints (from the MILP engine's first tests)
+    *(
+        Case(
+            f"{goal.__name__.lower()} with output {op} {level}",
+            goal(HIGH),
+            answer,
+            (OutputConstraint(HIGH, op, level),),
+        )
+        for goal, op, level, answer in (
+            (Maximize, "<", 3.5, top(2.0)),
+            (Maximize, "<=", 3.5, top(3.5)),
+            (Minimize, ">", 1.5, top(2.0)),
+            (Minimize, ">=", 1.5, top(1.5)),
+        )
+    ),
+    Case(
+        "empty interval",
+        Minimize(HIGH),
+        (INFEASIBLE, math.inf, math.inf),
+        (Interval("x", 0, 1.0, 0.5),),
+    ),
+    Case(
+        "x0 <= x1",
+        Maximize(HIGH),
+        top(2.0),
+        (Linear((LinearTerm(1.0, "x", 0), LinearTerm(-1.0, "x", 1)), "<=", 0.0),),
+    ),
+    Case(
+        "2 x0 + x1 == 4.5",
+        Maximize(HIGH),
+        top(7.0),
+        (Linear((LinearTerm(2.0, "x", 0), LinearTerm(1.0, "x", 1)), "==", 4.5),),
+        refused_by=("astar",),  # no exact per-box rule for equalities
+    ),
+    Case("wide linf ball", Maximize(HIGH), top(7.0), (Ball("linf", "x", Row((0.5, 0.5)), 1.5),)),
+    Case(
+        "ball of negative radius",
+        Find(),
+        (INFEASIBLE, None, None),
+        (Ball("linf", "x", Row((0.5, 0.5)), -1.0),),
+    ),
+    Case(
+        "drift, max",
+        Maximize(term(out(model="v2"), out(coef=-1.0))),
+        top(5.0),
+        others=(("v2", "drifted"),),
+    ),
+    Case(
+        "drift, min",
+        Minimize(term(out(model="v2"), out(coef=-1.0))),
+        top(-8.0),
+        others=(("v2", "drifted"),),
+    ),
+    Case(
+        "multiclass min when class 0 is not first",
+        Minimize(term(out(output=2), out(output=0, coef=-1.0))),
+        top(-1.0),
+        (OutputConstraint(term(out(output=0), out(output=1, coef=-1.0)), "<", 0.0),),
+        model="three_classes",
+    ),
+    # multiclass: margins between outputs
     Case(
         "multiclass margin of outputs 0 over 2",
         Maximize(term(out(output=0), out(output=2, coef=-1.0))),
@@ -415,6 +479,12 @@ CASES = [
 def step():
     """1 when x0 >= 0.5, else 0."""
     return build([(0, 0.5, 0.0, 1.0)], 2)
+
+
+@pytest.fixture
+def drifted():
+    """A one-tree model over (x0, x1) to compare with ``two_trees``."""
+    return build([(0, 0.5, 1.0, (1, 1.5, -1.0, 2.0))], 2)
 
 
 @pytest.fixture
@@ -450,7 +520,7 @@ def test_hand_case(name, case, request):
     if not engine.available():
         pytest.skip(f"engine {name} is not available here ({engine.available().value})")
     query = query_of(case, request)
-    if not constructs(query) <= engine.capabilities.constructs:
+    if name in case.refused_by or not constructs(query) <= engine.capabilities.constructs:
         with pytest.raises(UnsupportedQuery):
             engine.solve(query, Limits(timeout_s=30))
         return

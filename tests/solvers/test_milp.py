@@ -113,21 +113,6 @@ BELOW_ONE = next_down(1.0)
 # -- optimisation over boxes ---------------------------------------------------------------------
 
 
-def test_global_max_and_min(engine, two_trees):
-    best = solve(engine, two_trees, Maximize(term(out())))
-    assert (best.termination, best.lower, best.upper) == (Termination.OPTIMAL, 7.0, 7.0)
-    x = best.witnesses[0].inputs["x"]
-    assert x[0] >= 2 and x[1] < 1
-    assert solve(engine, two_trees, Minimize(term(out()))).lower == -3.0
-
-
-def test_strict_threshold_edges(engine, two_trees):
-    # x0 <= next_down(1) stays left of the split x0 < 1: only 1.5 is reachable with x1 < 1.
-    result = solve(engine, two_trees, Maximize(term(out())), [Interval("x", 0, -5, BELOW_ONE)])
-    assert result.lower == 1.5
-    assert solve(engine, two_trees, Maximize(term(out())), [Interval("x", 0, 1, 1)]).lower == 3.5
-
-
 def test_witness_sits_one_float32_step_left_of_a_threshold(engine, two_trees):
     # From (1, 0.5), output 3.5, the closest point with output below 2 is x0 = next_down(1).
     result = solve(
@@ -138,19 +123,6 @@ def test_witness_sits_one_float32_step_left_of_a_threshold(engine, two_trees):
     )
     assert result.witnesses[0].inputs["x"].tolist() == [BELOW_ONE, 0.5]
     assert result.lower == float(Fraction(1) - Fraction(BELOW_ONE))
-
-
-def test_affine_term_with_constant(engine, two_trees):
-    result = solve(engine, two_trees, Minimize(term(out(coef=-2.0), constant=1.0)))
-    assert result.lower == 1.0 - 2.0 * 7.0
-
-
-def test_int_domain(engine, two_trees):
-    bounds = [(0, 1.9), (0, 10)]
-    kinds = [DomainKind.INT, DomainKind.REAL]
-    result = solve(engine, two_trees, Maximize(term(out())), kinds=kinds, bounds=bounds)
-    assert result.lower == 3.5
-    assert result.witnesses[0].inputs["x"][0] == 1.0
 
 
 def test_int_distance_to_a_fractional_centre(engine):
@@ -175,21 +147,6 @@ def test_int_distance_to_a_fractional_centre(engine):
 # -- output constraints: strict comparisons are exact --------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("goal", "op", "level", "expected"),
-    [
-        (Maximize, "<", 3.5, 2.0),
-        (Maximize, "<=", 3.5, 3.5),
-        (Minimize, ">", 1.5, 2.0),
-        (Minimize, ">=", 1.5, 1.5),
-        (Maximize, ">", 7.0, -math.inf),
-    ],
-)
-def test_strict_and_loose_output_constraints(engine, two_trees, goal, op, level, expected):
-    constraint = OutputConstraint(term(out()), op, level)
-    assert solve(engine, two_trees, goal(term(out())), [constraint]).lower == expected
-
-
 @pytest.mark.parametrize(("op", "expected"), [("<", 0.2), ("<=", 0.1 + 0.2)])
 def test_strict_comparison_decided_in_float64(engine, op, expected):
     """0.1 + 0.2 is 0.30000000000000004 in float64 but a hair less in reals: the program sees the
@@ -207,41 +164,7 @@ def test_grid_margin_of_output_rows():
     assert lowest_bit([0.0]) is None
 
 
-def test_prove_holds_and_fails(engine, two_trees):
-    conclusion = (
-        OutputConstraint(term(out()), ">=", 1.5),
-        OutputConstraint(term(out()), "<=", 1.5),
-    )
-    near = [Ball("linf", "x", Row((0.0, 0.0)), 0.5)]
-    assert solve(engine, two_trees, Prove(conclusion), near).termination == Termination.INFEASIBLE
-    wider = [Ball("linf", "x", Row((0.0, 0.0)), 1.0)]
-    result = solve(engine, two_trees, Prove(conclusion), wider)
-    assert result.termination == Termination.OPTIMAL
-    assert two_trees.eval(result.witnesses[0].inputs["x"])[0] != 1.5
-
-
-def test_infeasible_bounds(engine, two_trees):
-    constraints = [Interval("x", 0, 0.0, 0.5), OutputConstraint(term(out()), ">", 2.0)]
-    assert solve(engine, two_trees, Find(), constraints).termination == Termination.INFEASIBLE
-    result = solve(engine, two_trees, Maximize(term(out())), constraints)
-    assert (result.lower, result.upper) == (-math.inf, -math.inf)
-    empty = [Interval("x", 0, 1.0, 0.5)]
-    assert solve(engine, two_trees, Minimize(term(out())), empty).lower == math.inf
-
-
 # -- disjunctions --------------------------------------------------------------------------------
-
-
-def test_disjunction_of_inputs_and_outputs(engine, two_trees):
-    either = AnyOf(((Interval("x", 0, -math.inf, 0.5),), (Interval("x", 1, 2.0, math.inf),)))
-    assert solve(engine, two_trees, Maximize(term(out())), [either]).lower == 1.5
-    mixed = AnyOf(
-        (
-            (OutputConstraint(term(out()), "<", 0.0),),
-            (Interval("x", 0, 1.0, 1.5), Interval("x", 1, 1.0, 1.5)),
-        )
-    )
-    assert solve(engine, two_trees, Maximize(term(out())), [mixed]).lower == 2.0
 
 
 def test_nested_disjunction_with_a_tie_and_a_ball(engine, two_trees):
@@ -267,42 +190,6 @@ def test_changed_and_one_hot_inside_a_disjunction(engine, one_hot_trees):
 # -- one-hot, changed, linear --------------------------------------------------------------------
 
 
-def test_one_hot(engine, one_hot_trees):
-    kinds = [DomainKind.BOOL] * 3
-    assert solve(engine, one_hot_trees, Maximize(term(out())), kinds=kinds).lower == 8.0
-    group = [OneHot("x", (0, 1, 2))]
-    best = solve(engine, one_hot_trees, Maximize(term(out())), group, kinds=kinds)
-    assert best.lower == 6.0
-    assert best.witnesses[0].inputs["x"].tolist() == [1.0, 0.0, 0.0]
-    assert solve(engine, one_hot_trees, Minimize(term(out())), group, kinds=kinds).lower == 3.0
-
-
-@pytest.mark.parametrize(("k", "expected"), [(0, 0.0), (1, 1.5), (2, 7.0)])
-def test_at_most_k_changed(engine, two_trees, k, expected):
-    row = Row((0.0, 3.0))
-    result = solve(engine, two_trees, Maximize(term(out())), [AtMostKChanged("x", row, k)])
-    assert result.lower == expected
-    x = result.witnesses[0].inputs["x"]
-    assert int(np.count_nonzero(x != np.float32(row.values))) <= k
-
-
-def test_changed_between_instances(engine, two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    changed = [AtMostKChanged("x2", "x1", 1)]
-    assert solve(engine, two_trees, Maximize(gap), changed, instances=("x1", "x2")).lower == 10.0
-
-
-def test_linear_constraints(engine, two_trees):
-    budget = Linear((LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1)), "<=", 1.5)
-    assert solve(engine, two_trees, Maximize(term(out())), [budget]).lower == 7.0
-    nonnegative = Interval("x", 1, 0.0, math.inf)
-    assert solve(engine, two_trees, Maximize(term(out())), [budget, nonnegative]).lower == 3.5
-    ordered = Linear((LinearTerm(1.0, "x", 0), LinearTerm(-1.0, "x", 1)), "<=", 0.0)
-    assert solve(engine, two_trees, Maximize(term(out())), [ordered]).lower == 2.0
-    pinned = Linear((LinearTerm(2.0, "x", 0), LinearTerm(1.0, "x", 1)), "==", 4.5)
-    assert solve(engine, two_trees, Maximize(term(out())), [pinned]).lower == 7.0
-
-
 def test_linear_constraint_is_exact_on_float32(engine):
     """3 x <= 1 allows x <= 1/3, and float32(1/3) is above 1/3: the right side of a split at
     float32(1/3) is out of reach, although a solver's tolerance would let it in."""
@@ -324,15 +211,6 @@ def test_linear_constraint_over_an_unbounded_feature_is_noted(engine, two_trees)
 
 
 # -- distances -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("norm", ["linf", "l1"])
-def test_closest_example_with_high_output(engine, two_trees, norm):
-    origin = Row((0.0, 0.0))
-    high = [OutputConstraint(term(out()), ">", 5.0)]
-    result = solve(engine, two_trees, MinimizeDistance(norm, "x", origin), high)
-    assert result.lower == result.upper == 2.0
-    assert result.witnesses[0].inputs["x"].tolist() == [2.0, 0.0]
 
 
 def test_closest_distance_is_not_one_float32_step_long(engine):
@@ -359,36 +237,6 @@ def test_closest_distance_is_not_one_float32_step_long(engine):
     assert engine.solve(query).lower == 0.5
 
 
-def test_ball_constraints(engine, two_trees):
-    ball = Ball("l1", "x", Row((0.5, 0.5)), 1.0)
-    assert solve(engine, two_trees, Maximize(term(out())), [ball]).lower == 3.5
-    small = Ball("l1", "x", Row((0.5, 0.5)), 0.49)
-    assert solve(engine, two_trees, Maximize(term(out())), [small]).lower == 1.5
-    box = Ball("linf", "x", Row((0.5, 0.5)), 1.5)
-    assert solve(engine, two_trees, Maximize(term(out())), [box]).lower == 7.0
-    none = Ball("linf", "x", Row((0.5, 0.5)), -1.0)
-    assert solve(engine, two_trees, Find(), [none]).termination == Termination.INFEASIBLE
-
-
-def test_l1_distance_with_changed_limit(engine, two_trees):
-    row = Row((0.0, 3.0))
-    constraints = [OutputConstraint(term(out()), ">", 1.0), AtMostKChanged("x", row, 1)]
-    result = solve(engine, two_trees, MinimizeDistance("l1", "x", row), constraints)
-    assert result.lower == 3.0 - BELOW_ONE
-
-
-def test_distances_between_instances(engine, two_trees):
-    both = ("x1", "x2")
-    constraints = [
-        OutputConstraint(term(out("x1")), "<=", 1.5),
-        OutputConstraint(term(out("x2")), ">=", 7.0),
-        Interval("x1", 1, 0.0, 0.0),
-    ]
-    for norm in ("linf", "l1"):
-        result = solve(engine, two_trees, MinimizeDistance(norm, "x2", "x1"), constraints, both)
-        assert result.lower == float(Fraction(2) - Fraction(BELOW_ONE))
-
-
 def test_distance_shared_by_two_partners(engine, two_trees):
     """x2 is measured against x1 and against a row: its value column is solved exactly."""
     both = ("x1", "x2")
@@ -402,16 +250,6 @@ def test_distance_shared_by_two_partners(engine, two_trees):
 
 
 # -- two instances, several models, several outputs -----------------------------------------------
-
-
-def test_fairness_gap_with_ties_and_a_ball(engine, two_trees):
-    gap = term(out("x2"), out("x1", coef=-1.0))
-    both = ("x1", "x2")
-    assert solve(engine, two_trees, Maximize(gap), [Tie("x1", "x2", 1)], both).lower == 5.5
-    close = [Ball("linf", "x2", "x1", 0.25)]
-    assert solve(engine, two_trees, Maximize(gap), close, both).lower == 5.0
-    l1 = [Ball("l1", "x2", "x1", 0.25)]
-    assert solve(engine, two_trees, Maximize(gap), l1, both).lower == 5.0
 
 
 def test_trees_not_testing_the_untied_feature_share_their_leaves(engine, two_trees):
@@ -433,27 +271,6 @@ def test_trees_not_testing_the_untied_feature_share_their_leaves(engine, two_tre
     assert leaves["m", "x1"][0] is not leaves["m", "x2"][0]
     result = solve(engine, two_trees, Maximize(gap), [Tie("x1", "x2", 1)], ("x1", "x2"), models)
     assert result.lower == 5.5
-
-
-def test_several_models(engine, two_trees):
-    other = build([(0, 0.5, 1.0, (1, 1.5, -1.0, 2.0))], 2)
-    drift = term(out(model="v2"), out(coef=-1.0))
-    models = {"m": two_trees, "v2": other}
-    assert solve(engine, two_trees, Maximize(drift), models=models).lower == 5.0
-    assert solve(engine, two_trees, Minimize(drift), models=models).lower == -8.0
-
-
-def test_multiclass_margin_between_classes(engine):
-    model = build(
-        [(0, 0.0, [1.0, 0.0, 0.0], [0.0, 1.0, 3.0]), (1, 0.0, [0.0, 2.0, 0.0], [0.5, 0.0, 0.0])],
-        2,
-        task="multiclass",
-    )
-    diff = term(out(output=2), out(output=0, coef=-1.0))
-    assert solve(engine, model, Maximize(diff)).lower == 3.0
-    assert solve(engine, model, Minimize(diff)).lower == -1.5
-    not_first = OutputConstraint(term(out(output=0), out(output=1, coef=-1.0)), "<", 0.0)
-    assert solve(engine, model, Minimize(diff), [not_first]).lower == -1.0
 
 
 # -- the segment formulas, against every pair of segments ------------------------------------------
