@@ -17,6 +17,21 @@ settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+#: Engines whose library is an optional dependency; every other engine must be available.
+OPTIONAL_ENGINES = {"gurobi": "gurobipy with a licence"}
+
+
+def require(engine) -> None:
+    """Skip a test of an optional engine that cannot run here; fail for any other engine."""
+    availability = engine.available()
+    if availability:
+        return
+    if engine.name in OPTIONAL_ENGINES:
+        needs = OPTIONAL_ENGINES[engine.name]
+        pytest.skip(f"engine {engine.name} needs {needs} ({availability.value})")  # gurobi only
+    pytest.fail(f"engine {engine.name} must run everywhere, but is {availability.value}")
+
+
 def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensemble:
     """An Ensemble from nested tuples: a leaf is a number or list; a split is (f, t, lo, hi)."""
     feature, threshold, left, right, value, offsets = [], [], [], [], [], [0]

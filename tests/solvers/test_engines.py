@@ -20,6 +20,7 @@ from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.validate import validate_witness
 
+from conftest import require
 from reference.strategies import FAMILIES, queries
 
 ORACLE = OracleEngine()
@@ -46,8 +47,7 @@ def check_against_oracle(engine, query):
 @pytest.mark.parametrize("name", ENGINES)
 def test_engine_matches_oracle(name, family):
     engine = registry.get(name)
-    if not engine.available():
-        pytest.skip(f"engine {name} is not available here ({engine.available().value})")
+    require(engine)
 
     @settings(max_examples=40)
     @given(query=queries(family))

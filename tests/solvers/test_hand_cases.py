@@ -41,7 +41,7 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.validate import validate_witness
 
-from conftest import build
+from conftest import build, require
 from reference.ir import features, out, term
 
 OPTIMAL, INFEASIBLE = Termination.OPTIMAL, Termination.INFEASIBLE
@@ -517,8 +517,7 @@ def query_of(case: Case, request) -> Query:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hand_case(name, case, request):
     engine = registry.get(name)
-    if not engine.available():
-        pytest.skip(f"engine {name} is not available here ({engine.available().value})")
+    require(engine)
     query = query_of(case, request)
     if name in case.refused_by or not constructs(query) <= engine.capabilities.constructs:
         with pytest.raises(UnsupportedQuery):
