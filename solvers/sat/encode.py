@@ -12,7 +12,8 @@ Input constraints
     Intervals and L-inf balls around a row are cut points; ties and L-inf balls between
     instances compare cells; one-hot groups and change counts are cardinality constraints;
     :class:`AnyOf` picks an alternative with selector literals, and every constraint inside an
-    alternative is guarded by its selector.
+    alternative is guarded by its selector. Hard votes (:class:`VoteMargin`) are cardinality
+    constraints over one vote literal per tree.
 
 Output constraints are recorded here with their guard and encoded by the engine
 (:mod:`.linear`), which owns the rounding. Everything here is exact: a model of the clauses
@@ -38,7 +39,6 @@ from veritas_dsl.ir.query import (
     Ball,
     Constraint,
     Interval,
-    Linear,
     MinimizeDistance,
     OneHot,
     OutputConstraint,
@@ -81,6 +81,12 @@ class Encoding:
         The literal of every leaf of that model on that instance (0 at inner nodes).
     outputs : list of GuardedOutput
         Output constraints left for the engine to encode.
+    pairs : set of (int, int)
+        Variables the witness must place at the closest points of their cells (ties, change
+        counts and distances between instances).
+    preference : list of float
+        The value each variable takes when its cell allows (a distance's center, a change
+        count's reference, else 0).
     """
 
     def __init__(self, query: Query, extra: tuple[Constraint, ...] = ()) -> None:
@@ -280,25 +286,19 @@ class Encoding:
                     self.encode(inner, selector)
         elif isinstance(c, VoteMargin):
             self.vote_margin(c, guard)
-        elif isinstance(c, Ball | Linear):
-            raise UnsupportedQuery(
-                f"query {self.query.name}: the SAT engine has no exact encoding of "
-                f"{type(c).__name__.lower()} {getattr(c, 'norm', '')} constraints"
-            )
         else:
             raise TypeError(f"unknown constraint {c!r}")
 
-    def equal_cells(self, feature: int, first: str, second: str, guard: int) -> int:
+    def equal_cells(self, feature: int, first: str, second: str, guard: int) -> None:
         """Add ``guard -> x_first and x_second lie in one cell``; the witness then gives both
-        one value. Returns 1 when they are one variable (always equal), else 0."""
+        one value."""
         a, b = self.variable(first, feature), self.variable(second, feature)
         if a == b:
-            return 1
+            return
         self.pairs.add((min(a, b), max(a, b)))
         for la, lb in zip(self.order[a], self.order[b], strict=True):
             self.clause([-la, lb], guard)
             self.clause([la, -lb], guard)
-        return 0
 
     def cardinality(self, literals: list[int], k: int, guard: int, exactly: bool = False) -> None:
         """``guard -> sum(literals) <= k`` (``== k`` when ``exactly``)."""
@@ -443,7 +443,7 @@ class Encoding:
         cells = self.cells(truth)
         value = [0.0] * self.n_vars
         for v in range(self.n_vars):
-            value[v] = _closest(self._cell(v, cells), self.preference[v], self._integral(v))
+            value[v] = self.grids[self.feature_of[v]].closest(cells[v], self.preference[v])
         for a, b in sorted(self.pairs):
             if cells[a] == cells[b]:
                 value[b] = value[a]
@@ -485,16 +485,6 @@ def _reaches(high: float, cut: float, radius: Fraction) -> bool:
     if high == -math.inf or cut == math.inf:
         return False
     return Fraction(high) >= Fraction(cut) - radius
-
-
-def _closest(cell: tuple[float, float], preferred: float, integral: bool) -> float:
-    """The value of the cell closest to ``preferred`` (an integer for integral cells)."""
-    low, high = cell
-    if integral and not float(preferred).is_integer():
-        candidates = (math.floor(preferred), math.ceil(preferred))
-        clamped = (min(max(float(c), low), high) for c in candidates)
-        return min(clamped, key=lambda c: abs(c - preferred))
-    return min(max(preferred, low), high)
 
 
 def _variables(query: Query) -> tuple[np.ndarray, list[int]]:

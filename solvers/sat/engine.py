@@ -18,9 +18,10 @@ Optimisation
     leaves can beat the best witness. Steps alternate a probe halfway to the upper bound, with a
     conflict budget, and the call for anything better than the best witness.
 Distances
-    ``minimize linf(x, c)``: the distance of a cell to a center is exact, so the optimum is one of
-    finitely many cell gaps; a binary search over them, each step an L-inf ball of that radius
-    under a selector, finds it exactly.
+    ``minimize linf(x, c)``: a cell's distance to a center (to its closest value: an integer in
+    an integral cell) or to another instance's cell is exact, so the optimum is one of finitely
+    many such distances; a binary search over them, each step an L-inf ball of that radius under
+    a selector, finds it exactly.
 Time limit
     The propagator falsifies an assumed ``alive`` literal once the deadline passes; the bounds
     known then are reported with status ``time_limit``.
@@ -38,7 +39,6 @@ from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_valu
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
-    Constraint,
     Find,
     Maximize,
     Minimize,
@@ -255,8 +255,9 @@ class _Search:
                 return truth
             inputs = self.encoding.witness(truth)
             outputs = model_outputs(self.query, inputs)
+            votes = model_votes(self.query, inputs) if self.votes else None
             self._check_sums(truth, outputs)
-            if all(self._holds(c, inputs, outputs) for c in self.required):
+            if all(holds(c, inputs, outputs, votes) for c in self.required):
                 return inputs, outputs, truth
             excluded = 0
             for guarded in self.encoding.outputs:
@@ -266,13 +267,9 @@ class _Search:
                     self.encoding.clause([-guard, *(-lit for lit in chosen)])
                     excluded += 1
             if not excluded:
-                broken = next(c for c in self.required if not self._holds(c, inputs, outputs))
+                broken = next(c for c in self.required if not holds(c, inputs, outputs, votes))
                 raise AssertionError(f"sat engine: witness {inputs} breaks {broken}")
             self.stats["excluded_by_rounding"] += excluded
-
-    def _holds(self, c: Constraint, inputs, outputs) -> bool:
-        votes = model_votes(self.query, inputs) if self.votes else None
-        return holds(c, inputs, outputs, votes)
 
     def _check_sums(self, truth: np.ndarray, outputs) -> None:
         """Every exact sum must lie within its error bound of the float64 value (else the leaf
@@ -297,6 +294,7 @@ class _Search:
             clauses=len(self.encoding.clauses),
             propagator_calls=self.propagator.calls,
             propagated=self.propagator.propagations,
+            explanations=self.propagator.explanations,
             paired_trees=sum(form.paired for form in self.forms.values()),
         )
         return Result(
@@ -416,8 +414,6 @@ class _Search:
         """The witness takes each variable closest to the goal's center, unless the variable is
         tied to another instance's (a tie, change count or ball in a disjunction); then it
         cannot do both, so such queries are refused."""
-        if goal.norm != "linf":
-            raise UnsupportedQuery(f"query {self.query.name}: engine sat minimises linf only")
         if isinstance(goal.center, Row):
             paired = {v for pair in self.encoding.pairs for v in pair}
             i = self.query.instances.index(goal.instance)
@@ -473,7 +469,7 @@ class _Search:
             cells = [grid.cell(j) for j in range(grid.n_cells)]
             if isinstance(goal.center, Row):
                 c = goal.center.values[f]
-                values.update(_gap(cell, (c, c)) for cell in cells)
+                values.update(grid.distance(j, c) for j in range(grid.n_cells))
             elif enc.variable(goal.instance, f) != enc.variable(goal.center, f):
                 values.update(_gap(a, b) for a in cells for b in cells)
         return sorted(v for v in values if v is not None)
@@ -486,7 +482,7 @@ class _Search:
             if isinstance(goal.center, Row):
                 c = goal.center.values[f]
                 grid = enc.grids[f]
-                near = [j for j in range(grid.n_cells) if _gap(grid.cell(j), (c, c)) <= radius]
+                near = [j for j in range(grid.n_cells) if grid.distance(j, c) <= radius]
                 if not near:
                     enc.clause([], guard)
                     return

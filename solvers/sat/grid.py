@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from veritas_dsl.ir.float32 import ceil32, floor32, next_down, next_up
 from veritas_dsl.ir.query import DomainKind, Feature
@@ -131,6 +132,19 @@ class Grid:
         if j == len(self.cuts):
             return low, self.domain.hi
         return low, predecessor(self.cuts[j], self.domain.integral)
+
+    def closest(self, j: int, preferred: float) -> float:
+        """The value of cell ``j`` closest to ``preferred`` (an integer for integral cells)."""
+        low, high = self.cell(j)
+        if self.domain.integral and not float(preferred).is_integer():
+            candidates = (math.floor(preferred), math.ceil(preferred))
+            clamped = (min(max(float(c), low), high) for c in candidates)
+            return min(clamped, key=lambda c: abs(c - preferred))
+        return min(max(preferred, low), high)
+
+    def distance(self, j: int, point: float) -> Fraction:
+        """The exact distance from ``point`` to the closest value of cell ``j``."""
+        return abs(Fraction(self.closest(j, point)) - Fraction(point))
 
 
 class GridBuilder:

@@ -51,11 +51,6 @@ class LinearForm:
     paired: int = 0
     """How many trees were read on two instances and became one group of leaf pairs."""
 
-    @property
-    def span(self) -> Fraction:
-        """The largest value of ``E - offset``."""
-        return sum((max(w for _, w in g) for g in self.groups), Fraction(0))
-
     def value(self, truth: np.ndarray) -> Fraction:
         """``E`` under a model (``truth[var]``)."""
         total = self.offset

@@ -380,6 +380,19 @@ CASES = [
         (OutputConstraint(GAP, ">=", 5.0),),
         PAIR,
     ),
+    *(  # an integer nearest a fractional center: found by a review of the SAT engine
+        Case(
+            f"closest {norm} integer to 2.5 with output {op} 0.5",
+            MinimizeDistance(norm, "x", Row((2.5,))),
+            top(d),
+            (OutputConstraint(HIGH, op, 0.5),),
+            model="half_split",
+            kinds=(INT,),
+            bounds=((0, 5),),
+        )
+        for norm in ("linf", "l1")
+        for op, d in ((">=", 0.5), ("<", 2.5))
+    ),
     # several models
     Case(
         "model difference, max",
@@ -479,6 +492,12 @@ CASES = [
 def step():
     """1 when x0 >= 0.5, else 0."""
     return build([(0, 0.5, 0.0, 1.0)], 2)
+
+
+@pytest.fixture
+def half_split():
+    """One feature: 1 when x0 >= 0.5, else 0."""
+    return build([(0, 0.5, 0.0, 1.0)], 1)
 
 
 @pytest.fixture
