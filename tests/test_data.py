@@ -24,6 +24,8 @@ def test_csv_values_and_columns(tmp_path):
         ("a,b\n1,2\n3,x\n", 3, 3, "`x` is not a number"),
         ("a,b\n1,2,3\n", 2, 1, "3 fields"),
         ("a,b\n1,nan\n", 2, 3, "`nan` is not a number"),
+        ("a,b\n-inf,1\n", 2, 1, "`-inf` is not a number"),  # inputs are never infinite
+        ("a,b\n1,1e39\n", 2, 3, "`1e39` is not a number"),  # beyond float32: infinite
         ("", 1, 1, "empty"),
     ],
 )

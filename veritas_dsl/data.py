@@ -72,7 +72,7 @@ def read_csv(name: str, path: Path) -> Dataset:
                     number,
                     column,
                     max(1, len(text)),
-                    help="data values are numbers; missing values are not supported",
+                    help="data values are finite numbers; missing values are not supported",
                 )
             column += len(text) + 1
         texts += record
@@ -152,8 +152,10 @@ def _fields(line: str) -> list[tuple[str, int]]:
 
 
 def _is_number(text: str) -> bool:
+    """A finite float32 value: NaN is a missing value, and inputs are never infinite."""
     try:
         value = float(text)
     except ValueError:
         return False
-    return value == value  # NaN is a missing value, which we refuse
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.float32(value)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from veritas_dsl.ir import (
@@ -13,6 +15,8 @@ from veritas_dsl.ir import (
     Find,
     Interval,
     IRError,
+    Linear,
+    LinearTerm,
     Maximize,
     OneHot,
     OutputAtom,
@@ -22,6 +26,7 @@ from veritas_dsl.ir import (
     Query,
     Row,
     Tie,
+    VoteMargin,
     negate,
 )
 from veritas_dsl.ir.query import constructs
@@ -52,6 +57,13 @@ def query(constraints=(), goal=None, instances=("x",), features=FEATURES, models
         ({"features": (Feature("x0"), Feature("x0"))}, "not unique"),
         ({"features": (Feature("a"), Feature("b"))}, "not over the query's features"),
         ({"instances": ("x", "x")}, "once each"),
+        ({"constraints": [Ball("linf", "x", Row((0.0, math.inf)), 1.0)]}, "not finite"),
+        ({"constraints": [OutputConstraint(OUT, "<", -math.inf)]}, "decided for every input"),
+        (
+            {"constraints": [AnyOf(((Linear((LinearTerm(1.0, "x", 0),), "<=", math.inf),),))]},
+            "decided for every input",
+        ),
+        ({"constraints": [VoteMargin("m", "x", 1, 1)]}, "has no votes 1, 1"),
     ],
 )
 def test_bad_references_are_caught(kwargs, message):

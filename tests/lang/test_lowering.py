@@ -218,6 +218,16 @@ def test_changed_against_infinite_bounds(folder):
     assert ORACLE.solve(q).termination.value == "infeasible"
 
 
+def test_comparisons_with_infinity_are_decided(folder):
+    # found by a review of the MILP engine, which could not build rows with infinite sides
+    (q,) = lowered(folder, "query q { input x  where x.x0 + x.x1 <= inf  maximize m(x) }")
+    assert q.constraints == ()
+    (q,) = lowered(folder, "query q { input x  where m(x) < -inf or x.x0 >= 1  maximize m(x) }")
+    assert q.constraints == (AnyOf(((Interval("x", 0, 1.0, math.inf),),)),)
+    (q,) = lowered(folder, "query q { input x  where x.x0 - x.x1 >= inf  maximize m(x) }")
+    assert ORACLE.solve(q).termination.value == "infeasible"
+
+
 def test_one_hot_groups_apply_to_every_instance(folder):
     (q,) = lowered(
         folder,

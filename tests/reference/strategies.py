@@ -122,6 +122,11 @@ def queries(draw, family: str) -> Query:
     elif family == "int_domain":
         kinds = [DomainKind.INT, DomainKind.REAL, DomainKind.INT]
         space = features(names, kinds, [(-2, 3), (-2, 3), (0, 1)])
+        if draw(st.booleans()):  # the closest integers to a row of fractional values
+            constraints.append(
+                OutputConstraint(term(out()), draw(st.sampled_from([">", "<"])), level)
+            )
+            goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), "x", row)
     elif family == "one_hot":
         space = features(names, [DomainKind.BOOL] * n)
         constraints.append(OneHot("x", tuple(range(n))))

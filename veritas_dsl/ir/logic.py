@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from veritas_dsl.ir.query import AnyOf, Constraint, IRError, OutputConstraint, VoteMargin
+import math
+
+from veritas_dsl.ir.query import (
+    AnyOf,
+    Constraint,
+    IRError,
+    Linear,
+    OutputConstraint,
+    VoteMargin,
+)
 
 _OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
@@ -24,3 +33,28 @@ def _negate_one(constraint: Constraint) -> tuple[Constraint, ...]:
     if isinstance(constraint, AnyOf):
         return tuple(negate(alternative) for alternative in constraint.alternatives)
     raise IRError(f"only output conditions can be negated, not {type(constraint).__name__}")
+
+
+def drop_infinite(conjunction: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """The conjunction without comparisons to an infinite right-hand side, which every input
+    decides alike (inputs, hence outputs and linear sums, are finite): one that always holds is
+    dropped, one that never holds becomes ``AnyOf(())``."""
+    kept: list[Constraint] = []
+    for c in conjunction:
+        if isinstance(c, OutputConstraint | Linear) and math.isinf(c.rhs):
+            if not _holds_at_zero(c.op, c.rhs):
+                return (AnyOf(()),)
+        elif isinstance(c, AnyOf):
+            alternatives = tuple(drop_infinite(alt) for alt in c.alternatives)
+            alternatives = tuple(alt for alt in alternatives if alt != (AnyOf(()),))
+            if () in alternatives:
+                continue  # an alternative that always holds
+            kept.append(AnyOf(alternatives))
+        else:
+            kept.append(c)
+    return tuple(kept)
+
+
+def _holds_at_zero(op: str, rhs: float) -> bool:
+    """``v op rhs`` for any finite ``v``, ``rhs`` infinite."""
+    return {"<": rhs > 0, "<=": rhs > 0, ">": rhs < 0, ">=": rhs < 0, "==": False}[op]

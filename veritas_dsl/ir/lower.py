@@ -16,7 +16,7 @@ import numpy as np
 from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.ir.evaluate import vote_counts
 from veritas_dsl.ir.float32 import ceil32_exact, floor32_exact, next_down, next_up
-from veritas_dsl.ir.logic import negate
+from veritas_dsl.ir.logic import drop_infinite, negate
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -83,9 +83,13 @@ class _Lowering:
         for condition in checked.constraints:
             constraints += self.condition(condition)
         goal = self.goal(checked.goal)
+        if isinstance(goal, Prove):
+            goal = Prove(drop_infinite(goal.conclusion))
         name = checked.name if self.row is None else f"{checked.name}[{self.row}]"
+        # `x.a + x.b <= inf` holds for every input: the IR keeps right-hand sides finite.
+        constraints = drop_infinite(tuple(constraints))
         query = Query(
-            name, self.spec.features, checked.instances, self.spec.models, tuple(constraints), goal
+            name, self.spec.features, checked.instances, self.spec.models, constraints, goal
         )
         expectations = tuple(
             (e, None if e.value is None else self.constant(e.value)) for e in checked.expectations

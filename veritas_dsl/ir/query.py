@@ -333,8 +333,17 @@ def check_query(query: Query) -> None:
         if isinstance(ref, Row):
             if len(ref.values) != n:
                 raise IRError(f"query {query.name}: row {ref.label} has {len(ref.values)} values")
+            if not all(math.isfinite(v) for v in ref.values):
+                raise IRError(f"query {query.name}: row {ref.label} has a value that is not finite")
         else:
             instance(ref)
+
+    def finite(rhs: float) -> None:
+        if not math.isfinite(rhs):
+            raise IRError(
+                f"query {query.name}: a comparison with {rhs} is decided for every input; "
+                "leave it out, or write AnyOf(()) for one that never holds"
+            )
 
     def feature(index: int) -> None:
         if not 0 <= index < n:
@@ -366,6 +375,7 @@ def check_query(query: Query) -> None:
             for term in c.terms:
                 instance(term.instance)
                 feature(term.feature)
+            finite(c.rhs)
         elif isinstance(c, VoteMargin):
             instance(c.instance)
             if c.model not in query.models:
@@ -375,7 +385,9 @@ def check_query(query: Query) -> None:
                 raise IRError(
                     f"query {query.name}: model {c.model} has no votes {c.label}, {c.other}"
                 )
-        elif isinstance(c, OutputConstraint | AnyOf):
+        elif isinstance(c, OutputConstraint):
+            finite(c.rhs)
+        elif isinstance(c, AnyOf):
             pass
         else:
             raise IRError(f"query {query.name}: unknown constraint {c!r}")
