@@ -239,6 +239,16 @@ class MilpEngine:
             if outcome.status is not Status.OPTIMAL:
                 break
             reading = progress.read(outcome.solution)
+            if isinstance(reading, Cuts) and reading.undecided:
+                outcome = Outcome(Status.ERROR, message=f"{reading.reason}; the answer is unknown")
+                break
+            if isinstance(reading, Witness) and not progress.attains(reading):
+                outcome = Outcome(
+                    Status.ERROR,
+                    message="the closest float32 point found lies beyond the solver's bound "
+                    "(variables with value columns); the bounds hold, the optimum is unknown",
+                )
+                break
             if isinstance(reading, Witness):
                 previous, progress.final = progress.final, reading
                 if previous is not None and reading.value >= previous.value:
@@ -379,6 +389,16 @@ class _Progress:
             self._point(offset + t)
         if outcome.bound is not None and outcome.status is not Status.INFEASIBLE:
             self.bound = max(self.bound, _loosen(outcome.bound))
+
+    def attains(self, witness: Witness) -> bool:
+        """Whether ``witness`` can be the optimum: always, unless it is a distance measured on
+        value columns (rounded onto float32, see :mod:`.witness`), which must then meet the
+        solver's bound; either way it is offered as the best so far."""
+        self._offer(witness)
+        if not (isinstance(self.query.goal, MinimizeDistance) and self.form.complex):
+            return True
+        lower, upper = self.bounds()
+        return upper - lower <= 4 * BOUND_SLACK * max(1.0, abs(upper))
 
     def _offer(self, witness: Witness) -> None:
         if self.best is None or (

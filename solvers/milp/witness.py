@@ -5,7 +5,8 @@ placed in closed form take the value of their segment closest to their partner: 
 (a distance centre or a change reference), the nearest point of a partner's segment, or 0.
 Variables with a value column take the solver's value, snapped onto the float32 grid: clamped
 into the segment, moved onto an end or a row value within 1e-9, otherwise rounded toward the
-centre or partner it is measured against (which never lengthens a distance).
+first centre or partner it is measured against. That rounding can lengthen a distance, so a
+distance goal over such variables is optimal only when the witness meets the solver's bound.
 
 The witness is then checked exactly with :mod:`veritas_dsl.ir.evaluate` (outputs in float64 as
 the semantics add them, distances and linear constraints in rationals). What fails becomes a cut:
@@ -13,8 +14,9 @@ the semantics add them, distances and linear constraints in rationals). What fai
 * an output constraint: the leaf combination reached cannot satisfy it, whatever the inputs, so
   that combination is cut off (under the indicator of the alternative it belongs to);
 * an input constraint (rounding broke a linear constraint or a distance): the pattern's value
-  columns are re-solved as a small program with the constraint tightened, then snapped again; if
-  no tightening gives a float32 point, the whole 0/1 pattern is cut off.
+  columns are re-solved as a small program with every linear constraint and radius tightened,
+  then snapped again. If no tightening gives a float32 point, the query stays undecided: failing
+  to find a point does not prove the pattern has none, so it is never cut off.
 """
 
 from __future__ import annotations
@@ -64,10 +66,15 @@ class WitnessBug(RuntimeError):
 
 @dataclass
 class Cuts:
-    """Rows that remove a solution which could not be made a witness, and why."""
+    """Rows that remove a solution which could not be made a witness, and why.
+
+    ``undecided``: no float32 point was found in the solution's 0/1 pattern, which does not prove
+    that it has none, so nothing may be cut and the query stays undecided.
+    """
 
     rows: list[Row_]
     reason: str
+    undecided: bool = False
 
 
 def read(query: Query, form: Formulation, solution: np.ndarray) -> Witness | Cuts:
@@ -97,7 +104,7 @@ def read(query: Query, form: Formulation, solution: np.ndarray) -> Witness | Cut
             margins = _check_domain_and_outputs(query, inputs)
             if _holds(form, inputs, margins):
                 return _witness(query, inputs, margins)
-    return Cuts([pattern_cut(form, solution)], "no float32 point in the pattern's segments")
+    return Cuts([], "no float32 point found in a pattern the solver chose", undecided=True)
 
 
 def pattern_cut(form: Formulation, solution: np.ndarray) -> Row_:

@@ -651,3 +651,66 @@ def test_engines_are_registered_after_the_oracle():
     assert {"milp", "gurobi"} <= set(names)
     assert registry.get("milp").available()
     assert registry.get("gurobi").available() is LICENCE
+
+
+# -- float32 points that rounding can miss (found by a review of the engine) -----------------------
+
+
+def _sound_against_the_oracle(query):
+    """The MILP's answer is the oracle's, or it is not exact and its bounds bracket the oracle's:
+    failing to round onto float32 must never turn into a proof."""
+    result = MilpEngine("highs", "highs").solve(query)
+    for witness in result.witnesses:
+        validate_witness(query, witness)
+    expected = ORACLE.solve(query)
+    if result.exact:
+        assert (result.termination, result.lower, result.upper) == (
+            expected.termination,
+            expected.lower,
+            expected.upper,
+        )
+    else:
+        assert result.termination is Termination.ERROR and "unknown" in result.message
+        if expected.lower is not None:
+            assert result.lower <= expected.lower and expected.upper <= result.upper
+    return result, expected
+
+
+def test_a_missed_float32_point_is_not_a_proof():
+    model = build([0.0], 3, names=("a", "b", "k"))  # the constant 0
+    space = (
+        Feature("a", lo=0.5, hi=2.0),
+        Feature("b", lo=0.25, hi=2.3),
+        Feature("k", DomainKind.INT, -2.0, 0.0),
+    )
+    constraints = (
+        Ball("l1", "x", Row((0.0, 0.5, 0.0)), 0.7),
+        AnyOf(
+            (
+                (Ball("l1", "x", Row((2.5, -1.5, -1.5)), 0.3),),
+                (Linear((LinearTerm(2.0, "x", 2),), ">=", 0.0),),
+            )
+        ),
+    )
+    never_positive = Prove((OutputConstraint(term(out()), ">", 0.0),))
+    query = Query("q", space, ("x",), {"m": model}, constraints, never_positive)
+    _, expected = _sound_against_the_oracle(query)
+    assert expected.termination is Termination.OPTIMAL  # a counterexample exists
+
+
+def test_equal_instances_rounded_apart_are_not_infeasible():
+    space = (Feature("a", lo=0.1, hi=2.3),)
+    constraints = (AtMostKChanged("x2", "x1", 0), Linear((LinearTerm(1.0, "x2", 0),), ">=", 0.3))
+    query = Query(
+        "q", space, ("x1", "x2"), {}, constraints, MinimizeDistance("l1", "x2", Row((0.0,)))
+    )
+    result, _ = _sound_against_the_oracle(query)
+    assert result.termination is not Termination.INFEASIBLE
+
+
+def test_a_rounded_distance_is_not_called_optimal():
+    space = tuple(Feature(f"x{i}", lo=0.1, hi=2.3) for i in range(3))
+    ball = (Ball("l1", "x", Row((0.0, 1.2, 0.1)), 2.0),)
+    query = Query("q", space, ("x",), {}, ball, MinimizeDistance("l1", "x", Row((0.7, 3.3, 0.7))))
+    result, expected = _sound_against_the_oracle(query)
+    assert result.upper >= expected.upper
