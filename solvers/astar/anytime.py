@@ -327,7 +327,8 @@ class Run:
             if self.bisect[b]:
                 bounds.append(self.floor[b])
                 continue
-            if search is None:
+            if search is None:  # never started (the memory limit came first): nothing known
+                bounds.append(0.0 if self.plan.mode == K.MODE_DISTANCE else math.inf)
                 continue
             key = search.best_open_key()
             if key is None:

@@ -16,6 +16,7 @@ from veritas_dsl.ir import (
     Ball,
     DomainKind,
     Feature,
+    Interval,
     Linear,
     LinearTerm,
     Maximize,
@@ -228,6 +229,17 @@ def test_memory_limit_stops_cleanly(hard_model):
     assert result.stats["peak_memory_bytes"] <= 400_000
     assert result.lower <= result.upper
     assert "memory limit" in result.message
+
+
+@pytest.mark.parametrize("memory", [1000, 30_000])
+def test_bounds_at_the_memory_limit_cover_branches_never_started(two_trees, memory):
+    # found by a review: a branch the limit kept from starting was left out of the upper bound
+    either = AnyOf(((Interval("x", 0, -5, 0.5),), (Interval("x", 0, 1.5, 5),)))
+    result = solve(
+        query({"m": two_trees}, Maximize(term(out())), [either]), Limits(max_memory_bytes=memory)
+    )
+    assert result.termination in (Termination.MEMORY_LIMIT, Termination.OPTIMAL)
+    assert result.lower <= 7.0 <= result.upper  # the optimum, at x0 >= 2, x1 < 1
 
 
 def test_ties_are_declared_optimal():
