@@ -29,7 +29,7 @@ def next_down(value: float) -> float:
 
 def ceil32(value: float) -> float:
     """The smallest float32 not below ``value``."""
-    rounded = np.float32(value)
+    rounded = _to_float32(value)
     if float(rounded) < value:
         rounded = np.nextafter(rounded, _UP)
     return float(rounded)
@@ -37,7 +37,7 @@ def ceil32(value: float) -> float:
 
 def floor32(value: float) -> float:
     """The largest float32 not above ``value``."""
-    rounded = np.float32(value)
+    rounded = _to_float32(value)
     if float(rounded) > value:
         rounded = np.nextafter(rounded, _DOWN)
     return float(rounded)
@@ -45,7 +45,13 @@ def floor32(value: float) -> float:
 
 def as_float32(value: float) -> float:
     """``value`` rounded to the nearest float32, as a Python float."""
-    return float(np.float32(value))
+    return float(_to_float32(value))
+
+
+def _to_float32(value: float) -> np.float32:
+    """Rounded to the nearest float32; beyond its range that is an infinity, silently."""
+    with np.errstate(over="ignore"):
+        return np.float32(value)
 
 
 def ceil32_exact(value: Fraction) -> float:

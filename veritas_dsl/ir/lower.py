@@ -311,14 +311,14 @@ def _negate(constraint: OutputConstraint) -> OutputConstraint:
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 
 
-def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> Interval:
-    """``coef * x + constant op 0`` as the exact float32 interval of ``x``."""
+def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> Constraint:
+    """``coef * x + constant op 0`` as the exact float32 interval of ``x`` (FALSE when no finite
+    float32 lies in it: inputs are never infinite)."""
     if coef < 0:
         op = _MIRROR[op]
     lo, hi = -math.inf, math.inf
     if not math.isfinite(constant):  # x op +-inf: everything, or nothing
-        empty = Interval(instance, f, math.inf, -math.inf)
-        return Interval(instance, f) if _holds(constant / coef, op) else empty
+        return Interval(instance, f) if _holds(constant / coef, op) else FALSE
     bound = -Fraction(constant) / Fraction(coef)
     if op in ("<=", "=="):
         hi = floor32_exact(bound)
@@ -326,8 +326,10 @@ def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> I
         lo = ceil32_exact(bound)
     if op == "<":
         below = floor32_exact(bound)
-        hi = next_down(below) if Fraction(below) == bound else below
+        hi = next_down(below) if math.isfinite(below) and Fraction(below) == bound else below
     if op == ">":
         above = ceil32_exact(bound)
-        lo = next_up(above) if Fraction(above) == bound else above
+        lo = next_up(above) if math.isfinite(above) and Fraction(above) == bound else above
+    if lo > hi or lo == math.inf or hi == -math.inf:
+        return FALSE
     return Interval(instance, f, lo, hi)
