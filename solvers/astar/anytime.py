@@ -178,6 +178,8 @@ class Run:
             if lo >= hi:
                 break
             self.floor[b] = float(candidates[lo])
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                return Termination.TIME_LIMIT  # probes that find a point never reach the check
             mid = hi - 1 if first else (lo + hi) // 2
             first = False
             root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
@@ -197,9 +199,25 @@ class Run:
                         break
             if not self.probe_found:
                 lo = mid + 1
+            elif self.best is not None and np.searchsorted(candidates, self.best) > mid:
+                # The point lies beyond the probe's radius: the cell gaps miss the distances
+                # this branch takes (a one-hot group or an integer moves a point off its cell's
+                # closest end), so bisecting would not progress. Search by distance instead.
+                return self._search_instead(b)
         self._retire(b)
         self.open[b] = False
         return None
+
+    def _search_instead(self, b: int) -> Termination | None:
+        """Give up bisecting branch ``b``: search it best-first by distance from here on."""
+        problem = self.problems[b]
+        self._retire(b)
+        if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+            return Termination.MEMORY_LIMIT
+        self.bisect[b] = False
+        self.searches[b] = BranchSearch(problem, INITIAL_CAPACITY)
+        self.open[b] = self.searches[b].alive
+        return self._search(b)
 
     def _call(self, b: int, search: BranchSearch) -> tuple[int, Termination | None]:
         """One kernel call on ``search`` (of branch ``b``): its status, and a termination when

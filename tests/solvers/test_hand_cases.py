@@ -393,6 +393,15 @@ CASES = [
         for norm in ("linf", "l1")
         for op, d in ((">=", 0.5), ("<", 2.5))
     ),
+    Case(  # a one-hot group moves the closest point off its cell's end (A* bisected forever)
+        "closest with a one-hot group and an integer",
+        MinimizeDistance("linf", "x", Row((0.0, 0.0, 2.5))),
+        top(1.0),
+        (OneHot("x", (0, 1)),),
+        model="int_tree",
+        kinds=(BOOL, BOOL, INT),
+        bounds=((0, 1), (0, 1), (-9, 9)),
+    ),
     # several models
     Case(
         "model difference, max",
@@ -498,6 +507,12 @@ def step():
 def half_split():
     """One feature: 1 when x0 >= 0.5, else 0."""
     return build([(0, 0.5, 0.0, 1.0)], 1)
+
+
+@pytest.fixture
+def int_tree():
+    """Three features; one tree on the third: 1 when x2 >= 2.5, else 0."""
+    return build([(2, 2.5, 0.0, 1.0)], 3)
 
 
 @pytest.fixture
