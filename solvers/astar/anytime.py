@@ -62,11 +62,10 @@ class InternalError(AssertionError):
 
 @dataclass
 class Outcome:
-    """What the loop found: why it stopped, bounds in maximisation (or distance) form, the best
-    witness, the trace in the goal's sense, and statistics."""
+    """What the loop found: why it stopped, the best witness, the trace and the bounds in the
+    goal's own sense, and statistics."""
 
     termination: Termination
-    best: float | None = None
     witness: Witness | None = None
     trace: list[TracePoint] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
@@ -431,4 +430,4 @@ class Run:
             "kernel_calls": self.calls,
             "exact_units": int(all(p.exact_units for p in self.problems)),
         }
-        return Outcome(termination, self.best, self.witness, self.trace, stats, lower, upper)
+        return Outcome(termination, self.witness, self.trace, stats, lower, upper)

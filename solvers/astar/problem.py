@@ -115,7 +115,6 @@ class Problem:
     terms: tuple = ()
     params: np.ndarray = field(default_factory=lambda: np.zeros(K.N_PARAMS, np.int64))
     u_base: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    output_constraints: tuple[OutputConstraint, ...] = ()
     term_constant: tuple[Fraction, ...] = ()
     term_slack_value: tuple[float, ...] = ()
     scale: float = 1.0
@@ -151,7 +150,6 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     lo, hi = box
 
     outputs = tuple(c for c in constraints if isinstance(c, OutputConstraint))
-    problem.output_constraints = outputs
     terms, signs, strict, rhs = _terms(plan, outputs)
     copies = _copies(query, terms, signs)
     problem.term_constant = tuple(
@@ -219,7 +217,7 @@ def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan)
     u_base = leaf_units[tree_roots[single]].sum(axis=0) if len(tree_roots) else np.zeros(len(terms))
     problem.u_base = np.ascontiguousarray(u_base, dtype=np.int64).reshape(len(terms))
     keep = np.nonzero(~single & nonzero)[0]
-    order = _order(leaf_units, nd_var, tree_roots, tree_sizes, keep, plan, outputs)
+    order = _order(leaf_units, nd_var, tree_roots, tree_sizes, keep)
     roots = tree_roots[order].astype(np.int32)
     sizes = tree_sizes[order]
     problem.n_trees = len(roots)
@@ -572,7 +570,6 @@ def _search_trees(query, copies, rows, split_rank, var, root, n_vars, n_terms):
         o_var, o_rank, o_left, o_right = (a[:n_out] for a in (o_var, o_rank, o_left, o_right))
         src_a, src_b = src_a[:n_out], src_b[:n_out]
     tree_roots = np.sort(job_root.astype(np.int64))
-    tree_roots = np.sort(job_root.astype(np.int64))
     tree_sizes = np.diff(np.append(tree_roots, n_out))
     leaf = o_var < 0
     leaf_values = np.zeros((n_out, n_terms))
@@ -618,18 +615,17 @@ def _scale(leaf_values, nd_var, tree_roots, tree_sizes) -> tuple[int, bool]:
     return math.floor(60 - math.log2(total)), False
 
 
-def _order(nd_val, nd_var, tree_roots, tree_sizes, keep, plan, outputs) -> np.ndarray:
-    """Trees to search, largest spread of the leading term first."""
+def _order(nd_val, nd_var, tree_roots, tree_sizes, keep) -> np.ndarray:
+    """Trees to search, largest spread of the leading term (column 0) first."""
     if len(keep) == 0:
         return keep
-    k = 0
     leaf = nd_var < 0
     tree_of = np.repeat(np.arange(len(tree_roots)), tree_sizes)
     hi = np.full(len(tree_roots), -(2**62), dtype=np.int64)
     lo = np.full(len(tree_roots), 2**62, dtype=np.int64)
     if nd_val.shape[1]:
-        np.maximum.at(hi, tree_of[leaf], nd_val[leaf, k])
-        np.minimum.at(lo, tree_of[leaf], nd_val[leaf, k])
+        np.maximum.at(hi, tree_of[leaf], nd_val[leaf, 0])
+        np.minimum.at(lo, tree_of[leaf], nd_val[leaf, 0])
     spread = (hi - lo)[keep]
     return keep[np.argsort(-spread, kind="stable")]
 

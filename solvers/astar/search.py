@@ -86,10 +86,6 @@ class BranchSearch:
 
     # -- memory ---------------------------------------------------------------------------
 
-    @property
-    def bytes_per_state(self) -> int:
-        return state_bytes(self.problem)
-
     def nbytes(self) -> int:
         """Bytes held now: the arena, the heap, the solution buffer and per-call scratch."""
         return planned_bytes(self.problem, self.capacity)

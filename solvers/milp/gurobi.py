@@ -172,7 +172,6 @@ def solve(
             bound=bound if bound is not None and math.isfinite(bound) else None,
             solutions=solutions,
             bounds=bounds,
-            time_s=time.monotonic() - start,
             message="" if status is not Status.ERROR else f"Gurobi status {model.Status}",
             stats={"nodes": int(model.NodeCount) if model.IsMIP else 0},
         )

@@ -135,7 +135,6 @@ def solve(
         bound=bound if bound is not None and math.isfinite(bound) else None,
         solutions=solutions,
         bounds=bounds,
-        time_s=time.monotonic() - start,
         message=f"HiGHS: {h.modelStatusToString(model_status)}" if status is Status.ERROR else "",
         stats={"nodes": int(info.mip_node_count) if program.integer.any() else 0},
     )

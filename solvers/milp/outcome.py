@@ -46,8 +46,6 @@ class Outcome:
         Every improving solution, as the solver's callback reported it.
     bounds : list of (time_s, bound)
         The lower bound whenever the callback saw it move.
-    time_s : float
-        Wall time of the run.
     message : str
     stats : dict
     """
@@ -58,6 +56,5 @@ class Outcome:
     bound: float | None = None
     solutions: list[tuple[float, float, np.ndarray]] = field(default_factory=list)
     bounds: list[tuple[float, float]] = field(default_factory=list)
-    time_s: float = 0.0
     message: str = ""
     stats: dict[str, float | int | str] = field(default_factory=dict)
