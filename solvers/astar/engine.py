@@ -29,6 +29,7 @@ the branches share the best value found.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from veritas_dsl.ir.query import (
     CONSTRUCTS,
     AnyOf,
     Constraint,
+    DomainKind,
     Find,
     Maximize,
     Minimize,
@@ -97,6 +99,7 @@ class AStarEngine:
         from veritas_dsl.solvers.registry import check_supports  # the registry imports us
 
         check_supports(self, query)
+        _refuse_large_integers(query)
         limits = limits or Limits()
         start = time.monotonic()
         plan = _plan(query)
@@ -171,3 +174,23 @@ def _default_memory() -> int:
     except OSError:
         pass
     return DEFAULT_MEMORY_BYTES
+
+
+#: Beyond this magnitude float32 does not hold every integer, and the search's integer cells
+#: (one below a threshold, one above) would not be float32 values.
+_EXACT_INTEGERS = 2.0**24
+
+
+def _refuse_large_integers(query: Query) -> None:
+    """Refuse int features split or bounded beyond ``2**24``; the MILP and the oracle take them."""
+    for f, feature in enumerate(query.features):
+        if feature.kind is not DomainKind.INT:
+            continue
+        bounds = [b for b in (feature.lo, feature.hi) if math.isfinite(b)]
+        for model in query.models.values():
+            bounds += model.threshold[model.feature == f].tolist()
+        if any(abs(b) >= _EXACT_INTEGERS for b in bounds):
+            raise UnsupportedQuery(
+                f"query {query.name}: engine astar does not take int feature {feature.name} "
+                f"beyond {_EXACT_INTEGERS:.0f}, where float32 skips integers; try milp"
+            )

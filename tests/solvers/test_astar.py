@@ -84,6 +84,14 @@ def test_linear_equalities_are_refused(two_trees):
         ENGINE.solve(q)
 
 
+def test_integers_beyond_float32_precision_are_refused():
+    # float32 skips integers beyond 2**24; the search's integer cells would leave float32
+    far = build([(0, -(2.0**24), 1.0, 2.0)], 1)
+    q = query({"m": far}, Maximize(term(out())), kinds=[DomainKind.INT])
+    with pytest.raises(UnsupportedQuery, match="beyond 16777216"):
+        ENGINE.solve(q)
+
+
 @pytest.mark.parametrize("linf", ["bisect", "search"])
 def test_closest_example_linf_and_l1(two_trees, linf):
     engine = AStarEngine(linf_distance=linf)
