@@ -83,10 +83,7 @@ def read(query: Query, form: Formulation, solution: np.ndarray) -> Witness | Cut
     if segments is None:
         return Cuts([pattern_cut(form, solution)], "predicates out of order")
     raw = {v: float(solution[var.x]) for v, var in enumerate(form.vars) if var.x is not None}
-    values = _place(form, segments)
-    _snap(form, segments, values, raw)
-    inputs = _inputs(query, form, values)
-    margins = _check_domain_and_outputs(query, inputs)
+    values, inputs, margins = _attempt(query, form, segments, raw)
     if _holds(form, inputs, margins):
         return _witness(query, inputs, margins)
 
@@ -98,13 +95,19 @@ def read(query: Query, form: Formulation, solution: np.ndarray) -> Witness | Cut
             polished = _polish(query, form, segments, values, solution, slack)
             if polished is None:
                 continue
-            values = _place(form, segments)
-            _snap(form, segments, values, polished)
-            inputs = _inputs(query, form, values)
-            margins = _check_domain_and_outputs(query, inputs)
+            _, inputs, margins = _attempt(query, form, segments, polished)
             if _holds(form, inputs, margins):
                 return _witness(query, inputs, margins)
     return Cuts([], "no float32 point found in a pattern the solver chose", undecided=True)
+
+
+def _attempt(query: Query, form: Formulation, segments, raw: dict[int, float]):
+    """Values placed in ``segments`` (value columns from ``raw``), the inputs they make, and
+    the model outputs there."""
+    values = _place(form, segments)
+    _snap(form, segments, values, raw)
+    inputs = _inputs(query, form, values)
+    return values, inputs, _check_domain_and_outputs(query, inputs)
 
 
 def pattern_cut(form: Formulation, solution: np.ndarray) -> Row_:
