@@ -106,7 +106,7 @@ class Var:
     integral: bool
     lo: float
     hi: float
-    unbounded: bool = False
+    clamped: bool = False
     infinite: bool = False
     cuts: list[float] = field(default_factory=list)
     cols: list[int] = field(default_factory=list)
@@ -242,8 +242,19 @@ def used_pairs(query: Query) -> list[tuple[str, str]]:
     return sorted({(a.model, a.instance) for t in output_terms(query) for a in t.atoms})
 
 
+#: The largest hull the solvers represent: HiGHS reads bounds from 1e20 on as infinite, and far
+#: below that a float64 program can no longer tell the hull's end from the float32 steps near it.
+MAX_HULL = 2.0**60
+
+
 def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float:
-    """A power of two ``H`` beyond four times every constant of the query."""
+    """A power of two ``H`` beyond four times every constant of the query.
+
+    Bounds past :data:`MAX_HULL` (a domain such as ``int in [-1e308, 1e308]``) are left out: the
+    hull clamps such a variable like an unbounded one. Any other constant past it (a threshold, a
+    row value, a radius or a linear constraint) is refused: the program could not hold it.
+    """
+    bounds = []
     magnitudes = [1.0]
     for model_name, _ in pairs:
         model = query.models[model_name]
@@ -251,11 +262,11 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
         if inner.any():
             magnitudes.append(float(np.abs(model.threshold[inner]).max()))
     for feature in query.features:
-        magnitudes += [abs(b) for b in (feature.lo, feature.hi) if math.isfinite(b)]
+        bounds += [feature.lo, feature.hi]
     goal = query.goal
     for c in walk(constraints):
         if isinstance(c, Interval):
-            magnitudes += [abs(b) for b in (c.lo, c.hi) if math.isfinite(b)]
+            bounds += [c.lo, c.hi]
         reference = c.center if isinstance(c, Ball) else getattr(c, "reference", None)
         if isinstance(reference, Row):
             magnitudes += [abs(v) for v in reference.values if math.isfinite(v)]
@@ -266,7 +277,14 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
             magnitudes.append(abs(c.rhs) / smallest)
     if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
         magnitudes += [abs(v) for v in goal.center.values if math.isfinite(v)]
-    return 2.0 ** math.ceil(math.log2(4.0 * max(magnitudes) + 16.0))
+    magnitudes += [abs(b) for b in bounds if abs(b) <= MAX_HULL]
+    largest = max(magnitudes)
+    if not largest <= MAX_HULL / 8:
+        raise UnsupportedQuery(
+            f"query {query.name}: the MILP engine cannot hold a constant of magnitude "
+            f"{largest:g} (at most {MAX_HULL / 8:g}); the astar, sat and oracle engines can"
+        )
+    return 2.0 ** math.ceil(math.log2(4.0 * largest + 16.0))
 
 
 class _Builder:
@@ -310,7 +328,6 @@ class _Builder:
             if feature.kind is DomainKind.BOOL:
                 lo, hi = max(lo, 0.0), min(hi, 1.0)
             self.narrow(var, lo, hi)
-            var.unbounded = not (math.isfinite(var.lo) and math.isfinite(var.hi))
             self.vars.append(var)
 
     def slot(self, instance: str, f: int) -> int:
@@ -429,11 +446,11 @@ class _Builder:
             if any(v in needs_x or len(self.partners[v]) > 1 for v in members):
                 self.complex.update(members)
         for v in needs_x:
-            if self.vars[v].unbounded:
+            if self.vars[v].clamped:
                 self.notes.append(
-                    f"linear constraints on unbounded feature "
-                    f"{self.query.features[self.vars[v].feature].name} are solved within "
-                    f"|x| <= {self.hull:g}"
+                    f"linear constraints on feature "
+                    f"{self.query.features[self.vars[v].feature].name}, whose range is wider "
+                    f"than the constants need, are solved within |x| <= {self.hull:g}"
                 )
 
     # -- cuts and predicates --------------------------------------------------------------------
@@ -910,7 +927,14 @@ def formulate(query: Query) -> Formulation:
         if var.lo == var.hi and math.isinf(var.lo):
             var.infinite = True  # its one value is an infinity, outside every hull
             continue
+        var.clamped = var.lo < -b.hull or var.hi > b.hull
         var.lo, var.hi = max(var.lo, -b.hull), min(var.hi, b.hull)
+        if var.lo > var.hi:
+            # A domain wholly beyond the hull: only past MAX_HULL, whose bounds it leaves out.
+            raise UnsupportedQuery(
+                f"query {query.name}: feature {query.features[var.feature].name} lies wholly "
+                f"beyond {b.hull:g}, which the MILP engine cannot hold"
+            )
     b.relations()
     b.make_predicates()
     b.value_columns()

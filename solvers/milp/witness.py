@@ -90,6 +90,9 @@ def read(query: Query, form: Formulation, solution: np.ndarray) -> Witness | Cut
     rows = _leaf_cuts(query, form, solution, inputs, margins)
     if rows:
         return Cuts(rows, "an output constraint fails on the leaves reached")
+    rows = _ball_cuts(query, form, solution, inputs)
+    if rows:
+        return Cuts(rows, "a ball around a row fails at the segments' closest points")
     if form.complex:
         for slack in SLACKS:
             polished = _polish(query, form, segments, values, solution, slack)
@@ -267,6 +270,34 @@ def _leaf_cuts(query: Query, form: Formulation, solution, inputs, margins) -> li
         if not expr.terms:
             raise WitnessBug(f"query {query.name}: {c} fails on constants the program accepted")
         rows.append((expr.terms, -math.inf, len(cols) - expr.const))
+    return rows
+
+
+def _ball_cuts(query: Query, form: Formulation, solution, inputs) -> list[Row_]:
+    """Cuts for balls around a row that fail although every variable of the ball sits at the
+    point of its segment closest to the centre (placed in closed form, with the centre as its
+    only partner). No point of those segments is closer, so the segments are cut off, under the
+    ball's indicator. The program cannot see this itself: its distances are float64 sums, in
+    which a segment ending at the subnormal below 0 lies exactly 1 from a centre at 1."""
+    rows = []
+    for c, active in form.conditions:
+        if not isinstance(c, Ball) or not isinstance(c.center, Row):
+            continue
+        if active.value(solution) < 0.5 or holds(c, inputs, {}):
+            continue
+        index = query.instances.index(c.instance)
+        own = [int(v) for v in form.var_of[index]]
+        if any(
+            v in form.complex or form.partners[v] != {("row", c.center.values[f])}
+            for f, v in enumerate(own)
+        ):
+            continue
+        cols = [col for v in sorted(set(own)) for col in form.vars[v].cols]
+        ones = [col for col in cols if solution[col] > 0.5]
+        # Not (these predicates as they are, and active): sum(zeros) - sum(ones) - active >=
+        # -len(ones).
+        expr = Affine({col: 1.0 if solution[col] <= 0.5 else -1.0 for col in cols}) - active
+        rows.append((expr.terms, -len(ones) - expr.const, math.inf))
     return rows
 
 
