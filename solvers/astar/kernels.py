@@ -415,10 +415,11 @@ def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
 
 @njit(cache=True)
 def _group_cost(
-    g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, i0, i1
+    g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, pr_unit, i0, i1
 ):
     """Least cost of one-hot group ``g`` for the resource pairs ``i0:i1`` (all on the group, with
-    constant references 0 or 1): the best choice of the variable that is 1. Inf when none."""
+    constant references 0 or 1, a unit's pairs together): the best choice of the variable that
+    is 1. A change count counts the units with a member off its reference. Inf when none."""
     forced = -1
     for i in range(oh_ptr[g], oh_ptr[g + 1]):
         lo, _ = var_range(row, oh_var[i], n_vars, cell_ptr, cell_lo, cell_hi)
@@ -431,6 +432,7 @@ def _group_cost(
         if hi < 1.0 or (forced >= 0 and w != forced):
             continue
         cost = 0.0
+        counted = -1
         for j in range(i0, i1):
             value = 1.0 if pr_a[j] == w else 0.0
             gap = abs(value - pr_c[j])
@@ -438,8 +440,9 @@ def _group_cost(
                 cost = max(cost, gap)
             elif kind == KIND_L1:
                 cost += gap
-            elif gap != 0.0:
+            elif gap != 0.0 and pr_unit[j] != counted:
                 cost += 1.0
+                counted = pr_unit[j]
         best = min(best, cost)
     return best
 
@@ -462,17 +465,20 @@ def resource_cost(
     pr_b,
     pr_c,
     pr_group,
+    pr_unit,
     parts,
 ):
     """Least value of resource ``r`` (a change count, or an L-inf or L1 distance) over the box,
     correctly rounded, and whether it exceeds ``bound`` (decided on the exact value).
 
-    Pairs of one one-hot group sit next to each other and are costed together.
+    Pairs of one one-hot group sit next to each other and are costed together; so do the pairs
+    of one unit of a change count, which counts a unit once when any member surely differs.
     """
     kind = rs_kind[r]
     total = 0.0
     exceeds = False
     n = 0
+    counted = -1
     i = rs_ptr[r]
     end = rs_ptr[r + 1]
     while i < end:
@@ -482,8 +488,9 @@ def resource_cost(
             while j < end and pr_group[j] == g:
                 j += 1
             cost = _group_cost(
-                g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, i, j
-            )
+                g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c,
+                pr_unit, i, j,
+            )  # fmt: skip
             if kind == KIND_LINF:
                 total = max(total, cost)
                 exceeds = exceeds or cost > bound
@@ -507,8 +514,9 @@ def resource_cost(
         elif kind == KIND_L1:
             n = msum_add(parts, n, s)
             n = msum_add(parts, n, e)
-        else:
-            total += differs
+        elif differs and pr_unit[i] != counted:
+            total += 1.0
+            counted = pr_unit[i]
         i += 1
     if kind == KIND_L1:
         total = msum_round(parts, n)
@@ -539,6 +547,7 @@ def box_alive(row, goal, problem, parts):
         pr_b,
         pr_c,
         pr_group,
+        pr_unit,
         ln_ptr,
         ln_var,
         ln_coef,
@@ -570,6 +579,7 @@ def box_alive(row, goal, problem, parts):
             pr_b,
             pr_c,
             pr_group,
+            pr_unit,
             parts,
         )
         if exceeds:

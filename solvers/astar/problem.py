@@ -80,12 +80,17 @@ class Plan:
 
 @dataclass(frozen=True)
 class Resource:
-    """A change count or distance of ``instance`` to a reference, over variables."""
+    """A change count or distance of ``instance`` to a reference, over variables.
+
+    ``units[j]`` is the unit of ``pairs[j]`` in the conjunction's change counts (its index in
+    ``AtMostKChanged.units``); the pairs of one unit sit next to each other.
+    """
 
     kind: int
     bound: float
     goal: bool
     pairs: tuple[tuple[int, int, float], ...]  # (variable, reference variable or -1, constant)
+    units: tuple[int, ...] = ()
 
 
 @dataclass
@@ -693,6 +698,7 @@ def _groups(query, constraints, var) -> tuple[tuple[int, ...], ...]:
 
 def _resources(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
     specs = []
+    units = {tuple(c.units) for c in constraints if isinstance(c, AtMostKChanged)}
     for c in constraints:
         if isinstance(c, AtMostKChanged):
             specs.append((K.KIND_CHANGED, float(c.k), False, c.instance, c.reference))
@@ -714,9 +720,14 @@ def _resources(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
         raise _refuse(
             query, "change counts or distances to different references in one conjunction"
         )
+    if len(units) > 1:
+        raise _refuse(query, "change counts with different units in one conjunction")
     in_group = {v: g for g, group in enumerate(groups) for v in group}
     instance, reference = specs[0][3], specs[0][4]
     i = query.instances.index(instance)
+    unit_of = {f: u for u, unit in enumerate(next(iter(units), ())) for f in unit}
+    if units:
+        _check_units(query, next(iter(units)), var[i], in_group, groups)
     pairs = []
     for f in range(query.n_features):
         a = int(var[i, f])
@@ -730,10 +741,25 @@ def _resources(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
             raise _refuse(
                 query, "a one-hot group measured against values other than 0 and 1 of a row"
             )
-        pairs.append((in_group.get(a, -1), a, b, c))
-    pairs.sort(key=lambda p: (p[0], p[1]))
-    ordered = tuple((a, b, c) for _, a, b, c in pairs)
-    return tuple(Resource(kind, bound, goal, ordered) for kind, bound, goal, _, _ in specs)
+        pairs.append((in_group.get(a, -1), unit_of.get(f, f), a, b, c))
+    pairs.sort(key=lambda p: p[:3])
+    ordered = tuple((a, b, c) for _, _, a, b, c in pairs)
+    unit_ids = tuple(u for _, u, _, _, _ in pairs)
+    return tuple(
+        Resource(kind, bound, goal, ordered, unit_ids) for kind, bound, goal, _, _ in specs
+    )
+
+
+def _check_units(query, units, var_of, in_group, groups) -> None:
+    """Refuse change-count units that cut across a one-hot group: the kernels cost a group as a
+    whole (one unit) or member by member (units of one), never partly joined to other features."""
+    for unit in units:
+        members = [int(var_of[f]) for f in unit]
+        touched = {in_group[v] for v in members if v in in_group}
+        if not touched or len(unit) == 1:
+            continue
+        if len(touched) > 1 or set(members) != set(groups[touched.pop()]):
+            raise _refuse(query, "a change count unit holding part of a one-hot group")
 
 
 def _linear(query, constraints, var, groups, resources):
@@ -784,11 +810,13 @@ def _lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resourc
     pr_b = np.array([p[1] for p in pairs], dtype=np.int32)
     pr_c = np.array([p[2] for p in pairs], dtype=np.float64)
     pr_group = np.array([in_group.get(p[0], -1) for p in pairs], dtype=np.int32)
+    pr_unit = np.array([u for r in resources for u in r.units], dtype=np.int32)
     ln_ptr = np.cumsum([0] + [len(e) for e, _ in linear]).astype(np.int32)
     ln_var = np.array([v for e, _ in linear for v, _ in e], dtype=np.int32)
     ln_coef = np.array([a for e, _ in linear for _, a in e], dtype=np.float64)
     ln_rhs = np.array([rhs for _, rhs in linear], dtype=np.float64)
     return (
         np.int64(n_vars), cell_ptr, cell_lo, cell_hi, integral.astype(np.int8), oh_ptr, oh_var,
-        rs_kind, rs_bound, rs_ptr, pr_a, pr_b, pr_c, pr_group, ln_ptr, ln_var, ln_coef, ln_rhs,
+        rs_kind, rs_bound, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit, ln_ptr, ln_var, ln_coef,
+        ln_rhs,
     )  # fmt: skip

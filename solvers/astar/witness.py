@@ -4,7 +4,8 @@ Every point of a complete state's box reaches the same leaves, so the outputs ar
 remains is to choose, inside the box, values that meet the lifted input constraints. The choice
 mirrors how the kernels cost a box, so it always succeeds when they kept the state:
 
-* one-hot groups: the variable forced to 1, else the one that costs least against the reference;
+* one-hot groups: the variable forced to 1, else the one with the fewest members off the
+  reference;
 * change counts and distances (one reference per conjunction): each variable as close to its
   reference as the box allows (the reference value itself when inside, else the nearer end; for
   a reference instance, a shared value where the two intervals overlap, else the facing ends);
@@ -50,7 +51,6 @@ def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
     values = np.minimum(np.maximum(0.0, lo), hi)
     integral = problem.integral
     pairs = problem.resources[0].pairs if problem.resources else ()
-    kind = problem.resources[0].kind if problem.resources else K.KIND_CHANGED
     grouped = {v for group in problem.groups for v in group}
     for a, b, c in pairs:
         if a in grouped:
@@ -69,13 +69,11 @@ def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
         forced = [v for v in group if lo[v] >= 1.0]
         able = forced or [v for v in group if hi[v] >= 1.0]
 
+        # References are 0 or 1 here, so the fewest members off the reference is at once the
+        # least L1 and L-inf distance and the least change count (the group one unit, or each
+        # member its own): one choice serves every resource.
         def cost(w, block=block):
-            gaps = [abs((1.0 if a == w else 0.0) - c) for a, c in block]
-            if kind == K.KIND_LINF:
-                return max(gaps, default=0.0)
-            if kind == K.KIND_L1:
-                return sum(gaps)
-            return sum(g != 0.0 for g in gaps)
+            return sum((1.0 if a == w else 0.0) != c for a, c in block)
 
         chosen = min(able, key=cost) if able else None
         for v in group:

@@ -176,7 +176,8 @@ class Formulation:
         Every constraint below the top level of disjunctions, with the indicator under which it
         must hold (``ONE`` at the top level).
     changes : list of (AtMostKChanged, list of Affine)
-        The change indicator of every feature of every change count.
+        The change indicator of every feature of every change count (the indicator of the
+        feature's unit).
     partners : list of set
         Per variable: ``("row", value)`` and ``("var", index)`` it shares a distance, change
         count or tie with; witnesses pick values close to their partners.
@@ -808,35 +809,42 @@ class _Builder:
             self.at_least(diff, 0.0, active)
 
     def changed(self, c: AtMostKChanged, active: Affine) -> None:
-        flags = []
-        for f in range(self.query.n_features):
-            v = self.var(c.instance, f)
-            var = self.vars[v]
-            if isinstance(c.reference, Row):
-                r = c.reference.values[f]
-                if not var.lo <= r <= var.hi or (var.integral and r != math.floor(r)):
-                    flags.append(ONE)
-                    continue
-                if var.lo == var.hi:
-                    flags.append(ZERO)
-                    continue
+        """``active -> at most k units change``: one indicator per unit, off only when every
+        member keeps its reference value (``ONE`` when a member cannot, ``ZERO`` when none can
+        move); the members of a unit share their unit's indicator."""
+        flags: list[Affine] = [ZERO] * self.query.n_features
+        total = Affine()
+        for unit in c.units:
+            movable = []
+            forced = False
+            for f in unit:
+                v = self.var(c.instance, f)
+                var = self.vars[v]
+                if isinstance(c.reference, Row):
+                    r = c.reference.values[f]
+                    if not var.lo <= r <= var.hi or (var.integral and r != math.floor(r)):
+                        forced = True
+                    elif var.lo != var.hi:
+                        movable.append((v, r))
+                else:
+                    w = self.var(c.reference, f)
+                    if w != v:
+                        movable.append((v, w))
+            flag = ONE if forced else ZERO
+            if not forced and movable:
                 flag = Affine.column(self.binary())
-                self.equal_to_row(v, r, ONE - flag)
-            else:
-                w = self.var(c.reference, f)
-                if w == v:
-                    flags.append(ZERO)
-                    continue
-                flag = Affine.column(self.binary())
-                self.equal(v, w, ONE - flag)
-            flags.append(flag)
+                for v, r in movable:
+                    if isinstance(c.reference, Row):
+                        self.equal_to_row(v, r, ONE - flag)
+                    else:
+                        self.equal(v, r, ONE - flag)
+            for f in unit:
+                flags[f] = flag
+            total = total + flag
         self.changes.append((c, flags))
         if c.k < 0:
             self.forbid(active)
             return
-        total = Affine()
-        for flag in flags:
-            total = total + flag
         self.at_most(total, float(c.k), active)
 
     def equal_to_row(self, v: int, r: float, active: Affine) -> None:

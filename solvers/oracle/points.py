@@ -340,30 +340,39 @@ def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray |
         elif isinstance(c, OneHot):
             program.row(1.0, 1.0, {var(c.instance, f): 1.0 for f in c.features})
         elif isinstance(c, AtMostKChanged):
-            # A feature whose box excludes the reference must change: counted exactly here, as
-            # HiGHS would accept a value a tolerance away from the reference as equal to it.
+            # A unit with a member whose box excludes the reference must change: counted exactly
+            # here, as HiGHS would accept a value a tolerance away from the reference as equal.
             flags: dict[int, float] = {}
             forced = 0
-            for f in range(query.n_features):
-                x = var(c.instance, f)
-                if isinstance(c.reference, Row):
-                    r = c.reference.values[f]
-                    if not lo[x] <= r <= hi[x] or (space.integral[x] and not r.is_integer()):
-                        forced += 1
-                        continue
-                    z = program.column(0.0, 1.0, integer=True)
-                    program.row(-math.inf, r, {x: 1.0, z: -width})  # x - r <= M z
-                    program.row(r, math.inf, {x: 1.0, z: width})  # r - x <= M z
-                else:
-                    y = var(c.reference, f)
-                    if x == y:
-                        continue
-                    if max(lo[x], lo[y]) > min(hi[x], hi[y]):
-                        forced += 1
-                        continue
-                    z = program.column(0.0, 1.0, integer=True)
-                    program.row(-math.inf, 0.0, {x: 1.0, y: -1.0, z: -width})
-                    program.row(0.0, math.inf, {x: 1.0, y: -1.0, z: width})
+            for unit in c.units:
+                rows = []  # (lower, upper, coefficients, coefficient of the unit's flag)
+                must = False
+                for f in unit:
+                    x = var(c.instance, f)
+                    if isinstance(c.reference, Row):
+                        r = c.reference.values[f]
+                        if not lo[x] <= r <= hi[x] or (space.integral[x] and not r.is_integer()):
+                            must = True
+                            break
+                        rows.append((-math.inf, r, {x: 1.0}, -width))  # x - r <= M z
+                        rows.append((r, math.inf, {x: 1.0}, width))  # r - x <= M z
+                    else:
+                        y = var(c.reference, f)
+                        if x == y:
+                            continue
+                        if max(lo[x], lo[y]) > min(hi[x], hi[y]):
+                            must = True
+                            break
+                        rows.append((-math.inf, 0.0, {x: 1.0, y: -1.0}, -width))
+                        rows.append((0.0, math.inf, {x: 1.0, y: -1.0}, width))
+                if must:
+                    forced += 1
+                    continue
+                if not rows:
+                    continue
+                z = program.column(0.0, 1.0, integer=True)
+                for lower, upper, coefs, big in rows:
+                    program.row(lower, upper, {**coefs, z: big})
                 flags[z] = 1.0
             if forced > c.k:
                 return None

@@ -339,29 +339,33 @@ class Encoding:
         self.cardinality([-lit for lit in counted], model.n_trees - c.k, guard)
 
     def changed(self, c: AtMostKChanged, guard: int) -> None:
-        """``guard -> at most k features of c.instance differ from c.reference``.
+        """``guard -> at most k units of c.instance differ from c.reference``.
 
-        A flag per feature is forced on when the value moves off the reference (off the
+        A flag per unit is forced on when any member moves off the reference (off the
         reference's singleton cell for a row, off the other instance's cell for an instance);
         a flag left on by the solver only over-counts, so the count stays exact.
         """
         flags = []
-        for f in range(self.query.n_features):
-            a = self.variable(c.instance, f)
+        for unit in c.units:
             flag = self.new_var()
-            if isinstance(c.reference, Row):
-                r = c.reference.values[f]
-                self.clause([flag, self.ge(a, r)])
-                self.clause([flag, self.le(a, r)])
-            else:
-                b = self.variable(c.reference, f)
-                if a == b:
-                    continue
-                self.pairs.add((min(a, b), max(a, b)))
-                for la, lb in zip(self.order[a], self.order[b], strict=True):
-                    self.clause([flag, -la, lb])
-                    self.clause([flag, la, -lb])
-            flags.append(flag)
+            used = False
+            for f in unit:
+                a = self.variable(c.instance, f)
+                if isinstance(c.reference, Row):
+                    r = c.reference.values[f]
+                    self.clause([flag, self.ge(a, r)])
+                    self.clause([flag, self.le(a, r)])
+                else:
+                    b = self.variable(c.reference, f)
+                    if a == b:
+                        continue
+                    self.pairs.add((min(a, b), max(a, b)))
+                    for la, lb in zip(self.order[a], self.order[b], strict=True):
+                        self.clause([flag, -la, lb])
+                        self.clause([flag, la, -lb])
+                used = True
+            if used:
+                flags.append(flag)
         self.cardinality(flags, c.k, guard)
 
     def linf_ball(self, instance: str, center: Reference, radius: float, guard: int) -> None:

@@ -29,7 +29,8 @@ from veritas_dsl.ir import (
     VoteMargin,
     negate,
 )
-from veritas_dsl.ir.query import constructs
+from veritas_dsl.ir.evaluate import changed_units
+from veritas_dsl.ir.query import change_units, constructs
 
 from conftest import build
 
@@ -53,6 +54,10 @@ def query(constraints=(), goal=None, instances=("x",), features=FEATURES, models
         ({"goal": Maximize(OutputTerm((OutputAtom(1.0, "m", "x", 2),)))}, "no output 2"),
         ({"constraints": [Ball("linf", "x", Row((0.0,)), 1.0)]}, "row row has 1 values"),
         ({"constraints": [OneHot("x", (0, 1))]}, "not bool"),
+        *(
+            ({"constraints": [AtMostKChanged("x", Row((0.0, 0.0)), 1, units)]}, "partition")
+            for units in (((0,),), ((0, 1), (1,)), ((0,), (1,), ()), ((0, 2), (1,)))
+        ),
         ({"goal": Prove((Interval("x", 0, 0, 1),))}, "only constrain outputs"),
         ({"features": (Feature("x0"), Feature("x0"))}, "not unique"),
         ({"features": (Feature("a"), Feature("b"))}, "not over the query's features"),
@@ -77,7 +82,7 @@ def test_constructs_are_detected():
         [
             Tie("x1", "x2", 0),
             OneHot("x1", (0,)),
-            AtMostKChanged("x1", "x2", 1),
+            AtMostKChanged("x1", "x2", 1, ((0,), (1,))),
             Ball("l1", "x1", Row((0.0, 0.0)), 1.0),
             AnyOf(((OutputConstraint(OutputTerm((OutputAtom(1.0, "m", "x1"),)), ">", 0.0),),)),
         ],
@@ -123,3 +128,12 @@ def test_an_infinite_ball_holds_everywhere():
     inputs = {"x": np.array([1e30, -1e30], dtype=np.float32)}
     assert holds(Ball("linf", "x", Row((0.0, 0.0)), float("inf")), inputs, {})
     assert holds(Ball("l1", "x", Row((0.0, 0.0)), float("inf")), inputs, {})
+
+
+def test_change_units_count_a_group_once():
+    assert change_units(4, [(1, 3)]) == ((0,), (1, 3), (2,))
+    c = AtMostKChanged("x", Row((0.0, 1.0, 0.0, 5.0)), 1, change_units(4, [(1, 2)]))
+    switched = {"x": [0.0, 0.0, 1.0, 5.0]}  # the group moved: one change
+    assert changed_units(c, switched) == 1
+    assert changed_units(c, {"x": [-0.0, 0.0, 1.0, 4.0]}) == 2  # -0.0 is 0.0; the group and x3
+    assert changed_units(c, {"x": [0.0, 1.0, 0.0, 5.0]}) == 0

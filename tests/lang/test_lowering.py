@@ -162,7 +162,7 @@ def test_changed_and_or_and_not(folder):
         folder,
         "query q { input x  where changed(x, rows[2]) < 2 and (x.x0 <= 0 or not x.x1 > 1)  maximize m(x) }",
     )
-    assert q.constraints[0] == AtMostKChanged("x", Row((2.5, 3.0)), 1)
+    assert q.constraints[0] == AtMostKChanged("x", Row((2.5, 3.0)), 1, ((0,), (1,)))
     assert q.constraints[1] == AnyOf(
         ((Interval("x", 0, -math.inf, 0.0),), (Interval("x", 1, -math.inf, 1.0),))
     )
@@ -244,6 +244,16 @@ def test_one_hot_groups_apply_to_every_instance(folder):
     )
     assert q.constraints[:2] == (OneHot("x1", (0, 1)), OneHot("x2", (0, 1)))
     assert q.constraints[2] == Interval("x1", 0, 1.0, 1.0)
+
+
+def test_a_one_hot_group_is_one_unit_of_a_change_count(folder):
+    (q,) = lowered(
+        folder,
+        "features { g : onehot(x0, x1) }\nquery q { input x1, x2  where changed(x1, x2) <= 1  maximize m(x2) - m(x1) }",
+    )
+    assert q.constraints[2] == AtMostKChanged("x1", "x2", 1, ((0, 1),))
+    (q,) = lowered(folder, "query q { input x  where changed(x, rows[0]) <= 1  maximize m(x) }")
+    assert q.constraints == (AtMostKChanged("x", Row((0.0, 0.0)), 1, ((0,), (1,))),)
 
 
 def test_constant_conditions_on_batch_rows(folder):

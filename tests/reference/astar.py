@@ -97,8 +97,10 @@ def _pair(problem, row, a, b, c) -> tuple[Fraction, int]:
 
 
 def resource_cost(problem, r, row) -> Fraction:
-    """Least exact value of resource ``r`` over the box (one-hot groups costed as a whole)."""
+    """Least exact value of resource ``r`` over the box (one-hot groups costed as a whole; a
+    change count counts the units, ``res.units``, with a member that differs)."""
     res = problem.resources[r]
+    unit = dict(zip((a for a, _, _ in res.pairs), res.units, strict=True))
     grouped = {v: g for g, group in enumerate(problem.groups) for v in group}
     parts: list[Fraction] = []
     for g, group in enumerate(problem.groups):
@@ -116,13 +118,20 @@ def resource_cost(problem, r, row) -> Fraction:
             elif res.kind == KIND_L1:
                 costs.append(sum(gaps))
             else:
-                costs.append(Fraction(sum(gap != 0 for gap in gaps)))
+                off = {unit[a] for (a, _), gap in zip(block, gaps, strict=True) if gap != 0}
+                costs.append(Fraction(len(off)))
         parts.append(min(costs, default=Fraction(10**9)))  # no choice: the group is dead
+    changed = set()
     for a, b, c in res.pairs:
         if a in grouped:
             continue
         gap, differs = _pair(problem, row, a, b, c)
-        parts.append(Fraction(differs) if res.kind == KIND_CHANGED else gap)
+        if res.kind != KIND_CHANGED:
+            parts.append(gap)
+        elif differs:
+            changed.add(unit[a])
+    if res.kind == KIND_CHANGED:
+        parts.append(Fraction(len(changed)))
     if res.kind == KIND_LINF:
         return max(parts, default=Fraction(0))
     return sum(parts, Fraction(0))

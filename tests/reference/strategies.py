@@ -30,6 +30,7 @@ from veritas_dsl.ir import (
     Row,
     Tie,
     VoteMargin,
+    change_units,
 )
 from veritas_dsl.ir.query import vote_labels, vote_wins
 
@@ -47,6 +48,7 @@ FAMILIES = (
     "int_domain",
     "one_hot",
     "changed",
+    "changed_one_hot",
     "linf",
     "l1",
     "output_constraint",
@@ -131,7 +133,25 @@ def queries(draw, family: str) -> Query:
         space = features(names, [DomainKind.BOOL] * n)
         constraints.append(OneHot("x", tuple(range(n))))
     elif family == "changed":
-        constraints.append(AtMostKChanged("x", row, draw(st.integers(0, 2))))
+        constraints.append(AtMostKChanged("x", row, draw(st.integers(0, 2)), change_units(n)))
+    elif family == "changed_one_hot":
+        # A one-hot group of two or three bools is one unit of the change count; the row's
+        # values on it are 0s and 1s, one-hot or not; sometimes the closest such point.
+        size = draw(st.integers(2, n))
+        space = features(names, [DomainKind.BOOL] * size + [DomainKind.REAL] * (n - size))
+        group = tuple(range(size))
+        bits = draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=size, max_size=size))
+        row = Row((*bits, *row.values[size:]))
+        units = change_units(n, [group])
+        constraints += [
+            OneHot("x", group),
+            AtMostKChanged("x", row, draw(st.integers(0, 2)), units),
+        ]
+        if draw(st.booleans()):
+            constraints.append(
+                OutputConstraint(term(out()), draw(st.sampled_from([">", "<"])), level)
+            )
+            goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), "x", row)
     elif family in ("linf", "l1"):
         constraints.append(Ball(family, "x", row, radius))
     elif family == "output_constraint":

@@ -272,7 +272,10 @@ def test_progress_hook_and_stats(hard_model):
 
 
 def test_refuses_what_it_cannot_decide_exactly(two_trees):
-    mixed = [AtMostKChanged("x", Row((0.0, 0.0)), 1), Ball("l1", "x", Row((1.0, 1.0)), 2.0)]
+    mixed = [
+        AtMostKChanged("x", Row((0.0, 0.0)), 1, ((0,), (1,))),
+        Ball("l1", "x", Row((1.0, 1.0)), 2.0),
+    ]
     with pytest.raises(UnsupportedQuery, match=r"different references.*oracle"):
         ENGINE.solve(query({"m": two_trees}, Maximize(term(out())), mixed))
 

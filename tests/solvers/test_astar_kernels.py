@@ -26,6 +26,7 @@ BOX_FAMILIES = [
     "int_domain",
     "one_hot",
     "changed",
+    "changed_one_hot",
     "l1",
     "linear",
     "two_instances",
@@ -91,7 +92,7 @@ def test_box_kernels_match_twins(family):
 def _resource_args(problem):
     lifted = problem.lifted
     n_vars, cell_ptr, cell_lo, cell_hi, var_int, oh_ptr, oh_var = lifted[:7]
-    rs_kind, _, rs_ptr, pr_a, pr_b, pr_c, pr_group = lifted[7:14]
+    rs_kind, _, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit = lifted[7:15]
     return (
         n_vars,
         cell_ptr,
@@ -106,6 +107,7 @@ def _resource_args(problem):
         pr_b,
         pr_c,
         pr_group,
+        pr_unit,
     )
 
 
@@ -136,6 +138,7 @@ def kernel_maximum(problem) -> int | None:
         "box",
         "one_hot",
         "changed",
+        "changed_one_hot",
         "l1",
         "linear",
         "two_instances",

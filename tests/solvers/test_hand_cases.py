@@ -33,6 +33,7 @@ from veritas_dsl.ir import (
     Query,
     Row,
     Tie,
+    change_units,
 )
 from veritas_dsl.ir.evaluate import model_outputs, objective_value
 from veritas_dsl.ir.query import constructs
@@ -76,6 +77,12 @@ HIGH = term(out())
 GAP = term(out("x2"), out("x1", coef=-1.0))
 PAIR = ("x1", "x2")
 ORIGIN = Row((0.0, 0.0))
+ALONE = change_units(2)  # each of two features its own unit
+# one_hot_trees with (b0, b1) a one-hot group and b2 alone
+PAIR_GROUP = OneHot("x", (0, 1))
+GROUPED = change_units(3, [(0, 1)])
+SWITCH_FROM = Row((0.0, 1.0, 0.0))
+TOP_8 = OutputConstraint(HIGH, ">=", 8.0)
 
 
 def top(value: float) -> tuple:
@@ -169,16 +176,95 @@ CASES = [
         model="one_hot_trees",
         kinds=(BOOL,) * 3,
     ),
+    # a one-hot group is one unit of a change count: with the group (b0, b1) and b2 alone, from
+    # (b0, b1, b2) = (0, 1, 0), worth 2 + 1, switching the group to b0 is one change (6) and
+    # adding b2 = 1 a second (8); counted member by member the switch alone takes two
+    *(
+        Case(
+            f"one-hot switch with changed <= {k}",
+            Maximize(HIGH),
+            top(v),
+            (PAIR_GROUP, AtMostKChanged("x", SWITCH_FROM, k, GROUPED)),
+            model="one_hot_trees",
+            kinds=(BOOL,) * 3,
+        )
+        for k, v in ((0, 3.0), (1, 6.0), (2, 8.0))
+    ),
+    *(
+        Case(
+            f"one-hot switch and one more change, changed <= {k}",
+            Find(),
+            (answer, None, None),
+            (PAIR_GROUP, AtMostKChanged("x", SWITCH_FROM, k, GROUPED), TOP_8),
+            model="one_hot_trees",
+            kinds=(BOOL,) * 3,
+        )
+        for k, answer in ((1, INFEASIBLE), (2, OPTIMAL))
+    ),
+    Case(  # the units are the IR's to say: each member alone counts the switch twice
+        "one-hot switch counted member by member",
+        Maximize(HIGH),
+        top(5.0),
+        (PAIR_GROUP, AtMostKChanged("x", SWITCH_FROM, 1, change_units(3))),
+        model="one_hot_trees",
+        kinds=(BOOL,) * 3,
+    ),
+    *(
+        Case(  # b0 up, b1 down, b2 up
+            f"closest l1 past a one-hot switch, changed <= {k}",
+            MinimizeDistance("l1", "x", SWITCH_FROM),
+            answer,
+            (PAIR_GROUP, AtMostKChanged("x", SWITCH_FROM, k, GROUPED), TOP_8),
+            model="one_hot_trees",
+            kinds=(BOOL,) * 3,
+        )
+        for k, answer in ((1, (INFEASIBLE, math.inf, math.inf)), (2, top(3.0)))
+    ),
+    *(
+        Case(  # no member of the group can keep (1, 1): the group is always one change
+            f"one-hot group against a row outside it, changed <= {k}",
+            Maximize(HIGH),
+            answer,
+            (PAIR_GROUP, AtMostKChanged("x", Row((1.0, 1.0, 0.0)), k, GROUPED)),
+            model="one_hot_trees",
+            kinds=(BOOL,) * 3,
+        )
+        for k, answer in ((0, (INFEASIBLE, -math.inf, -math.inf)), (1, top(6.0)))
+    ),
+    *(
+        Case(  # x1 = (0, 1, 0): the switch gains 3, b2 = 1 gains 2
+            f"one-hot switch between instances, changed <= {k}",
+            Maximize(GAP),
+            top(v),
+            (
+                OneHot("x1", (0, 1)),
+                OneHot("x2", (0, 1)),
+                Interval("x1", 0, 0.0, 0.0),
+                Interval("x1", 2, 0.0, 0.0),
+                AtMostKChanged("x2", "x1", k, GROUPED),
+            ),
+            PAIR,
+            model="one_hot_trees",
+            kinds=(BOOL,) * 3,
+            refused_by=("astar",),  # a one-hot group measured against another instance
+        )
+        for k, v in ((0, 0.0), (1, 3.0), (2, 5.0))
+    ),
     # changed(x, row) <= k
     *(
-        Case(f"changed <= {k}", Maximize(HIGH), top(v), (AtMostKChanged("x", Row((0.0, 3.0)), k),))
+        Case(
+            f"changed <= {k}",
+            Maximize(HIGH),
+            top(v),
+            (AtMostKChanged("x", Row((0.0, 3.0)), k, ALONE),),
+        )
         for k, v in ((0, 0.0), (1, 1.5), (2, 7.0))
     ),
     Case(
         "changed from a fractional int reference",  # an integer never equals 0.5
         Maximize(HIGH),
         top(0.0),
-        (AtMostKChanged("x", Row((0.5, 3.0)), 1),),
+        (AtMostKChanged("x", Row((0.5, 3.0)), 1, ALONE),),
         kinds=(INT, REAL),
         bounds=((-5, 5), (-10, 10)),
     ),
@@ -231,7 +317,7 @@ CASES = [
         "closest l1 with one change",
         MinimizeDistance("l1", "x", Row((0.0, 3.0))),
         top(3.0 - below(1.0)),
-        (OutputConstraint(HIGH, ">", 1.0), AtMostKChanged("x", Row((0.0, 3.0)), 1)),
+        (OutputConstraint(HIGH, ">", 1.0), AtMostKChanged("x", Row((0.0, 3.0)), 1, ALONE)),
     ),
     # two instances
     Case("tie", Maximize(GAP), top(5.5), (Tie("x1", "x2", 1),), PAIR),
@@ -279,7 +365,7 @@ CASES = [
         "changed between instances",
         Maximize(GAP),
         top(10.0),
-        (AtMostKChanged("x2", "x1", 1),),
+        (AtMostKChanged("x2", "x1", 1, ALONE),),
         PAIR,
     ),
     # more boxes, domains, balls and thresholds (from the A* engine's first tests)
@@ -297,7 +383,7 @@ CASES = [
             f"changed from the origin <= {k}",
             Maximize(HIGH),
             top(v),
-            (AtMostKChanged("x", ORIGIN, k),),
+            (AtMostKChanged("x", ORIGIN, k, ALONE),),
         )
         for k, v in ((0, 1.5), (1, 7.0), (2, 7.0))
     ),

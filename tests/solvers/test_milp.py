@@ -38,6 +38,7 @@ from veritas_dsl.ir import (
     Query,
     Row,
     Tie,
+    change_units,
 )
 from veritas_dsl.ir.evaluate import distance, holds
 from veritas_dsl.ir.float32 import as_float32, next_down
@@ -187,7 +188,7 @@ def test_changed_and_one_hot_inside_a_disjunction(engine, one_hot_trees):
     kinds = [DomainKind.BOOL] * 3
     row = Row((0.0, 0.0, 1.0))
     group = (OneHot("x", (0, 1, 2)), Interval("x", 2, 0, 0))
-    either = AnyOf(((AtMostKChanged("x", row, 1),), group))
+    either = AnyOf(((AtMostKChanged("x", row, 1, change_units(3)),), group))
     result = solve(engine, one_hot_trees, Maximize(term(out())), [either], kinds=kinds)
     assert result.lower == 8.0  # b0 = 1 with b2 = 1 kept: one change
 
@@ -482,7 +483,9 @@ def mixed_queries(draw) -> Query:
             radius = draw(st.sampled_from([0.0, 0.3, 1.0, 2.0]))
             return Ball(norm, instance, reference(instance), radius)
         if kind == "changed":
-            return AtMostKChanged(instance, reference(instance), draw(st.integers(0, 2)))
+            groups = [tuple(bools)] if len(bools) >= 2 and draw(st.booleans()) else []
+            units = change_units(n, groups)
+            return AtMostKChanged(instance, reference(instance), draw(st.integers(0, 2)), units)
         if kind == "linear":
             terms = tuple(
                 LinearTerm(draw(st.sampled_from([-1.0, 1.0, 2.0])), draw(inst), f)
@@ -558,14 +561,17 @@ def test_tied_pair_at_distance_zero():
     constraints = (
         AnyOf(
             (
-                (AtMostKChanged("x1", row, 0),),
+                (AtMostKChanged("x1", row, 0, change_units(3)),),
                 (Interval("x1", 0, 0.3, 1.8), Interval("x1", 1, -math.inf, 0.3)),
             )
         ),
         Tie("x1", "x2", 0),
         AnyOf(
             (
-                (OutputConstraint(out_x1, "<", -1.0), AtMostKChanged("x1", row, 2)),
+                (
+                    OutputConstraint(out_x1, "<", -1.0),
+                    AtMostKChanged("x1", row, 2, change_units(3)),
+                ),
                 (Interval("x1", 0, -math.inf, 0.3), Interval("x1", 0, -1.0, 0.5)),
             )
         ),
@@ -791,7 +797,10 @@ def test_a_missed_float32_point_is_not_a_proof():
 
 def test_equal_instances_rounded_apart_are_not_infeasible():
     space = (Feature("a", lo=0.1, hi=2.3),)
-    constraints = (AtMostKChanged("x2", "x1", 0), Linear((LinearTerm(1.0, "x2", 0),), ">=", 0.3))
+    constraints = (
+        AtMostKChanged("x2", "x1", 0, ((0,),)),
+        Linear((LinearTerm(1.0, "x2", 0),), ">=", 0.3),
+    )
     query = Query(
         "q", space, ("x1", "x2"), {}, constraints, MinimizeDistance("l1", "x2", Row((0.0,)))
     )

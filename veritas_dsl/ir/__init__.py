@@ -27,6 +27,7 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
     VoteMargin,
+    change_units,
     output_terms,
     walk,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "Row",
     "Tie",
     "VoteMargin",
+    "change_units",
     "negate",
     "output_terms",
     "walk",

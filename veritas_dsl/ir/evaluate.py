@@ -128,6 +128,14 @@ def compare(value: float, op: str, rhs: float) -> bool:
     raise ValueError(f"unknown comparison {op!r}")
 
 
+def changed_units(c: AtMostKChanged, inputs: Inputs) -> int:
+    """How many units of ``c`` differ from its reference: a unit counts once when any of its
+    members differs (-0.0 equals 0.0, as in the models' comparisons)."""
+    point = np.asarray(inputs[c.instance], dtype=np.float32)
+    differs = point != reference_point(c.reference, inputs)
+    return sum(bool(differs[list(unit)].any()) for unit in c.units)
+
+
 def holds(
     constraint: Constraint, inputs: Inputs, margins: Margins, votes: Votes | None = None
 ) -> bool:
@@ -141,8 +149,7 @@ def holds(
     if isinstance(c, OneHot):
         return sum(float(inputs[c.instance][f]) for f in c.features) == 1.0
     if isinstance(c, AtMostKChanged):
-        reference = reference_point(c.reference, inputs)
-        return int(np.count_nonzero(inputs[c.instance] != reference)) <= c.k
+        return changed_units(c, inputs) <= c.k
     if isinstance(c, Ball):
         if math.isinf(c.radius):
             return c.radius > 0

@@ -1,8 +1,9 @@
 """Checked spec to query IR: one :class:`Query` per query, or per row of a ``for`` query.
 
 This is the only place that knows both the language and the IR. It binds the batch row, spells
-out what the language's sugar means (``class``, ties with ``except``, one-hot groups, strict
-bounds on float32 inputs), and leaves the engines nothing but mathematics.
+out what the language's sugar means (``class``, ties with ``except``, one-hot groups, which
+``changed`` counts as one feature, strict bounds on float32 inputs), and leaves the engines
+nothing but mathematics.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    change_units,
     vote_labels,
     vote_wins,
 )
@@ -156,7 +158,8 @@ class _Lowering:
             k = math.ceil(bound) - 1 if c.strict else math.floor(bound)
             if k < 0:
                 return [FALSE]
-            return [AtMostKChanged(c.changed.instance, self.reference(c.changed.other), k)]
+            units = change_units(len(self.spec.features), self.spec.groups.values())
+            return [AtMostKChanged(c.changed.instance, self.reference(c.changed.other), k, units)]
         if isinstance(c, t.ClassCompare):
             return self.class_compare(c)
         if isinstance(c, t.TieAll):

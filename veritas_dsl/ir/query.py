@@ -103,11 +103,29 @@ class OneHot:
 
 @dataclass(frozen=True)
 class AtMostKChanged:
-    """At most ``k`` features of ``instance`` differ from ``reference`` (a row or an instance)."""
+    """At most ``k`` units of ``instance`` differ from ``reference`` (a row or an instance).
+
+    ``units`` partitions the features into what is counted: a unit is one change when any of its
+    members differs. A one-hot group is one unit (switching it moves two members, yet a user
+    changed one feature); every other feature is a unit of its own (:func:`change_units`).
+    """
 
     instance: str
     reference: Reference
     k: int
+    units: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", tuple(tuple(int(f) for f in u) for u in self.units))
+
+
+def change_units(n_features: int, groups=()) -> tuple[tuple[int, ...], ...]:
+    """The units of a change count: each of ``groups`` (one-hot groups, tuples of feature
+    indices) as one unit, every other feature alone, in the order of their first feature."""
+    units = [tuple(group) for group in groups]
+    grouped = {f for group in units for f in group}
+    units += [(f,) for f in range(n_features) if f not in grouped]
+    return tuple(sorted(units, key=min))
 
 
 @dataclass(frozen=True)
@@ -368,6 +386,10 @@ def check_query(query: Query) -> None:
         elif isinstance(c, AtMostKChanged):
             instance(c.instance)
             reference(c.reference)
+            if not all(c.units) or sorted(f for u in c.units for f in u) != list(range(n)):
+                raise IRError(
+                    f"query {query.name}: the units of a change count must partition the features"
+                )
         elif isinstance(c, Ball):
             instance(c.instance)
             reference(c.center)

@@ -716,6 +716,15 @@ class _Checker:
             for name in cond.excepted:
                 if name.id in self.groups:
                     excepted.update(self.groups[name.id])
+                elif name.id in self.members:  # its tied partners would pin it: nothing freed
+                    group = self.members[name.id][0]
+                    raise self.error(
+                        "V317",
+                        f"`{name.id}` is a member of one-hot group `{group}`, "
+                        "which `except` frees as a whole",
+                        name.span,
+                        help=f"write `except {group}`",
+                    )
                 else:
                     excepted.add(self.feature_of(name.id, name.span))
             if isinstance(right, t.RowValue):
