@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
 from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
@@ -41,6 +42,11 @@ class Spec:
             if checks_only and not (query.is_property or query.expectations):
                 continue
             yield from lower(self.checked, query)
+
+    def warnings(self, checks_only: bool = False) -> list[Diagnostic]:
+        """Located warnings about the queries :meth:`lowered` gives, found before any engine
+        runs: conditions no input satisfies (see :mod:`veritas_dsl.vacuity`)."""
+        return vacuity.warnings(self.lowered(checks_only))
 
     def run(
         self,
@@ -100,6 +106,7 @@ def check_file(
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
+        outcome.warnings = tuple(spec.warnings(checks_only=True))
         outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
     except SpecError as error:
         outcome.errors = error.diagnostics
