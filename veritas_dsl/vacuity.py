@@ -19,6 +19,7 @@ input whose class flips is a robustness claim, not a vacuous one).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span
 from veritas_dsl.ir.empty import Conflict, Emptiness, emptiness
@@ -132,24 +133,23 @@ def _primary(spans: list[Span], fallback: Span) -> tuple[Span, list[Span]]:
 
 
 def _for_rows(diagnostic: Diagnostic, items: list[Lowered]) -> Diagnostic:
+    """The warning of the rows ``items`` of a batch, which share its span."""
     batch = items[0].source.batch
     if batch is None:
         return diagnostic
     rows = [f"{batch.data}[{item.row}]" for item in items]
-    named = ", ".join(rows[:_ROWS_NAMED])
-    if len(rows) > _ROWS_NAMED:
-        named += f" and {len(rows) - _ROWS_NAMED} more"
+    if len(rows) == 1:
+        return replace(diagnostic, message=f"{diagnostic.message}, for row {rows[0]}")
     total = batch.stop - batch.start
-    where = f"row {named}" if len(rows) == 1 else f"{len(rows)} of {total} rows: {named}"
-    notes = diagnostic.notes
-    if len(rows) > 1:
-        notes = (f"the values shown are those of {rows[0]}", *notes)
-    return Diagnostic(
-        diagnostic.code,
-        f"{diagnostic.message}, for {where}",
-        diagnostic.span,
-        diagnostic.label,
-        notes,
-        diagnostic.help,
-        diagnostic.severity,
+    if len(rows) == total:
+        where = f"every row ({total})"
+    else:
+        named = ", ".join(rows[:_ROWS_NAMED])
+        if len(rows) > _ROWS_NAMED:
+            named += f" and {len(rows) - _ROWS_NAMED} more"
+        where = f"{len(rows)} of {total} rows: {named}"
+    return replace(
+        diagnostic,
+        message=f"{diagnostic.message}, for {where}",
+        notes=(f"the values shown are those of {rows[0]}", *diagnostic.notes),
     )

@@ -198,3 +198,14 @@ def test_a_dead_alternative_is_warned_of(folder, capsys):
     assert "warning[V602]: this alternative can never hold, in query `q`" in err
     assert f"--> {path}:5:26" in err
     assert f"together with the condition at {path}:5:11" in err
+
+
+def test_a_batch_shares_one_warning(folder, capsys):
+    body = (
+        "query q for r in rows[0:3] {\n    input x\n    where x.x1 >= 30 and x.x1 <= 10\n"
+        "    maximize m(x)\n}\n"
+    )
+    assert main(["run", write(folder, body)]) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert err.count("warning[V601]") == 1
+    assert "no input satisfies the conditions of query `q`, for every row (3)" in err

@@ -103,7 +103,7 @@ def emptiness(
                 else "this condition holds for no input"
             )
             return Emptiness(True, (Conflict((c,), reason), *dead))
-        decided = False  # several disjunctions interact; the box does not combine them
+        decided = False  # the box keeps no disjunction, so it cannot vouch for one
     return Emptiness(False if decided else None, tuple(dead))
 
 
