@@ -236,11 +236,13 @@ def _check(args: argparse.Namespace) -> ExitCode:
             print(f"error: {path}: no such file or folder", file=sys.stderr)
             return ExitCode.ERROR
     jobs = _jobs(args.jobs)
-    outcomes = []
-    for file in files:
-        outcomes.append(check_file(file, args.solver, args.timeout, args.trust_pickle, jobs))
-        for warning in outcomes[-1].warnings:
-            print(render(warning) + "\n", file=sys.stderr)
+
+    def warn(warning) -> None:
+        print(render(warning) + "\n", file=sys.stderr)
+
+    outcomes = [
+        check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn) for f in files
+    ]
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
         Path(args.junit).write_text(checks.render_junit(outcomes))

@@ -3,7 +3,7 @@ then ``.run()``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from veritas_dsl import vacuity
@@ -99,14 +99,18 @@ def check_file(
     timeout_s: float | None = None,
     trust_pickle: bool = False,
     jobs: int = 1,
+    warn: Callable[[Diagnostic], None] | None = None,
 ):
-    """Run the checks of one spec file; spec errors are returned, not raised."""
+    """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
+    each warning before anything runs (they are kept in the outcome too)."""
     from veritas_dsl.report.checks import FileOutcome
 
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
         outcome.warnings = tuple(spec.warnings(checks_only=True))
+        for warning in outcome.warnings if warn else ():
+            warn(warning)
         outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
     except SpecError as error:
         outcome.errors = error.diagnostics
