@@ -103,11 +103,19 @@ def test_l1_balls_add_their_distances():
     answer = emptiness(space(REAL, REAL), ("x",), (*corner, near))
     assert answer.empty is True and near in answer.conflicts[0].constraints
     assert "keep it >= 2" in answer.conflicts[0].reason
-    # far enough: not empty, but l1 balls are not exact in the box, so undecided
-    assert (
-        emptiness(space(REAL, REAL), ("x",), (*corner, Ball("l1", "x", Row((0, 0)), 2))).empty
-        is None
-    )
+    far = Ball("l1", "x", Row((0.0, 0.0)), 2.0)
+    assert emptiness(space(REAL, REAL), ("x",), (*corner, far)).empty is False
+    # Leaving member 0 of a one-hot group means setting another to 1: two coordinates move,
+    # though each alone could stay put.
+    off = (OneHot("x", (0, 1, 2)), Interval("x", 0, 0.0, 0.0))
+    group = (*off, Ball("l1", "x", Row((1.0, 0.0, 0.0)), 1.5))
+    answer = emptiness(space(BOOL, BOOL, BOOL), ("x",), group)
+    assert answer.empty is True and "keep it >= 2" in answer.conflicts[0].reason
+    wider = Ball("l1", "x", Row((1.0, 0.0, 0.0)), 2.0)
+    assert emptiness(space(BOOL, BOOL, BOOL), ("x",), (*off, wider)).empty is False
+    # two l1 balls may interact through ties: the box decides only their emptiness
+    both = (far, Ball("l1", "x", Row((1.0, 1.0)), 2.0))
+    assert emptiness(space(REAL, REAL), ("x",), both).empty is None
 
 
 def test_ties_merge_instances():
@@ -213,12 +221,10 @@ def test_the_box_agrees_with_the_oracle(case):
         assert result.termination is Termination.INFEASIBLE, answer.conflicts
     elif answer.empty is False:
         assert result.termination is Termination.OPTIMAL and result.witnesses
-    exact_kinds = (Interval, Tie, OneHot)
-    plain = all(
-        isinstance(c, exact_kinds) or (isinstance(c, Ball) and c.norm == "linf")
-        for c in constraints
-    )
-    if plain and not _overlapping_groups(constraints):
+    exact_kinds = (Interval, Tie, OneHot, Ball)
+    plain = all(isinstance(c, exact_kinds) for c in constraints)
+    l1_balls = sum(isinstance(c, Ball) and c.norm == "l1" for c in constraints)
+    if plain and l1_balls <= 1 and not _overlapping_groups(constraints):
         assert answer.empty is not None  # the box is exact on these
     for conflict in answer.conflicts:
         if conflict.disjunction is not None:  # a dead alternative: with the rest, nothing holds

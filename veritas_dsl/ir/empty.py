@@ -6,7 +6,8 @@ around a constant row (per feature, the float32 values within the radius). Inter
 float32 grid, merged across instances by :class:`Tie`, and checked against :class:`OneHot`
 groups and the total extent of ``l1`` balls around rows, they show a conjunction empty, never
 wrongly. When a conjunction holds nothing else (intervals, ties, one-hot groups, ``linf`` balls
-around rows), the same box also shows it non-empty: those constraints are exact per feature.
+around rows, and one ``l1`` ball around a row), the same box also shows it non-empty: those
+constraints are exact per feature (and per group, for the distance of the ``l1`` ball).
 Other constraints (outputs, votes, linear, change counts, distances between instances) leave the
 answer undecided unless the box alone is empty.
 
@@ -171,7 +172,7 @@ class _Box:
             for i in instances:
                 if self.find(i, f) == i:
                     self.ranges[i, f] = _Range(lo, hi, integral)
-        #: Whether the ranges and one-hot groups say everything the constraints say.
+        #: Whether the ranges, one-hot groups and l1 balls say everything the constraints say.
         self.exact = True
         for c in constraints:
             if isinstance(c, Interval):
@@ -179,17 +180,30 @@ class _Box:
             elif isinstance(c, Ball) and isinstance(c.center, Row):
                 for f, center in enumerate(c.center.values):
                     self.range(c.instance, f).tighten(*ball_interval(center, c.radius), c)
-                self.exact = self.exact and c.norm == "linf"
             elif not isinstance(c, Tie | OneHot):
                 self.exact = False
-        groups = [frozenset(self.find(c.instance, f) for f in c.features) for c in self.onehots]
-        # Exactly-one choices over shared members interact unless the groups are equal or apart.
-        if any(a != b and a & b for a in groups for b in groups):
-            self.exact = False
+        #: One-hot groups as sets of merged features, once each.
+        self.groups = list(dict.fromkeys(self.members(c) for c in self.onehots))
+        # Exactly-one choices over shared members interact unless the groups are equal or
+        # apart; and two l1 balls may trade distance through ties. Otherwise, each group picks
+        # its 1 and every other feature its value on its own.
+        self.clean = not any(a != b and a & b for a in self.groups for b in self.groups)
+        self.exact = self.exact and self.clean and len(self.l1_balls) <= 1
 
     @property
     def onehots(self) -> list[OneHot]:
         return [c for c in self.constraints if isinstance(c, OneHot)]
+
+    @property
+    def l1_balls(self) -> list[Ball]:
+        return [
+            c
+            for c in self.constraints
+            if isinstance(c, Ball) and c.norm == "l1" and isinstance(c.center, Row)
+        ]
+
+    def members(self, group: OneHot) -> frozenset[tuple[str, int]]:
+        return frozenset((self.find(group.instance, f), f) for f in group.features)
 
     def find(self, instance: str, feature: int) -> str:
         while self.root[instance, feature] != instance:
@@ -213,11 +227,12 @@ class _Box:
             conflict = self.onehot_conflict(c)
             if conflict:
                 found.append(conflict)
-        for c in self.constraints:
-            if isinstance(c, Ball) and c.norm == "l1" and isinstance(c.center, Row):
-                conflict = self.l1_conflict(c)
-                if conflict:
-                    found.append(conflict)
+        if found:
+            return found
+        for c in self.l1_balls:
+            conflict = self.l1_conflict(c)
+            if conflict:
+                found.append(conflict)
         return found
 
     def range_conflict(self, instance: str, f: int, r: _Range) -> Conflict:
@@ -263,22 +278,53 @@ class _Box:
 
     def l1_conflict(self, c: Ball) -> Conflict | None:
         """The ball is empty when the ranges keep the instance farther than its radius from the
-        center (one-hot groups ignored, which only makes the distance smaller)."""
+        center: the least distance adds each feature's own, and each one-hot group's least over
+        the member it sets to 1 (when groups are equal or apart; else each member's own, which
+        is smaller)."""
+        center = {(self.find(c.instance, f), f): Fraction(v) for f, v in enumerate(c.center.values)}
+        groups = [g for g in self.groups if g & center.keys()] if self.clean else []
+        grouped = {key for g in groups for key in g}
         total = Fraction(0)
-        by: list[Constraint] = []
-        for f, center in enumerate(c.center.values):
-            r = self.range(c.instance, f)
-            gap = _gap(Fraction(center), r)
+        far: list[tuple[str, int]] = []
+        for key, value in center.items():
+            gap = 0 if key in grouped else _gap(value, self.ranges[key])
             if gap:
                 total += gap
-                by += [b for b in (r.lo_by, r.hi_by) if b is not None and b != c]
+                far.append(key)
+        for group in groups:
+            cost, members = self.group_gap(group, center)
+            total += cost
+            far += members
         if total <= Fraction(c.radius):
             return None
+        by = [b for key in far for b in (self.ranges[key].lo_by, self.ranges[key].hi_by)]
+        by += [g for g in self.onehots if groups and self.members(g) in groups]
         reason = (
             f"`l1({c.instance}, {c.center.label})` would have to be <= {_number(c.radius)}, "
             f"but the other conditions keep it >= {_number(float(total))}"
         )
-        return Conflict((*dict.fromkeys(by), c), reason)
+        return Conflict((*dict.fromkeys(b for b in by if b is not None and b != c), c), reason)
+
+    def group_gap(
+        self, group: frozenset[tuple[str, int]], center: dict[tuple[str, int], Fraction]
+    ) -> tuple[Fraction, list[tuple[str, int]]]:
+        """The least distance to ``center`` over the members of ``group`` it measures, for the
+        choices of the member that is 1 (one that may be 1, while the others may be 0), and the
+        members that choice keeps away from the center."""
+        best: tuple[Fraction, list[tuple[str, int]]] | None = None
+        members = sorted(group)
+        for one in members:
+            values = {key: 1 if key == one else 0 for key in members}
+            if any(
+                not self.ranges[k].grid[0] <= v <= self.ranges[k].grid[1] for k, v in values.items()
+            ):
+                continue
+            gaps = {k: abs(v - center[k]) for k, v in values.items() if k in center}
+            cost = sum(gaps.values(), Fraction(0))
+            if best is None or cost < best[0]:
+                best = cost, [k for k, gap in gaps.items() if gap]
+        assert best is not None, "a group with no possible 1 is a conflict found before"
+        return best
 
 
 def _gap(center: Fraction, r: _Range) -> Fraction:
