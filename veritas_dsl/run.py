@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove, constructs
 from veritas_dsl.lang import typed as t
@@ -197,22 +198,27 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
         for name, limits in chosen:
             run.results.append(solve(lowered, name, limits, options.progress))
     cross_check(run.name, run.results)
-    run.checks = judge(lowered, run.result)
-    box = vacuity.static_premise(lowered)
-    if box.empty and any(r.witnesses for r in run.results):
-        raise EngineDisagreement(
-            f"query {run.name}: an engine found an input where the static box sees none"
-        )
-    holds_of_nothing_yet = not any(r.witnesses for r in run.results) and any(
-        c.verdict is Verdict.HOLDS for c in run.checks
-    )
-    if box.empty or holds_of_nothing_yet:
-        satisfiable, why = _premise(lowered, box, run.result, chosen[0][1], options.progress)
-        run.checks = [_qualify(c, satisfiable, why) for c in run.checks]
+    run.checks = _mind_the_premise(run, judge(lowered, run.result), chosen[0][1], options.progress)
     return run
 
 
-def _premise(lowered: Lowered, box, result: Result, limits: Limits, progress):
+def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progress) -> list[Check]:
+    """``checks`` made vacuous when no input satisfies the premise (:mod:`veritas_dsl.vacuity`),
+    which is asked when the static box shows it empty, or when a check holds with no input in
+    hand (a property without a counterexample, `expect none`, a bound of nothing)."""
+    box = vacuity.static_premise(run.lowered)
+    found = any(r.witnesses for r in run.results)
+    if box.empty and found:
+        raise EngineDisagreement(
+            f"query {run.name}: an engine found an input where the static box sees none"
+        )
+    if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
+        return checks
+    satisfiable, why = _premise(run.lowered, box, run.result, limits, progress)
+    return [_qualify(c, satisfiable, why) for c in checks]
+
+
+def _premise(lowered: Lowered, box: Emptiness, result: Result, limits: Limits, progress):
     """Whether some input satisfies the premise of ``lowered`` (True, False, or None when that
     could not be decided) and why: from the static box, else from a `find` of the premise alone
     on the engine that answered, with the same limits (immediate for the usual premises, which
