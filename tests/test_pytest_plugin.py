@@ -66,3 +66,25 @@ def test_spec_errors_are_one_failing_item(folder):
     result = folder.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*error[[]V204]: unknown feature `nope`*", "*broken.ver:5:11*"])
+
+
+def test_a_vacuous_property_fails_and_its_warning_shows(folder):
+    folder.makefile(
+        ".ver",
+        vac=HEADER
+        + "property impossible {\n    forall x: x.x1 >= 30 and x.x1 <= 10 => m(x) <= 100\n}\n"
+        + "property calm {\n    forall x: linf(x, rows[0]) <= 0.25 => m(x) <= 2\n}\n",
+    )
+    result = folder.runpytest("-v")
+    result.assert_outcomes(passed=1, failed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*vac.ver::impossible FAILED*",
+            "*vac.ver::calm PASSED*",
+            "*vac.ver:3:1: impossible: property impossible vacuous "
+            "(no input satisfies the premise)*",
+            "*warnings summary*",
+            "*VerWarning: warning[[]V601]: no input satisfies the premise of property `impossible`",
+            "*--> *vac.ver:4:15",
+        ]
+    )

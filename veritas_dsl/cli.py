@@ -149,6 +149,9 @@ def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
     spec = load(args.spec, trust_pickle=args.trust_pickle)
+    warnings = spec.warnings()
+    for warning in warnings:
+        print(render(warning, spec.sources) + "\n", file=sys.stderr)
     progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     try:
         runs = spec.run(
@@ -162,7 +165,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     if args.csv:
         Path(args.csv).write_text(csv_report.dumps(runs))
     if args.json:
-        print(json_report.dumps(runs))
+        print(json_report.dumps(runs, warnings))
     else:
         out, err = terminal.render(runs, args.spec)
         print(out)
@@ -233,7 +236,13 @@ def _check(args: argparse.Namespace) -> ExitCode:
             print(f"error: {path}: no such file or folder", file=sys.stderr)
             return ExitCode.ERROR
     jobs = _jobs(args.jobs)
-    outcomes = [check_file(f, args.solver, args.timeout, args.trust_pickle, jobs) for f in files]
+
+    def warn(warning) -> None:
+        print(render(warning) + "\n", file=sys.stderr)
+
+    outcomes = [
+        check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn) for f in files
+    ]
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
         Path(args.junit).write_text(checks.render_junit(outcomes))

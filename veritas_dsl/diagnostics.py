@@ -13,6 +13,7 @@ A diagnostic points at the smallest offending span of the user's own text::
 from __future__ import annotations
 
 import difflib
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +33,20 @@ class Span:
         return f"{self.file}:{self.line}:{self.column}"
 
 
+class Severity(enum.Enum):
+    """How bad a diagnostic is."""
+
+    ERROR = "error"
+    """The spec cannot run."""
+    WARNING = "warning"
+    """The spec runs, but says something its author most likely did not mean."""
+
+
 @dataclass(frozen=True)
 class Diagnostic:
-    """One problem. ``code`` is stable (V1xx syntax, V2xx names, V3xx types, V4xx data/models,
-    V5xx engines); ``label`` annotates the caret; ``help`` alone suggests a fix."""
+    """One problem. ``code`` is stable (errors: V1xx syntax, V2xx names, V3xx types, V4xx
+    data/models, V5xx engines; warnings: V6xx); ``label`` annotates the caret; ``help`` alone
+    suggests a fix."""
 
     code: str
     message: str
@@ -43,6 +54,7 @@ class Diagnostic:
     label: str = ""
     notes: tuple[str, ...] = ()
     help: str = ""
+    severity: Severity = Severity.ERROR
 
 
 class SpecError(Exception):
@@ -78,7 +90,7 @@ class Sources:
 def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
     """The diagnostic as text: header, location, the source line with a caret, notes, help."""
     sources = sources or Sources()
-    lines = [f"error[{diagnostic.code}]: {diagnostic.message}"]
+    lines = [f"{diagnostic.severity.value}[{diagnostic.code}]: {diagnostic.message}"]
     span = diagnostic.span
     if span is not None:
         gutter = " " * len(str(span.line))

@@ -32,6 +32,10 @@ class CheckFailed(Exception):
     """Some checks of a query did not hold; carries the report text."""
 
 
+class VerWarning(UserWarning):
+    """A spec's warning (``warning[V6xx]``), shown in pytest's warnings summary."""
+
+
 class VerFile(pytest.File):
     def collect(self):
         from veritas_dsl import SpecError, load
@@ -74,13 +78,18 @@ class VerItem(pytest.Item):
         self.query = query
 
     def runtest(self) -> None:
+        from veritas_dsl.diagnostics import render
         from veritas_dsl.ir.lower import lower
         from veritas_dsl.run import RunOptions, run_lowered
+        from veritas_dsl.vacuity import warnings
 
         options = RunOptions(
             self.config.getoption("ver_solver"), self.config.getoption("ver_timeout")
         )
-        runs = [run_lowered(lowered, options) for lowered in lower(self.spec.checked, self.query)]
+        lowered = lower(self.spec.checked, self.query)
+        for warning in warnings(lowered):
+            self.warn(VerWarning(render(warning, self.spec.sources)))
+        runs = [run_lowered(item, options) for item in lowered]
         failed = [run for run in runs if run.failed]
         if failed:
             raise CheckFailed(self.describe(failed, len(runs)))
@@ -96,7 +105,7 @@ class VerItem(pytest.Item):
             for check in run.checks:
                 if check.holds is True:
                     continue
-                verdict = "failed" if check.holds is False else "undecided"
+                verdict = check.verdict.value
                 lines.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
             answer = result.termination.value
             if run.kind not in ("find", "prove"):

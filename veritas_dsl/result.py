@@ -17,7 +17,8 @@ class Termination(enum.Enum):
     """The question is answered exactly: the optimum is proven (``lower == upper``), or for
     find and prove a witness (a counterexample, for prove) was found."""
     INFEASIBLE = "infeasible"
-    """No input satisfies the constraints; for prove, no counterexample exists, so it holds."""
+    """No input satisfies the constraints; for prove, no counterexample exists, so it holds if
+    some input satisfies its premise (the run checks that: ``veritas_dsl.vacuity``)."""
     TIME_LIMIT = "time_limit"
     """The time limit was reached; the bounds are valid but may not meet."""
     STEP_LIMIT = "step_limit"

@@ -6,11 +6,15 @@ The outcome of one lowered query is a :class:`QueryRun`; reports render those.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove, constructs
 from veritas_dsl.lang import typed as t
@@ -30,15 +34,34 @@ class EngineDisagreement(RuntimeError):
     """Two engines gave different exact answers: one of them is wrong."""
 
 
+class Verdict(enum.Enum):
+    """The verdict of one check."""
+
+    HOLDS = "holds"
+    """The property or expectation is proven."""
+    FAILED = "failed"
+    """It is refuted (a counterexample, or bounds that break it)."""
+    VACUOUS = "vacuous"
+    """It holds only because no input satisfies its premise: it proves nothing, so it fails."""
+    UNDECIDED = "undecided"
+    """The engine stopped at a limit before it could tell; it counts as not holding."""
+
+
 @dataclass(frozen=True)
 class Check:
-    """The verdict of one expectation or property: ``holds`` is True, False, or None when the
-    engine stopped before it could tell."""
+    """The verdict of one expectation or property, and the fact it rests on (``detail``)."""
 
     text: str
-    holds: bool | None
+    verdict: Verdict
     detail: str
     span: Span
+
+    @property
+    def holds(self) -> bool | None:
+        """True when it holds, None when undecided, False when it fails or is vacuous."""
+        if self.verdict is Verdict.UNDECIDED:
+            return None
+        return self.verdict is Verdict.HOLDS
 
 
 @dataclass
@@ -175,8 +198,64 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
         for name, limits in chosen:
             run.results.append(solve(lowered, name, limits, options.progress))
     cross_check(run.name, run.results)
-    run.checks = judge(lowered, run.result)
+    run.checks = _mind_the_premise(run, judge(lowered, run.result), chosen[0][1], options.progress)
     return run
+
+
+def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progress) -> list[Check]:
+    """``checks`` made vacuous when no input satisfies the premise (:mod:`veritas_dsl.vacuity`),
+    which is asked when the static box shows it empty, or when a check holds with no input in
+    hand (a property without a counterexample, `expect none`, a bound of nothing)."""
+    box = vacuity.static_premise(run.lowered)
+    found = any(r.witnesses for r in run.results)
+    if box.empty and found:
+        raise EngineDisagreement(
+            f"query {run.name}: an engine found an input where the static box sees none"
+        )
+    if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
+        return checks
+    satisfiable, why = _premise(run.lowered, box, run.result, limits, progress)
+    return [_qualify(c, satisfiable, why) for c in checks]
+
+
+def _premise(lowered: Lowered, box: Emptiness, result: Result, limits: Limits, progress):
+    """Whether some input satisfies the premise of ``lowered`` (True, False, or None when that
+    could not be decided) and why: from the static box, else from a `find` of the premise alone
+    on the engine that answered, with the same limits (immediate for the usual premises, which
+    read no model)."""
+    words = vacuity.premise_words(lowered)
+    if box.empty is not None:
+        return not box.empty, f"no input satisfies {words}"
+    query = lowered.query
+    premise = vacuity.premise(lowered)
+    exact_premise = premise == query.constraints and not isinstance(query.goal, Prove)
+    if result.termination is Termination.INFEASIBLE and exact_premise:
+        return False, f"no input satisfies {words}"  # the engine has just shown it
+    find = dataclasses.replace(lowered, query=vacuity.premise_query(lowered))
+    try:
+        answer = solve(find, result.engine, limits, progress)
+    except SpecError:  # the engine refuses the premise alone: the defaults may take it
+        try:
+            answer = _solve_with_fallback(find, limits, progress)
+        except SpecError as error:
+            return None, f"{words} could not be checked ({error.diagnostics[0].message})"
+    if answer.termination is Termination.INFEASIBLE:
+        return False, f"no input satisfies {words}"
+    if answer.witnesses:
+        return True, ""
+    return None, f"{words} could not be shown satisfiable ({answer.termination.value})"
+
+
+def _qualify(check: Check, satisfiable: bool | None, why: str) -> Check:
+    """A check in the light of its premise: vacuous when none satisfies it; a check that holds
+    is undecided when the premise could not be decided."""
+    if satisfiable is False:
+        return dataclasses.replace(check, verdict=Verdict.VACUOUS, detail=why)
+    if satisfiable is None and check.verdict is Verdict.HOLDS:
+        return dataclasses.replace(
+            check, verdict=Verdict.UNDECIDED, detail=f"{check.detail}, but {why}"
+        )
+    return check
 
 
 def _solve_with_fallback(lowered: Lowered, limits: Limits, progress) -> Result:
@@ -230,11 +309,14 @@ def judge(lowered: Lowered, result: Result) -> list[Check]:
 def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
     text = f"property {checked.name}"
     if result.termination is Termination.INFEASIBLE:
-        return Check(text, True, "no counterexample exists", checked.span)
+        return Check(text, Verdict.HOLDS, "no counterexample exists", checked.span)
     if result.termination is Termination.OPTIMAL and result.witnesses:
-        return Check(text, False, "counterexample found", checked.span)
+        return Check(text, Verdict.FAILED, "counterexample found", checked.span)
     return Check(
-        text, None, f"unknown: the engine stopped ({result.termination.value})", checked.span
+        text,
+        Verdict.UNDECIDED,
+        f"unknown: the engine stopped ({result.termination.value})",
+        checked.span,
     )
 
 
@@ -243,19 +325,29 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
         found = result.termination is Termination.OPTIMAL and bool(result.witnesses)
         text = f"expect {e.subject}"
         if result.termination is Termination.INFEASIBLE:
-            return Check(text, e.subject == "none", "no input satisfies the query", e.span)
+            detail = "no input satisfies the query"
+            return Check(text, _verdict(e.subject == "none"), detail, e.span)
         if found:
-            return Check(text, e.subject == "found", "an input was found", e.span)
+            return Check(text, _verdict(e.subject == "found"), "an input was found", e.span)
         return Check(
-            text, None, f"unknown: the engine stopped ({result.termination.value})", e.span
+            text,
+            Verdict.UNDECIDED,
+            f"unknown: the engine stopped ({result.termination.value})",
+            e.span,
         )
     bound = result.upper if e.subject == "upper" else result.lower
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
     holds = _compare(bound, e.op, value)
     if holds or result.exact:
-        return Check(text, holds, detail, e.span)
-    return Check(text, None, f"{detail}, not established ({result.termination.value})", e.span)
+        return Check(text, _verdict(holds), detail, e.span)
+    return Check(
+        text, Verdict.UNDECIDED, f"{detail}, not established ({result.termination.value})", e.span
+    )
+
+
+def _verdict(holds: bool) -> Verdict:
+    return Verdict.HOLDS if holds else Verdict.FAILED
 
 
 def _compare(a: float, op: str, b: float) -> bool:

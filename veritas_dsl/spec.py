@@ -3,9 +3,10 @@ then ``.run()``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
 from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
@@ -41,6 +42,11 @@ class Spec:
             if checks_only and not (query.is_property or query.expectations):
                 continue
             yield from lower(self.checked, query)
+
+    def warnings(self, checks_only: bool = False) -> list[Diagnostic]:
+        """Located warnings about the queries :meth:`lowered` gives, found before any engine
+        runs: conditions no input satisfies (see :mod:`veritas_dsl.vacuity`)."""
+        return vacuity.warnings(self.lowered(checks_only))
 
     def run(
         self,
@@ -93,13 +99,18 @@ def check_file(
     timeout_s: float | None = None,
     trust_pickle: bool = False,
     jobs: int = 1,
+    warn: Callable[[Diagnostic], None] | None = None,
 ):
-    """Run the checks of one spec file; spec errors are returned, not raised."""
+    """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
+    each warning before anything runs (they are kept in the outcome too)."""
     from veritas_dsl.report.checks import FileOutcome
 
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
+        outcome.warnings = tuple(spec.warnings(checks_only=True))
+        for warning in outcome.warnings if warn else ():
+            warn(warning)
         outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
     except SpecError as error:
         outcome.errors = error.diagnostics

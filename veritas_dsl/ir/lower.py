@@ -9,12 +9,13 @@ nothing but mathematics.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.diagnostics import Diagnostic, SpecError
+from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.ir.evaluate import vote_counts
 from veritas_dsl.ir.float32 import ceil32_exact, floor32_exact, next_down, next_up
 from veritas_dsl.ir.logic import drop_infinite, negate
@@ -52,12 +53,15 @@ FALSE = AnyOf(())
 @dataclass(frozen=True)
 class Lowered:
     """One IR query with what it came from: the checked query, the batch row, the bound
-    expectations (``(expectation, number)``; the number is None for found/none)."""
+    expectations (``(expectation, number)``; the number is None for found/none), and where each
+    constraint came from (``spans``: a constraint, or an alternative of an :class:`AnyOf`, to
+    the conditions it was written in, for located messages about it)."""
 
     query: Query
     source: t.CheckedQuery
     row: int | None
     expectations: tuple[tuple[t.Expectation, float | None], ...]
+    spans: Mapping[object, tuple[Span, ...]] = field(default_factory=dict, compare=False)
 
 
 def lower(spec: t.CheckedSpec, checked: t.CheckedQuery) -> list[Lowered]:
@@ -76,6 +80,7 @@ class _Lowering:
         self.checked = checked
         self.row = row
         self.data = checked.batch.data if checked.batch else None
+        self.spans: dict[object, tuple[Span, ...]] = {}
 
     def run(self) -> Lowered:
         checked = self.checked
@@ -96,7 +101,7 @@ class _Lowering:
         expectations = tuple(
             (e, None if e.value is None else self.constant(e.value)) for e in checked.expectations
         )
-        return Lowered(query, checked, self.row, expectations)
+        return Lowered(query, checked, self.row, expectations, self.spans)
 
     # -- values ---------------------------------------------------------------------------
 
@@ -142,6 +147,23 @@ class _Lowering:
     # -- conditions -----------------------------------------------------------------------
 
     def condition(self, c: t.Condition) -> list[Constraint]:
+        constraints = self.lower_condition(c)
+        if isinstance(c, t.EitherOf):
+            (either,) = constraints
+            for part, alternative in zip(c.parts, either.alternatives, strict=True):
+                self.remember(alternative, _span(part))
+            self.remember(either, _span(c))
+        elif not isinstance(c, t.AllOf):
+            for constraint in constraints:
+                self.remember(constraint, c.span)
+        return constraints
+
+    def remember(self, key: object, span: Span) -> None:
+        known = self.spans.get(key, ())
+        if span not in known:
+            self.spans[key] = (*known, span)
+
+    def lower_condition(self, c: t.Condition) -> list[Constraint]:
         if isinstance(c, t.AllOf):
             return [x for part in c.parts for x in self.condition(part)]
         if isinstance(c, t.EitherOf):
@@ -293,6 +315,14 @@ class _Lowering:
         if isinstance(goal, t.ProveThat):
             return Prove(tuple(self.condition(goal.conclusion)))
         return Find()
+
+
+def _span(c: t.Condition) -> Span:
+    """The text of a condition, from its first comparison to its last."""
+    if isinstance(c, t.AllOf | t.EitherOf):
+        first, last = _span(c.parts[0]), _span(c.parts[-1])
+        return Span(first.file, first.line, first.column, last.end_line, last.end_column)
+    return c.span
 
 
 def _holds(value: float, op: str) -> bool:

@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, render
+from veritas_dsl.report.json import diagnostic_entry
 from veritas_dsl.report.table import bounds_text, witness_table
-from veritas_dsl.run import Check, QueryRun
-
-_VERDICT = {True: "holds", False: "failed", None: "undecided"}
+from veritas_dsl.report.terminal import counts
+from veritas_dsl.run import Check, QueryRun, Verdict
 
 
 @dataclass
@@ -20,6 +20,7 @@ class FileOutcome:
     path: str
     runs: list[QueryRun] = field(default_factory=list)
     errors: tuple[Diagnostic, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
     reference_rows: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
@@ -41,7 +42,7 @@ def _line(run: QueryRun, check: Check) -> str:
     if run.kind not in ("find", "prove"):
         facts.append(bounds_text(run.result))
     facts.append(f"{run.result.time_s:.2f} s")
-    return f"{check.span}: {run.name}: {check.text}: {_VERDICT[check.holds]} ({'; '.join(facts)})"
+    return f"{check.span}: {run.name}: {check.text}: {check.verdict.value} ({'; '.join(facts)})"
 
 
 def render_text(outcomes: list[FileOutcome]) -> str:
@@ -51,7 +52,7 @@ def render_text(outcomes: list[FileOutcome]) -> str:
             lines.append(render(diagnostic))
         for index, run, check in _items(outcome):
             lines.append(_line(run, check))
-            if check.holds is False and run.result.witnesses:
+            if check.verdict is Verdict.FAILED and run.result.witnesses:
                 label = "counterexample" if run.kind == "prove" else "witness"
                 lines.append(f"  {label}:")
                 lines += ["    " + row for row in _table(outcome, index, run).splitlines()]
@@ -62,11 +63,8 @@ def render_text(outcomes: list[FileOutcome]) -> str:
 def summary(outcomes: list[FileOutcome]) -> str:
     checks = [c for o in outcomes for _, _, c in _items(o)]
     errors = sum(len(o.errors) for o in outcomes)
-    held = sum(c.holds is True for c in checks)
-    failed = sum(c.holds is False for c in checks)
-    undecided = sum(c.holds is None for c in checks)
     text = f"{len(checks)} checks in {len(outcomes)} file{'s' if len(outcomes) != 1 else ''}: "
-    text += f"{held} hold, {failed} failed, {undecided} undecided"
+    text += counts(checks)
     return text + (f", {errors} spec error{'s' if errors != 1 else ''}" if errors else "")
 
 
@@ -99,14 +97,15 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                     "query": run.lowered.source.name,
                     "row": run.lowered.row,
                     "check": check.text,
-                    "verdict": _VERDICT[check.holds],
+                    "verdict": check.verdict.value,
                     "detail": check.detail,
                     "status": run.result.termination.value,
                     "time_s": run.result.time_s,
                     "witness": witness,
                 }
             )
-    return json.dumps({"checks": entries}, indent=2)
+    warnings = [diagnostic_entry(w) for o in outcomes for w in o.warnings]
+    return json.dumps({"checks": entries, "warnings": warnings}, indent=2)
 
 
 def render_junit(outcomes: list[FileOutcome]) -> str:
@@ -135,10 +134,10 @@ def render_junit(outcomes: list[FileOutcome]) -> str:
             )
             total += run.result.time_s
             tests += 1
-            if check.holds is not True:
+            if check.verdict is not Verdict.HOLDS:
                 failures += 1
                 element = ET.SubElement(
-                    case, "failure", message=f"{_VERDICT[check.holds]}: {check.detail}"
+                    case, "failure", message=f"{check.verdict.value}: {check.detail}"
                 )
                 element.text = _line(run, check) + "\n" + _table(outcome, index, run)
         suite.set("tests", str(tests))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 
-from veritas_dsl.run import QueryRun
+from veritas_dsl.run import QueryRun, Verdict
+
+#: A run's verdict is that of its worst check, in this order.
+_WORST_FIRST = (Verdict.FAILED, Verdict.VACUOUS, Verdict.UNDECIDED, Verdict.HOLDS)
 
 COLUMNS = ["query", "row", "kind", "engine", "status", "lower", "upper", "verdict", "time_s"]
 
@@ -16,14 +19,8 @@ def dumps(runs: list[QueryRun]) -> str:
     writer.writerow(COLUMNS)
     for run in runs:
         result = run.result
-        verdicts = {c.holds for c in run.checks}
-        verdict = (
-            ""
-            if not run.checks
-            else "holds"
-            if verdicts == {True}
-            else ("failed" if False in verdicts else "undecided")
-        )
+        verdicts = {c.verdict for c in run.checks}
+        verdict = next((v.value for v in _WORST_FIRST if v in verdicts), "")
         writer.writerow(
             [
                 run.lowered.source.name,

@@ -2,16 +2,21 @@
 
 Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upper",
 "witness": {instance: {feature: value}}, "time_s", "trace": [[time_s, lower, upper], ...],
-"stats", "message", "checks": [{"check", "holds", "detail", "line"}], "engines": [...]}]}``, where
-"engines" (present when several engines answered) repeats the per-engine fields. Infinite bounds
-are written as the strings "inf" and "-inf" so that the document stays standard JSON.
+"stats", "message", "checks": [{"check", "verdict", "holds", "detail", "line"}], "engines":
+[...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
+"engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
+``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
+undecided), and "warnings" are the spec's warnings (``warning[V6xx]``). Infinite bounds are
+written as the strings "inf" and "-inf" so that the document stays standard JSON.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
+from veritas_dsl.diagnostics import Diagnostic
 from veritas_dsl.result import Result
 from veritas_dsl.run import QueryRun
 
@@ -48,20 +53,40 @@ def result_entry(run: QueryRun, result: Result) -> dict:
     }
 
 
-def document(runs: list[QueryRun]) -> dict:
+def diagnostic_entry(diagnostic: Diagnostic) -> dict:
+    """A diagnostic as JSON: its code, message, location (null without one), label and notes."""
+    span = diagnostic.span
+    return {
+        "code": diagnostic.code,
+        "message": diagnostic.message,
+        "file": span.file if span else None,
+        "line": span.line if span else None,
+        "column": span.column if span else None,
+        "label": diagnostic.label,
+        "notes": list(diagnostic.notes),
+    }
+
+
+def document(runs: list[QueryRun], warnings: Sequence[Diagnostic] = ()) -> dict:
     results = []
     for run in runs:
         entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
         entry.update(result_entry(run, run.result))
         entry["checks"] = [
-            {"check": c.text, "holds": c.holds, "detail": c.detail, "line": c.span.line}
+            {
+                "check": c.text,
+                "verdict": c.verdict.value,
+                "holds": c.holds,
+                "detail": c.detail,
+                "line": c.span.line,
+            }
             for c in run.checks
         ]
         if len(run.results) > 1:
             entry["engines"] = [result_entry(run, r) for r in run.results]
         results.append(entry)
-    return {"results": results}
+    return {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
 
 
-def dumps(runs: list[QueryRun]) -> str:
-    return json.dumps(document(runs), indent=2)
+def dumps(runs: list[QueryRun], warnings: Sequence[Diagnostic] = ()) -> str:
+    return json.dumps(document(runs, warnings), indent=2)

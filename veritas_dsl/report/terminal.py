@@ -5,9 +5,19 @@ from __future__ import annotations
 import math
 
 from veritas_dsl.result import Result
-from veritas_dsl.run import QueryRun
+from veritas_dsl.run import Check, QueryRun, Verdict
 
-_MARK = {True: "ok", False: "FAILED", None: "UNKNOWN"}
+_MARK = {
+    Verdict.HOLDS: "ok",
+    Verdict.FAILED: "FAILED",
+    Verdict.VACUOUS: "VACUOUS",
+    Verdict.UNDECIDED: "UNKNOWN",
+}
+_FAILURE = {
+    Verdict.FAILED: "failed",
+    Verdict.VACUOUS: "is vacuous",
+    Verdict.UNDECIDED: "could not be decided",
+}
 
 
 def _bound(value: float | None) -> str:
@@ -63,23 +73,30 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
             notes.add(note)
             out.append(f"      note: {result.message}")
         for check in run.checks:
-            out.append(f"      {_MARK[check.holds]:<7} {check.text} ({check.detail})")
-            if check.holds is not True:
-                verdict = "failed" if check.holds is False else "could not be decided"
-                err.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
+            out.append(f"      {_MARK[check.verdict]:<7} {check.text} ({check.detail})")
+            if check.verdict is not Verdict.HOLDS:
+                err.append(
+                    f"{check.span}: {run.name}: {check.text} {_FAILURE[check.verdict]} "
+                    f"({check.detail})"
+                )
         if show_witnesses and (run.lowered.row is None or run.failed):
             out.extend(_witness_lines(run, result))
     out += batch_summaries(runs)
     checks = [c for r in runs for c in r.checks]
-    held = sum(c.holds is True for c in checks)
-    failed = sum(c.holds is False for c in checks)
-    unknown = sum(c.holds is None for c in checks)
     summary = (
         f"{path}: {len(runs)} quer{'y' if len(runs) == 1 else 'ies'} run, {len(checks)} checks"
     )
-    summary += f": {held} hold, {failed} failed, {unknown} undecided"
-    out.append(summary)
+    out.append(f"{summary}: {counts(checks)}")
     return "\n".join(out), "\n".join(err)
+
+
+def counts(checks: list[Check], failed: str = "failed", undecided: str = "undecided") -> str:
+    """``3 hold, 1 failed, 0 undecided``, with the vacuous ones when there are any."""
+    number = {v: sum(c.verdict is v for c in checks) for v in Verdict}
+    text = f"{number[Verdict.HOLDS]} hold, {number[Verdict.FAILED]} {failed}"
+    if number[Verdict.VACUOUS]:
+        text += f", {number[Verdict.VACUOUS]} vacuous"
+    return text + f", {number[Verdict.UNDECIDED]} {undecided}"
 
 
 def batch_summaries(runs: list[QueryRun]) -> list[str]:
@@ -94,9 +111,7 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
         text = f"{name}: {len(group)} rows"
         checks = [c for r in group for c in r.checks]
         if group[0].lowered.source.is_property:
-            held = sum(c.holds is True for c in checks)
-            failed = sum(c.holds is False for c in checks)
-            text += f": {held} hold, {failed} violated, {len(checks) - held - failed} unknown"
+            text += f": {counts(checks, failed='violated', undecided='unknown')}"
         elif group[0].kind in ("maximize", "minimize", "minimize_distance"):
             values = sorted(
                 r.result.lower for r in group if r.result.exact and math.isfinite(r.result.lower)
