@@ -134,7 +134,7 @@ class OracleEngine:
         if best is None:
             return _infeasible(query)
         value = best[1].value
-        lower = min(lowest, value)
+        lower = value if distance_goal is None else min(lowest, value)
         result = Result(
             query=query.name,
             engine=OracleEngine.name,
@@ -144,7 +144,7 @@ class OracleEngine:
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
-        if lower < value:
+        if lower != value:
             result.message = (
                 "the closest float32 point the oracle found lies beyond the exact (real) optimum; "
                 "the float32 optimum is in between"

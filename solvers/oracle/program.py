@@ -22,7 +22,7 @@ from veritas_dsl.ir.float32 import as_float32, ceil32_exact, floor32_exact
 from veritas_dsl.ir.query import Ball, Linear, MinimizeDistance, Query
 from veritas_dsl.solvers.oracle.boxes import Region, Space
 from veritas_dsl.solvers.oracle.rational import Program
-from veritas_dsl.solvers.oracle.relations import is_box, pairs
+from veritas_dsl.solvers.oracle.relations import default, is_box, pairs
 
 #: The largest float32; no input lies beyond it.
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -46,7 +46,8 @@ def solve(query: Query, space: Space, region: Region, constraints, goal) -> tupl
     first = None
     for attempt in range(_REPAIRS):
         squeeze = Fraction(0) if attempt == 0 else Fraction(1, 2 ** (26 - 6 * attempt))
-        solution = _build(query, space, region, constraints, goal, squeeze).solve()
+        program = _build(query, space, region, constraints, goal, squeeze)
+        solution = _settle(program, [default(*region.bounds(v)) for v in _columns(space, region)])
         if solution is None:
             if attempt == 0:
                 return None  # exact: no real point, so no float32 point either
@@ -60,6 +61,24 @@ def solve(query: Query, space: Space, region: Region, constraints, goal) -> tupl
         "the oracle's exact program has a solution, but no float32 point near it meets the "
         "constraints; the region is thinner than the float32 grid"
     )
+
+
+def _settle(program: Program, anchors: list[float]) -> list[Fraction] | None:
+    """An optimal solution of ``program`` that is, among the optimal ones, the closest (L1) to
+    ``anchors`` (values of its first columns, float32): an optimum is rarely unique, and one at
+    plain values (0, box ends) lands on the float32 grid where one at 1.7e38 does not."""
+    solution = program.solve()
+    if solution is None:
+        return None
+    costs = {j: c for j, c in enumerate(program.cost) if c}
+    if costs:  # keep the optimum: the cost may not exceed its optimal value
+        program.row(None, sum((c * solution[j] for j, c in costs.items()), Fraction(0)), costs)
+        program.cost = [Fraction(0)] * len(program.cost)
+    for j, anchor in enumerate(anchors):
+        d = program.column(0, 2 * Fraction(FLT_MAX), cost=1)
+        program.row(anchor, None, {d: 1, j: 1})  # d >= anchor - x
+        program.row(-anchor, None, {d: 1, j: -1})  # d >= x - anchor
+    return program.solve()[: len(solution)]
 
 
 def _columns(space: Space, region: Region) -> dict[int, int]:
