@@ -38,6 +38,7 @@ from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.solvers.oracle.rational import Program
 from veritas_dsl.solvers.sat.engine import SatEngine
 from veritas_dsl.validate import validate_witness
 
@@ -97,6 +98,26 @@ def test_time_limit_gives_valid_trivial_bounds(two_trees):
     result = ORACLE.solve(query, Limits(timeout_s=0.0))
     assert result.termination in (Termination.TIME_LIMIT, Termination.OPTIMAL)
     assert result.lower <= 7.0 <= result.upper
+
+
+def test_too_many_ways_to_change_is_refused():
+    """A change count against one row and a distance to another make every feature contested:
+    choosing which 4 of 30 move is 31,930 ways per leaf combination, refused before searching."""
+    model = build([(0, 0.5, 0.0, 1.0)], 30)
+    constraints = (AtMostKChanged("x", Row((0.0,) * 30), 4),)
+    query = Query(
+        "q",
+        features(model),
+        ("x",),
+        {"m": model},
+        constraints,
+        MinimizeDistance("l1", "x", Row((1.0,) * 30)),
+    )
+    with pytest.raises(UnsupportedQuery, match="31931 ways"):
+        ORACLE.solve(query)
+    # against the same row, keeping every feature is free: nothing to enumerate
+    same = replace(query, goal=MinimizeDistance("l1", "x", Row((0.0,) * 30)))
+    assert ORACLE.solve(same).lower == 0.0
 
 
 # -- random small ensembles against the threshold grid -------------------------------------------
@@ -390,3 +411,62 @@ def test_corner_queries_are_answered_exactly(query):
             continue  # e.g. A* refuses int features bounded beyond 2**24
         assert other.termination == result.termination, (engine.name, other, result)
         assert (other.lower, other.upper) == (result.lower, result.upper), (engine.name, other)
+
+
+# -- the exact rational programs (solvers/oracle/rational.py) against HiGHS -----------------------
+
+halves = st.integers(-6, 6).map(lambda v: Fraction(v, 2))
+
+
+@st.composite
+def small_programs(draw):
+    program = Program()
+    for _ in range(draw(st.integers(1, 4))):
+        lo, hi = sorted([draw(halves), draw(halves)])
+        program.column(lo, hi, integer=draw(st.booleans()), cost=draw(st.integers(-2, 2)))
+    n = len(program.lo)
+    for _ in range(draw(st.integers(0, 4))):
+        coefs = {j: draw(st.integers(-2, 2)) for j in range(n)}
+        lower = draw(st.one_of(st.none(), halves))
+        upper = draw(st.one_of(st.none(), halves))
+        program.row(lower, upper, coefs)
+    return program
+
+
+@given(program=small_programs())
+def test_exact_programs_match_highs(program):
+    """Feasibility and optimum of small mixed-integer programs as HiGHS finds them (up to its
+    tolerances: the data are halves, so nothing lies closer to a bound than they reach)."""
+    import highspy
+
+    x = program.solve()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("mip_feasibility_tolerance", 1e-9)
+    n = len(program.lo)
+    h.addVars(n, np.array(program.lo, dtype=float), np.array(program.hi, dtype=float))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(program.cost, dtype=float))
+    ints = np.nonzero(program.integer)[0].astype(np.int32)
+    if len(ints):
+        h.changeColsIntegrality(
+            len(ints), ints, np.array([highspy.HighsVarType.kInteger] * len(ints))
+        )
+    for coefs, lower, upper in program.rows:
+        index = np.array(list(coefs), dtype=np.int32)
+        low = -highspy.kHighsInf if lower is None else float(lower)
+        high = highspy.kHighsInf if upper is None else float(upper)
+        h.addRow(low, high, len(index), index, np.array([float(a) for a in coefs.values()]))
+    h.run()
+    status = h.getModelStatus()
+    if x is None:
+        assert status == highspy.HighsModelStatus.kInfeasible
+        return
+    assert status == highspy.HighsModelStatus.kOptimal
+    assert all(a <= v <= b for a, v, b in zip(program.lo, x, program.hi, strict=True))
+    assert all(v.denominator == 1 for v, whole in zip(x, program.integer, strict=True) if whole)
+    for coefs, lower, upper in program.rows:
+        activity = sum(a * x[j] for j, a in coefs.items())
+        assert (lower is None or lower <= activity) and (upper is None or activity <= upper)
+    value = sum(c * v for c, v in zip(program.cost, x, strict=True))
+    assert float(value) == pytest.approx(h.getInfo().objective_function_value, abs=1e-6)
