@@ -299,27 +299,38 @@ def test_int_bounds_between_whole_numbers(constraint):
         assert (narrowed.termination, narrowed.lower) == (direct.termination, direct.lower)
 
 
-def test_int_bounds_between_whole_numbers_in_a_spec(tmp_path):
+@pytest.mark.parametrize(
+    "row", [(12.0, 1e30, -0.0), (12.0, 1e-30, 1e-45), (9.5, next_down(1e30), 1e-30)]
+)
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_corners_in_a_spec(tmp_path, row, k):
+    """The same corners written in .ver: int features without bounds narrowed between whole
+    numbers, and a change count against a data row with -0.0, 1e30, 1e-30 and a subnormal."""
     model = build([(0, 10.5, (1, 1e30, 1.0, -1.0), 2.0), (2, 1e-30, (0, 12.5, 0.5, 0.0), 1.0)], 3)
     model.save(tmp_path / "m.json")
-    (tmp_path / "rows.csv").write_text("x0,x1,x2\n12,1e30,0\n")
+    (tmp_path / "rows.csv").write_text("x0,x1,x2\n" + ",".join(repr(v) for v in row) + "\n")
     text = (
         'model m = ensemble "m.json"\ndata rows = csv "rows.csv"\n'
         "features {\n  x0 : int in [-inf, inf]\n  x1 : int in [-inf, inf]\n}\n"
         "query q {\n  input x\n"
         "  where x.x0 >= 8.000000000000002 and x.x0 <= 16.999999999999996\n"
-        "  where changed(x, rows[0]) <= 1\n  minimize m(x)\n}\n"
+        f"  where changed(x, rows[0]) <= {k}\n  minimize m(x)\n}}\n"
     )
     (lowered,) = parse(text, str(tmp_path / "q.ver")).lowered()
     result = ORACLE.solve(lowered.query)
     kinds = [INT, INT, DomainKind.REAL]
     bounds = [BETWEEN, (-math.inf, math.inf), (-math.inf, math.inf)]
-    _, expected = grid_optimum(model, kinds, bounds, (12.0, 1e30, 0.0), 1)
-    assert (result.termination, result.lower, result.upper) == (
-        Termination.OPTIMAL,
-        expected,
-        expected,
-    )
+    expected = grid_optimum(model, kinds, bounds, row, k)
+    if expected is None:
+        assert result.termination == Termination.INFEASIBLE
+    else:
+        assert (result.termination, result.lower, result.upper) == (
+            Termination.OPTIMAL,
+            expected[1],
+            expected[1],
+        )
+    for witness in result.witnesses:
+        validate_witness(lowered.query, witness)
 
 
 @pytest.mark.parametrize(
@@ -346,6 +357,28 @@ def test_two_instances_over_unbounded_ints(constraints):
         if all(holds(c, {"x1": window[i], "x2": window[j]}, {}) for c in query.constraints)
     )
     assert (result.termination, result.lower, result.upper) == (Termination.OPTIMAL, best, best)
+
+
+def test_two_instances_over_unbounded_ints_in_a_spec(tmp_path):
+    model = build([(0, 10.5, (1, 0.0, -1.0, 0.5), 1.0), (1, 2.5, 0.0, 2.0)], 2)
+    model.save(tmp_path / "m.json")
+    text = (
+        'model m = ensemble "m.json"\n'
+        "features {\n  x0 : int in [-inf, inf]\n  x1 : int in [-inf, inf]\n}\n"
+        "query gap {\n  input x1, x2\n  where l1(x1, x2) <= 1\n  maximize m(x2) - m(x1)\n}\n"
+    )
+    (lowered,) = parse(text, str(tmp_path / "q.ver")).lowered()
+    goal = Maximize(term(out("x2"), out("x1", coef=-1.0)))
+    direct = solve(model, goal, [Ball("l1", "x1", "x2", 1.0)], ("x1", "x2"), kinds=[INT, INT])
+    result = ORACLE.solve(lowered.query)
+    assert (
+        (result.termination, result.lower)
+        == (direct.termination, direct.lower)
+        == (
+            Termination.OPTIMAL,
+            2.0,
+        )
+    )
 
 
 def test_too_many_combinations_to_count_in_a_float_is_refused(tmp_path, capsys):
