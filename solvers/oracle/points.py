@@ -167,8 +167,8 @@ def _decide(query, space, region: Region, pending: list, rest: list, goal):
             forced += 1
         elif any(_contested(keys, link) for link in links):
             contested.append(links)
-        else:
-            _pin(base, links)  # the reference is in the box and nothing else measures it
+        elif not _pin(base, links):  # free: the reference is in the box, nothing else measures it
+            forced += 1
     budget = c.k - forced
     if budget < 0:
         return
