@@ -59,12 +59,51 @@ def build_space(query: Query) -> Space:
 
 
 def narrow(lo: np.ndarray, hi: np.ndarray, v: int, low: float, high: float, integral: bool) -> bool:
-    """Intersect variable ``v``'s box with ``[low, high]`` in place; False when it becomes empty."""
+    """Intersect variable ``v``'s box with ``[low, high]`` in place; False when it holds no finite
+    float32 (inputs are never infinite; an infinite end of a box means "unbounded")."""
     low, high = max(lo[v], ceil32(low)), min(hi[v], floor32(high))
-    if integral:
-        low, high = float(math.ceil(low)), float(math.floor(high))
+    if integral:  # an infinite end stays; a float32 beyond 2**23 is whole already
+        low = float(math.ceil(low)) if math.isfinite(low) else low
+        high = float(math.floor(high)) if math.isfinite(high) else high
     lo[v], hi[v] = low, high
-    return low <= high
+    return low <= high and low != math.inf and high != -math.inf
+
+
+class Region:
+    """A box over the variables of a :class:`Space` in which some variables are merged (tied
+    inside one branch of a disjunction): a variable's box is its representative's."""
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, integral: np.ndarray) -> None:
+        self.lo, self.hi, self.integral = lo.copy(), hi.copy(), integral
+        self.parent = list(range(len(lo)))
+
+    def copy(self) -> Region:
+        other = Region(self.lo, self.hi, self.integral)
+        other.parent = list(self.parent)
+        return other
+
+    def find(self, v: int) -> int:
+        """The representative of variable ``v``."""
+        while self.parent[v] != v:
+            v = self.parent[v]
+        return v
+
+    def narrow(self, v: int, low: float, high: float) -> bool:
+        """Intersect ``v``'s box with ``[low, high]``; False when it becomes empty."""
+        v = self.find(v)
+        return narrow(self.lo, self.hi, v, low, high, bool(self.integral[v]))
+
+    def merge(self, v: int, w: int) -> bool:
+        """Make ``v`` and ``w`` one variable on the intersection of their boxes."""
+        v, w = self.find(v), self.find(w)
+        if v == w:
+            return True
+        self.parent[w] = v
+        return self.narrow(v, self.lo[w], self.hi[w])
+
+    def bounds(self, v: int) -> tuple[float, float]:
+        v = self.find(v)
+        return float(self.lo[v]), float(self.hi[v])
 
 
 def initial_box(query: Query, space: Space) -> tuple[np.ndarray, np.ndarray] | None:

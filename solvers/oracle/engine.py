@@ -36,10 +36,15 @@ from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
 from veritas_dsl.solvers.oracle.enumerate import Combination, combinations, reachable_counts
-from veritas_dsl.solvers.oracle.points import WitnessError, find_point
+from veritas_dsl.solvers.oracle.points import choices, find_point
+from veritas_dsl.solvers.oracle.program import GridError
+from veritas_dsl.solvers.oracle.rational import ProgramError
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
 MAX_COMBINATIONS = 200_000
+#: The oracle refuses queries whose one-hot groups and change counts could be met in more ways
+#: than this per leaf combination (it tries them all; a feature nothing else measures costs none).
+MAX_CHOICES = 4096
 #: Boxes make most combinations unreachable; beyond this many times the limit, even before
 #: pruning, enumeration is hopeless and the oracle refuses at once.
 _HOPELESS = 10_000
@@ -66,7 +71,7 @@ class OracleEngine:
             result = self._solve(query, deadline)
         except TimeoutError:
             result = _unknown(query, Termination.TIME_LIMIT)
-        except WitnessError as error:
+        except (GridError, ProgramError) as error:
             result = _unknown(query, Termination.ERROR)
             result.message = str(error)
         result.time_s = time.monotonic() - start
@@ -78,6 +83,13 @@ class OracleEngine:
         box = initial_box(query, space)
         if box is not None:
             self._refuse_hopeless(query, reachable_counts(query, space, *box))
+            ways = choices(query, space, *box)
+            if ways > MAX_CHOICES:
+                raise UnsupportedQuery(
+                    f"query {query.name} could meet its one-hot groups and change counts in "
+                    f"{ways} ways per leaf combination; the brute-force oracle tries at most "
+                    f"{MAX_CHOICES}"
+                )
         rest = tuple(c for c in query.constraints if not _folded_into_box(c))
         if isinstance(goal, Prove):
             rest += (negate(goal.conclusion),)
@@ -89,6 +101,7 @@ class OracleEngine:
         candidates.sort(key=lambda item: item[0])
 
         best: tuple[float, Witness] | None = None
+        lowest = math.inf  # the least lower bound of the boxes searched, for a distance goal
         for key, combination in candidates:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError
@@ -114,21 +127,29 @@ class OracleEngine:
             if distance_goal is None:
                 best = (key, witness)
                 break
+            lowest = min(lowest, point.lower)
             if best is None or value < best[1].value:
                 best = (value, witness)
 
         if best is None:
             return _infeasible(query)
         value = best[1].value
-        return Result(
+        lower = value if distance_goal is None else min(lowest, value)
+        result = Result(
             query=query.name,
             engine=OracleEngine.name,
             termination=Termination.OPTIMAL,
-            lower=value,
+            lower=lower,
             upper=value,
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
+        if lower != value:
+            result.message = (
+                "the closest float32 point the oracle found lies beyond the exact (real) optimum; "
+                "the float32 optimum is in between"
+            )
+        return result
 
     def _refuse_hopeless(self, query: Query, reachable: list[int]) -> None:
         """Refuse at once when even a generous share of the leaf combinations the query's box
@@ -136,9 +157,15 @@ class OracleEngine:
         product = int(np.prod(reachable, dtype=object))
         if product > self.max_combinations * _HOPELESS:
             raise UnsupportedQuery(
-                f"query {query.name} combines {product:.3g} leaves; the brute-force oracle "
+                f"query {query.name} combines {_count(product)} leaves; the brute-force oracle "
                 "answers tiny ensembles only"
             )
+
+
+def _count(n: int) -> str:
+    """A large count in short scientific notation; beyond a float64 (a product of many trees'
+    leaf counts can be), by its number of digits."""
+    return f"{n:.3g}" if n < 10**300 else f"about 1e{len(str(n)) - 1}"
 
 
 def _folded_into_box(c) -> bool:

@@ -1,22 +1,31 @@
-"""A float32 input inside a box that satisfies the remaining input constraints.
+"""A float32 input inside a box that satisfies the remaining input constraints, found exactly.
 
-Boxes alone, with at most a distance to minimise, have a closed-form answer. Everything else
-(one-hot groups, change counts, L1 balls, balls between instances, linear constraints, ties inside a
-disjunction) goes to a small mixed-integer program over the box, solved by HiGHS; its solution is
-moved onto the float32 grid and then checked exactly, so the oracle never returns a witness that
-does not satisfy the query.
+Each branch (one alternative of every disjunction) is met in three steps, none of which rounds:
+
+1. Intervals, L-inf balls around rows (and, as bounds per feature, L1 balls around rows) narrow the
+   box; ties merge variables.
+2. The discrete choices are enumerated: which member of a one-hot group is set, which units of a
+   change count may move while the others are pinned to the reference. A unit that nothing else
+   measures against another partner is pinned for free (the reference is in its box), so only
+   contested units are enumerated.
+3. The distances and linear constraints left are met by the closest point
+   (:func:`~veritas_dsl.solvers.oracle.relations.closest`) when they separate per variable, else
+   by an exact rational program moved onto the float32 grid
+   (:mod:`~veritas_dsl.solvers.oracle.program`).
+
+Every point is checked exactly against the whole branch before it is returned.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 
 import numpy as np
 
 from veritas_dsl.ir.evaluate import distance, holds, reference_point
-from veritas_dsl.ir.float32 import as_float32, ball_interval, ceil32, floor32
+from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -33,26 +42,20 @@ from veritas_dsl.ir.query import (
     VoteMargin,
     walk,
 )
-from veritas_dsl.solvers.oracle.boxes import Space, narrow
-
-#: Attempts at tightening linear constraints when rounding to float32 breaks one.
-_REPAIRS = 4
-#: Relative distance within which a solution value is moved onto a box end or reference value.
-#: Moving onto a reference only shortens distances and change counts, and every point is
-#: re-checked exactly afterwards, so a generous radius is safe.
-_SNAP = 1e-5
-
-
-class WitnessError(RuntimeError):
-    """The oracle found a real solution but could not move it onto the float32 grid."""
+from veritas_dsl.solvers.oracle import program
+from veritas_dsl.solvers.oracle.boxes import Region, Space
+from veritas_dsl.solvers.oracle.relations import closest, is_box, partners, separable
 
 
 @dataclass
 class Point:
-    """Inputs per instance (float32 vectors) and, for a distance goal, their distance."""
+    """Inputs per instance (float32 vectors) and, for a distance goal, their distance and a lower
+    bound on the distance over the whole box (below ``value`` only where the float32 grid kept
+    the exact optimum out of reach)."""
 
     inputs: dict[str, np.ndarray]
     value: float | None
+    lower: float | None = None
 
 
 def branches(constraints: tuple[Constraint, ...], margins, votes) -> list[list[Constraint]]:
@@ -86,77 +89,183 @@ def find_point(
     votes,
     goal: MinimizeDistance | None,
 ) -> Point | None:
-    """A point in the box satisfying ``constraints``; the closest one when ``goal`` is given."""
+    """A point in the box satisfying ``constraints``; the closest one when ``goal`` is given.
+
+    Raises :class:`~veritas_dsl.solvers.oracle.program.GridError` or
+    :class:`~veritas_dsl.solvers.oracle.rational.ProgramError` when an exact program cannot be
+    finished or its solution moved onto the float32 grid.
+    """
     best: Point | None = None
+    lower = None
     for branch in branches(constraints, margins, votes):
-        point = _solve_branch(query, space, lo.copy(), hi.copy(), branch, goal)
-        if point is None:
+        region = _prepare(query, space, lo, hi, branch)
+        if region is None:
             continue
-        if goal is None:
-            return point
-        if best is None or point.value < best.value:
-            best = point
+        pending = [c for c in branch if isinstance(c, OneHot | AtMostKChanged)]
+        rest = [c for c in branch if isinstance(c, Ball | Linear) and not is_box(c)]
+        for decided in _decide(query, space, region, pending, rest, goal):
+            point = _place(query, space, decided, rest, goal)
+            if point is None:
+                continue
+            _verify(branch, point)
+            if goal is None:
+                return point
+            lower = point.lower if lower is None else min(lower, point.lower)
+            if best is None or point.value < best.value:
+                best = point
+    if best is not None:
+        best.lower = lower
     return best
 
 
-def _solve_branch(query, space, lo, hi, branch, goal) -> Point | None:
-    special = []
+def _prepare(query, space, lo, hi, branch) -> Region | None:
+    """Step 1: the box narrowed by the branch's intervals and balls around rows, ties merged."""
+    region = Region(lo, hi, space.integral)
     for c in branch:
         if isinstance(c, Interval):
-            v = space.of(query, c.instance, c.feature)
-            if not narrow(lo, hi, v, c.lo, c.hi, bool(space.integral[v])):
-                return None
-        elif isinstance(c, Ball) and c.norm == "linf" and isinstance(c.center, Row):
-            for f, center in enumerate(c.center.values):
-                v = space.of(query, c.instance, f)
-                if not narrow(lo, hi, v, *ball_interval(center, c.radius), bool(space.integral[v])):
-                    return None
-        elif isinstance(c, Tie) and space.of(query, c.first, c.feature) == space.of(
-            query, c.second, c.feature
-        ):
-            continue
+            ok = region.narrow(space.of(query, c.instance, c.feature), c.lo, c.hi)
+        elif isinstance(c, Ball) and isinstance(c.center, Row):
+            ok = all(
+                region.narrow(space.of(query, c.instance, f), *ball_interval(center, c.radius))
+                for f, center in enumerate(c.center.values)
+            )  # an L1 ball bounds each coordinate as the L-inf ball of its radius does
+        elif isinstance(c, Ball):
+            ok = c.radius >= 0
+        elif isinstance(c, Tie):
+            ok = region.merge(
+                space.of(query, c.first, c.feature), space.of(query, c.second, c.feature)
+            )
         else:
-            special.append(c)
-    if not special:
-        values = _closed_form(query, space, lo, hi, goal)
-        return _point(query, space, values, goal)
-    return _solve_milp(query, space, lo, hi, branch, special, goal)
-
-
-def _default(lo: float, hi: float) -> float:
-    """A plain value in ``[lo, hi]``: 0 when inside, else the nearer end."""
-    return min(max(0.0, lo), hi)
-
-
-def _nearest(target: float, lo: float, hi: float, integral: bool) -> float:
-    """The value of ``[lo, hi]`` (integral if asked) closest to ``target``."""
-    if integral:
-        candidates = [math.floor(target), math.ceil(target)]
-        return min((min(max(c, lo), hi) for c in candidates), key=lambda c: (abs(c - target), c))
-    return min(max(target, lo), hi)
-
-
-def _closed_form(query, space, lo, hi, goal) -> np.ndarray:
-    values = np.array([_default(a, b) for a, b in zip(lo, hi, strict=True)])
-    if goal is None:
-        return values
-    a = query.instances.index(goal.instance)
-    for f in range(query.n_features):
-        va = space.var[a, f]
-        if isinstance(goal.center, Row):
-            c = goal.center.values[f]
-            values[va] = _nearest(c, lo[va], hi[va], bool(space.integral[va]))
             continue
-        vb = space.var[query.instances.index(goal.center), f]
-        if va == vb:
+        if not ok:
+            return None
+    return region
+
+
+def _decide(query, space, region: Region, pending: list, rest: list, goal):
+    """Step 2: yield a region per way of meeting the one-hot groups and change counts of
+    ``pending``; in each, pinned variables are narrowed to their reference or merged with it."""
+    if not pending:
+        yield region
+        return
+    c, later = pending[0], pending[1:]
+    keys = partners(query, space, region, later + rest, goal)
+    if isinstance(c, OneHot):
+        members = [region.find(space.of(query, c.instance, f)) for f in c.features]
+        contested = any(keys.get(m) for m in members)
+        for hot in members:
+            option = region.copy()
+            if all(option.narrow(m, float(m == hot), float(m == hot)) for m in members):
+                yield from _decide(query, space, option, later, rest, goal)
+                if not contested:
+                    return  # nothing else reads the group: one way to meet it will do
+        return
+    forced, contested = 0, []
+    base = region.copy()
+    for links in _links(query, space, region, c):
+        if not all(_keepable(region, link) for link in links):
+            forced += 1
+        elif any(_contested(keys, link) for link in links):
+            contested.append(links)
+        elif not _pin(base, links):  # free: the reference is in the box, nothing else measures it
+            forced += 1
+    budget = c.k - forced
+    if budget < 0:
+        return
+    if len(contested) <= budget:
+        yield from _decide(query, space, base, later, rest, goal)
+        return
+    for kept in itertools.combinations(contested, len(contested) - budget):
+        option = base.copy()
+        if all(_pin(option, links) for links in kept):
+            yield from _decide(query, space, option, later, rest, goal)
+
+
+def choices(query: Query, space: Space, lo: np.ndarray, hi: np.ndarray) -> int:
+    """At most how many ways :func:`find_point` tries per leaf combination to meet the one-hot
+    groups and change counts (as seen in the box ``lo, hi``, every alternative of every
+    disjunction taken at once), so that the oracle can refuse before searching."""
+    region = Region(lo, hi, space.integral)
+    goal = query.goal if isinstance(query.goal, MinimizeDistance) else None
+    everything = list(walk(query.constraints))
+    count = 1
+    for k, c in enumerate(everything):
+        if not isinstance(c, OneHot | AtMostKChanged):
             continue
-        if max(lo[va], lo[vb]) <= min(hi[va], hi[vb]):  # overlapping: both take one value
-            values[va] = values[vb] = _default(max(lo[va], lo[vb]), min(hi[va], hi[vb]))
-        elif hi[va] < lo[vb]:
-            values[va], values[vb] = hi[va], lo[vb]
-        else:
-            values[va], values[vb] = lo[va], hi[vb]
-    return values
+        keys = partners(query, space, region, everything[:k] + everything[k + 1 :], goal)
+        if isinstance(c, OneHot):
+            members = [region.find(space.of(query, c.instance, f)) for f in c.features]
+            count *= len(members) if any(keys.get(m) for m in members) else 1
+            continue
+        links = _links(query, space, region, c)
+        contested = sum(any(_contested(keys, link) for link in unit) for unit in links)
+        count *= sum(math.comb(contested, b) for b in range(min(c.k, contested) + 1))
+    return count
+
+
+def _links(query, space, region: Region, c: AtMostKChanged) -> list[list[tuple]]:
+    """Per unit of the change count that may differ from the reference, its ``(v, w, value)``
+    links (as :data:`~veritas_dsl.solvers.oracle.relations.Pair`); units that cannot differ
+    (tied, or boxed to the reference's value) are left out."""
+    i = query.instances.index(c.instance)
+    found = []
+    for unit in c.units:
+        links = []
+        for f in unit:
+            v = region.find(int(space.var[i, f]))
+            if isinstance(c.reference, Row):
+                value = c.reference.values[f]
+                if region.bounds(v) != (value, value):
+                    links.append((v, -1, value))
+            else:
+                w = region.find(space.of(query, c.reference, f))
+                if v != w:
+                    links.append((v, w, 0.0))
+        if links:
+            found.append(links)
+    return found
+
+
+def _keepable(region: Region, link) -> bool:
+    """Whether the variable can equal its reference inside the box."""
+    v, w, value = link
+    lo, hi = region.bounds(v)
+    if w < 0:
+        return lo <= value <= hi and (not region.integral[v] or float(value).is_integer())
+    low, high = region.bounds(w)
+    return max(lo, low) <= min(hi, high)
+
+
+def _contested(keys: dict, link) -> bool:
+    """Whether anything else measures the link's variables against another partner."""
+    v, w, value = link
+    if w < 0:
+        return bool(keys.get(v, set()) - {("c", value + 0.0)})
+    return bool(keys.get(v, set()) - {("v", w)} or keys.get(w, set()) - {("v", v)})
+
+
+def _pin(region: Region, links) -> bool:
+    """Make every link's variable equal its reference."""
+    return all(
+        region.narrow(v, value, value) if w < 0 else region.merge(v, w) for v, w, value in links
+    )
+
+
+def _place(query, space, region: Region, rest: list, goal) -> Point | None:
+    """Step 3: a point of the region meeting the distances and linear constraints ``rest``."""
+    if separable(query, space, region, rest, goal):
+        point = _point(query, space, closest(query, space, region, rest, goal), goal)
+        if not all(holds(c, point.inputs, {}) for c in rest):
+            return None  # the closest point is too far: every point is
+        point.lower = point.value
+        return point
+    found = program.solve(query, space, region, rest, goal)
+    if found is None:
+        return None
+    values, bound = found
+    point = _point(query, space, values, goal)
+    point.lower = program.lower_bound(bound)
+    return point
 
 
 def _point(query, space, values, goal) -> Point:
@@ -169,297 +278,8 @@ def _point(query, space, values, goal) -> Point:
     return Point(inputs, distance(goal.norm, inputs[goal.instance], center))
 
 
-# -- the mixed-integer program ----------------------------------------------------------------
-
-
-@dataclass
-class _Program:
-    """Columns with bounds, integrality and costs, and rows ``lower <= a x <= upper``."""
-
-    col_lo: list[float] = field(default_factory=list)
-    col_hi: list[float] = field(default_factory=list)
-    integer: list[bool] = field(default_factory=list)
-    cost: list[float] = field(default_factory=list)
-    rows: list[tuple[float, float, list[int], list[float]]] = field(default_factory=list)
-
-    def column(self, lo: float, hi: float, integer: bool = False, cost: float = 0.0) -> int:
-        self.col_lo.append(lo)
-        self.col_hi.append(hi)
-        self.integer.append(integer)
-        self.cost.append(cost)
-        return len(self.col_lo) - 1
-
-    def row(self, lower: float, upper: float, coefs: dict[int, float]) -> None:
-        self.rows.append((lower, upper, list(coefs), list(coefs.values())))
-
-    def solve(self) -> np.ndarray | None:
-        import highspy
-
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 0.0)
-        # Box ends one float32 step apart must stay apart: tolerances far below a step.
-        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        h.setOptionValue("mip_feasibility_tolerance", 1e-10)
-        n = len(self.col_lo)
-        h.addVars(n, np.array(self.col_lo), np.array(self.col_hi))
-        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost))
-        ints = np.nonzero(self.integer)[0].astype(np.int32)
-        if len(ints):
-            kinds = np.array([highspy.HighsVarType.kInteger] * len(ints))
-            h.changeColsIntegrality(len(ints), ints, kinds)
-        for lower, upper, index, coef in self.rows:
-            h.addRow(lower, upper, len(index), np.array(index, dtype=np.int32), np.array(coef))
-        h.run()
-        status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kOptimal:
-            return np.array(h.getSolution().col_value[:n])
-        if status in (
-            highspy.HighsModelStatus.kInfeasible,
-            highspy.HighsModelStatus.kUnboundedOrInfeasible,
-        ):
-            return None
-        raise WitnessError(f"HiGHS stopped with status {h.modelStatusToString(status)}")
-
-
-def _hull(query: Query) -> float:
-    """A bound on |x| beyond which nothing in the query changes (linear constraints included)."""
-    magnitudes = [1.0]
-    for model in query.models.values():
-        inner = model.feature >= 0
-        if inner.any():
-            magnitudes.append(float(np.abs(model.threshold[inner]).max()))
-    for feature in query.features:
-        magnitudes += [abs(b) for b in (feature.lo, feature.hi) if math.isfinite(b)]
-    for c in walk(query.constraints):
-        if isinstance(c, Interval):
-            magnitudes += [abs(b) for b in (c.lo, c.hi) if math.isfinite(b)]
-        reference = getattr(c, "center", None) or getattr(c, "reference", None)
-        if isinstance(reference, Row):
-            magnitudes += [abs(v) for v in reference.values]
-        if isinstance(c, Ball) and math.isfinite(c.radius):
-            magnitudes.append(c.radius)
-        if isinstance(c, Linear):
-            smallest = min((abs(t.coef) for t in c.terms if t.coef), default=1.0)
-            magnitudes.append(abs(c.rhs) / smallest)
-    goal_center = getattr(query.goal, "center", None)
-    if isinstance(goal_center, Row):
-        magnitudes += [abs(v) for v in goal_center.values]
-    return 4.0 * max(magnitudes) + 16.0
-
-
-def _box_rules_out(query, space, lo, hi, special) -> bool:
-    """Exact necessary conditions on the box alone: ties and distances that the box already
-    violates. HiGHS would accept a violation within its tolerance as feasible."""
-
-    def gap(a: int, b: int) -> Fraction:
-        low, high = max(lo[a], lo[b]), min(hi[a], hi[b])
-        return Fraction(low) - Fraction(high) if low > high else Fraction(0)
-
-    for c in special:
-        if isinstance(c, Tie):
-            a, b = space.of(query, c.first, c.feature), space.of(query, c.second, c.feature)
-            if gap(a, b) > 0:
-                return True
-        elif isinstance(c, Ball) and math.isfinite(c.radius):
-            gaps = []
-            for f in range(query.n_features):
-                a = space.of(query, c.instance, f)
-                if isinstance(c.center, Row):
-                    r = c.center.values[f]
-                    gaps.append(max(Fraction(0), _diff(lo[a], r), _diff(r, hi[a])))
-                else:
-                    gaps.append(gap(a, space.of(query, c.center, f)))
-            total = max(gaps, default=Fraction(0)) if c.norm == "linf" else sum(gaps, Fraction(0))
-            if total > Fraction(c.radius):
-                return True
-    return False
-
-
-def _diff(a: float, b: float) -> Fraction:
-    return Fraction(a) - Fraction(b) if math.isfinite(a) and math.isfinite(b) else Fraction(0)
-
-
-def _solve_milp(query, space, lo, hi, branch, special, goal) -> Point | None:
-    if _box_rules_out(query, space, lo, hi, special):
-        return None
-    slack = 0.0
-    for _ in range(_REPAIRS):
-        solution = _build_and_solve(query, space, lo, hi, special, goal, slack)
-        if solution is None:
-            return None
-        values = _snap(query, space, lo, hi, special, goal, solution)
-        point = _point(query, space, values, goal)
-        broken = [c for c in branch if not holds(c, point.inputs, {})]
-        if not broken:
-            return point
-        if not all(isinstance(c, Linear | Ball) for c in broken):
-            raise WitnessError(f"rounding to float32 broke {broken[0]!r}")
-        slack = max(1e-7, slack * 100)
-    raise WitnessError("no float32 point satisfies the rounded constraints; the region is too thin")
-
-
-def _build_and_solve(query, space, lo, hi, special, goal, slack) -> np.ndarray | None:
-    hull = _hull(query)
-    program = _Program()
-    for v in range(space.n_vars):
-        program.column(max(lo[v], -hull), min(hi[v], hull), bool(space.integral[v]))
-    width = 2 * hull
-
-    def var(instance: str, f: int) -> int:
-        return space.of(query, instance, f)
-
-    def tighten(rhs: float) -> float:
-        return rhs - slack * max(1.0, abs(rhs))
-
-    def distance_columns(instance, center, cost) -> list[int]:
-        """Columns d_f >= |x_f - center_f| for every feature."""
-        cols = []
-        for f in range(query.n_features):
-            d = program.column(0.0, math.inf, cost=cost)
-            x = var(instance, f)
-            if isinstance(center, Row):
-                c = center.values[f]
-                program.row(c, math.inf, {d: 1.0, x: 1.0})  # d >= c - x
-                program.row(-c, math.inf, {d: 1.0, x: -1.0})  # d >= x - c
-            else:
-                y = var(center, f)
-                if x == y:
-                    program.row(0.0, 0.0, {d: 1.0})
-                    cols.append(d)
-                    continue
-                program.row(0.0, math.inf, {d: 1.0, x: -1.0, y: 1.0})
-                program.row(0.0, math.inf, {d: 1.0, x: 1.0, y: -1.0})
-            cols.append(d)
-        return cols
-
-    for c in special:
-        if isinstance(c, Tie):
-            program.row(0.0, 0.0, {var(c.first, c.feature): 1.0, var(c.second, c.feature): -1.0})
-        elif isinstance(c, OneHot):
-            program.row(1.0, 1.0, {var(c.instance, f): 1.0 for f in c.features})
-        elif isinstance(c, AtMostKChanged):
-            # A unit with a member whose box excludes the reference must change: counted exactly
-            # here, as HiGHS would accept a value a tolerance away from the reference as equal.
-            flags: dict[int, float] = {}
-            forced = 0
-            for unit in c.units:
-                rows = []  # (lower, upper, coefficients, coefficient of the unit's flag)
-                must = False
-                for f in unit:
-                    x = var(c.instance, f)
-                    if isinstance(c.reference, Row):
-                        r = c.reference.values[f]
-                        if not lo[x] <= r <= hi[x] or (space.integral[x] and not r.is_integer()):
-                            must = True
-                            break
-                        rows.append((-math.inf, r, {x: 1.0}, -width))  # x - r <= M z
-                        rows.append((r, math.inf, {x: 1.0}, width))  # r - x <= M z
-                    else:
-                        y = var(c.reference, f)
-                        if x == y:
-                            continue
-                        if max(lo[x], lo[y]) > min(hi[x], hi[y]):
-                            must = True
-                            break
-                        rows.append((-math.inf, 0.0, {x: 1.0, y: -1.0}, -width))
-                        rows.append((0.0, math.inf, {x: 1.0, y: -1.0}, width))
-                if must:
-                    forced += 1
-                    continue
-                if not rows:
-                    continue
-                z = program.column(0.0, 1.0, integer=True)
-                for lower, upper, coefs, big in rows:
-                    program.row(lower, upper, {**coefs, z: big})
-                flags[z] = 1.0
-            if forced > c.k:
-                return None
-            if flags:
-                program.row(-math.inf, c.k - forced, flags)
-        elif isinstance(c, Ball) and c.norm == "linf":  # between instances; rows are boxes
-            for f in range(query.n_features):
-                x = var(c.instance, f)
-                if x != var(c.center, f):
-                    program.row(
-                        -tighten(c.radius), tighten(c.radius), {x: 1.0, var(c.center, f): -1.0}
-                    )
-        elif isinstance(c, Ball):
-            cols = distance_columns(c.instance, c.center, 0.0)
-            program.row(-math.inf, tighten(c.radius), dict.fromkeys(cols, 1.0))
-        elif isinstance(c, Linear):
-            coefs: dict[int, float] = {}
-            for term in c.terms:
-                x = var(term.instance, term.feature)
-                coefs[x] = coefs.get(x, 0.0) + term.coef
-            if c.op == "<=":
-                program.row(-math.inf, tighten(c.rhs), coefs)
-            elif c.op == ">=":
-                program.row(-tighten(-c.rhs), math.inf, coefs)
-            else:
-                program.row(c.rhs, c.rhs, coefs)
-    if goal is not None:
-        if goal.norm == "l1":
-            distance_columns(goal.instance, goal.center, 1.0)
-        else:
-            cols = distance_columns(goal.instance, goal.center, 0.0)
-            t = program.column(0.0, math.inf, cost=1.0)
-            for d in cols:
-                program.row(0.0, math.inf, {t: 1.0, d: -1.0})
-    solution = program.solve()
-    return None if solution is None else solution[: space.n_vars]
-
-
-def _snap(query, space, lo, hi, special, goal, solution) -> np.ndarray:
-    """Move a real solution onto the float32 grid, keeping it in the box.
-
-    A value within ``_SNAP`` of a box end or of a reference value takes that value exactly (HiGHS
-    meets big-M rows only within its tolerances); otherwise
-    it rounds toward the center of a distance it is part of, which never lengthens the distance.
-    """
-    attract: dict[int, set[float]] = {v: set() for v in range(space.n_vars)}
-    toward: dict[int, float] = {}
-    pairs: list[tuple[int, int]] = []
-    references = [(c.instance, c.center) for c in special if isinstance(c, Ball)]
-    references += [(c.instance, c.reference) for c in special if isinstance(c, AtMostKChanged)]
-    if goal is not None:
-        references.append((goal.instance, goal.center))
-    for instance, reference in references:
-        for f in range(query.n_features):
-            v = space.of(query, instance, f)
-            if isinstance(reference, Row):
-                attract[v].add(reference.values[f])
-                toward[v] = reference.values[f]
-            else:
-                pairs.append((v, space.of(query, reference, f)))
-    for c in special:
-        if isinstance(c, Tie):
-            pairs.append(
-                (space.of(query, c.first, c.feature), space.of(query, c.second, c.feature))
-            )
-
-    values = np.empty(space.n_vars)
-    for v in range(space.n_vars):
-        s = min(max(float(solution[v]), lo[v]), hi[v])
-        if space.integral[v]:
-            values[v] = min(max(float(round(s)), lo[v]), hi[v])
-            continue
-        candidates = {b for b in (lo[v], hi[v]) if math.isfinite(b)} | attract[v]
-        close = [
-            a for a in candidates if abs(s - a) <= _SNAP * max(1.0, abs(a)) and lo[v] <= a <= hi[v]
-        ]
-        if close:
-            values[v] = close[0]
-        elif v in toward:
-            values[v] = floor32(s) if s > toward[v] else ceil32(s)
-        else:
-            values[v] = as_float32(s)
-        values[v] = min(max(values[v], lo[v]), hi[v])
-    for a, b in pairs:
-        if (
-            abs(values[a] - values[b]) <= _SNAP * max(1.0, abs(values[a]))
-            and lo[b] <= values[a] <= hi[b]
-        ):
-            values[b] = values[a]
-    return values
+def _verify(branch, point: Point) -> None:
+    """Every input constraint of the branch holds at the point; anything else is an oracle bug."""
+    for c in branch:
+        if not isinstance(c, OutputConstraint | VoteMargin) and not holds(c, point.inputs, {}):
+            raise AssertionError(f"oracle point {point.inputs} misses {c!r}")

@@ -16,10 +16,12 @@ from veritas_dsl.ir.float32 import ceil32, floor32, next_down
 
 
 def candidate_values(
-    models, feature: int, lo: float, hi: float, integral: bool = False
+    models, feature: int, lo: float, hi: float, integral: bool = False, extra=()
 ) -> list[float]:
-    """Values of ``feature`` that meet every cell of the threshold grid inside ``[lo, hi]``."""
+    """Values of ``feature`` that meet every cell of the threshold grid inside ``[lo, hi]``, and
+    the ``extra`` values there (a row's, so that a change count can leave the feature alone)."""
     values = {ceil32(lo) if np.isfinite(lo) else -1e6, floor32(hi) if np.isfinite(hi) else 1e6}
+    values.update(float(np.float32(v)) for v in extra)
     for model in models:
         at = model.feature == feature
         for t in np.unique(model.threshold[at]):
@@ -29,10 +31,15 @@ def candidate_values(
     return sorted(v for v in values if lo <= v <= hi)
 
 
-def grid_points(models, bounds, integral=None) -> np.ndarray:
-    """Every grid point of the box ``bounds`` (a list of (lo, hi) per feature), float32."""
+def grid_points(models, bounds, integral=None, extra=None) -> np.ndarray:
+    """Every grid point of the box ``bounds`` (a list of (lo, hi) per feature), float32;
+    ``extra`` values per feature join the grid (see :func:`candidate_values`)."""
     integral = integral or [False] * len(bounds)
-    axes = [candidate_values(models, f, lo, hi, integral[f]) for f, (lo, hi) in enumerate(bounds)]
+    extra = extra or [()] * len(bounds)
+    axes = [
+        candidate_values(models, f, lo, hi, integral[f], extra[f])
+        for f, (lo, hi) in enumerate(bounds)
+    ]
     return np.array(list(itertools.product(*axes)), dtype=np.float32).reshape(-1, len(bounds))
 
 

@@ -2,7 +2,9 @@
 
 Every engine is tested on these against the brute-force oracle (``tests/solvers/test_engines.py``).
 Thresholds and leaf values come from small sets, so that ties, shared thresholds and equal
-optima (the cases engines get wrong) are common.
+optima (the cases engines get wrong) are common. :func:`corner_queries` draws the float32
+corners instead: magnitudes from subnormals to 1e30, rows on thresholds, -0.0, int features with
+bounds between whole numbers or none at all.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from veritas_dsl.ir import (
     VoteMargin,
     change_units,
 )
+from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import vote_labels, vote_wins
 
 from conftest import build
@@ -39,6 +42,27 @@ from reference.ir import features, out, term
 
 THRESHOLDS = [-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0]
 COORDINATES = [-1.5, -0.5, 0.0, 0.1, 0.5, 1.0, 2.5]
+
+#: Thresholds at the float32 corners: huge, tiny, the smallest subnormal, 0.
+CORNER_THRESHOLDS = [-1e30, -1.0, -1e-30, 0.0, 1e-45, 1e-30, 0.5, 8.5, 1e30]
+#: Row values on those thresholds and just below them, -0.0 (kept apart from 0.0) and a subnormal.
+CORNER_VALUES = [
+    *sorted({*CORNER_THRESHOLDS, *(next_down(t) for t in CORNER_THRESHOLDS), 3.0, 1e-40}),
+    -0.0,
+]
+#: Feature and interval bounds: none, between whole numbers, -0.0 and huge or tiny ones.
+CORNER_BOUNDS = [
+    -math.inf,
+    math.inf,
+    8.000000000000002,
+    16.999999999999996,
+    -2.5,
+    0.49999999999,
+    -0.0,
+    1e-30,
+    -1e30,
+    1e30,
+]
 
 #: The query families :func:`queries` draws from; each names the construct it exercises.
 FAMILIES = (
@@ -221,3 +245,57 @@ def queries(draw, family: str) -> Query:
     else:
         raise ValueError(f"unknown family {family!r}")
     return Query(family, space, instances, models, tuple(constraints), goal)
+
+
+@st.composite
+def corner_queries(draw) -> Query:
+    """A small query at the float32 corners (see the module docstring): int or real features
+    with corner bounds, one or two instances, change counts, balls and intervals against corner
+    rows or the other instance, and an output or distance goal."""
+    n = 3
+    model = draw(ensembles(n_features=n, thresholds=CORNER_THRESHOLDS))
+    kinds = draw(
+        st.lists(st.sampled_from([DomainKind.INT, DomainKind.REAL]), min_size=n, max_size=n)
+    )
+
+    def bounds():
+        lo, hi = sorted(draw(st.lists(st.sampled_from(CORNER_BOUNDS), min_size=2, max_size=2)))
+        return (-math.inf, math.inf) if lo == math.inf or hi == -math.inf else (lo, hi)
+
+    space = features([f"x{i}" for i in range(n)], kinds, [bounds() for _ in range(n)])
+    instances = draw(st.sampled_from([("x",), ("x1", "x2")]))
+    instance = st.sampled_from(instances)
+    row = st.lists(st.sampled_from(CORNER_VALUES), min_size=n, max_size=n).map(
+        lambda values: Row(tuple(values))
+    )
+
+    def reference(of: str):
+        others = [i for i in instances if i != of]
+        return others[0] if others and draw(st.booleans()) else draw(row)
+
+    constraints = []
+    for _ in range(draw(st.integers(0, 2))):
+        kind = draw(st.sampled_from(["changed", "linf", "l1", "interval", "tie"]))
+        x = draw(instance)
+        if kind == "changed":
+            constraints.append(
+                AtMostKChanged(x, reference(x), draw(st.integers(0, 2)), change_units(n))
+            )
+        elif kind in ("linf", "l1"):
+            radius = draw(st.sampled_from([0.0, 1e-45, 1e-30, 0.5, 1e30]))
+            constraints.append(Ball(kind, x, reference(x), radius))
+        elif kind == "interval":
+            constraints.append(Interval(x, draw(st.integers(0, n - 1)), *bounds()))
+        elif len(instances) == 2:
+            constraints.append(Tie("x1", "x2", draw(st.integers(0, n - 1))))
+    goal = draw(st.sampled_from(["max", "min", "distance"]))
+    last = instances[-1]
+    gap = term(out(last), out(instances[0], coef=-1.0)) if len(instances) == 2 else term(out())
+    if goal == "max":
+        goal = Maximize(gap)
+    elif goal == "min":
+        goal = Minimize(gap)
+    else:
+        x = draw(instance)
+        goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), x, reference(x))
+    return Query("corner", space, instances, {"m": model}, tuple(constraints), goal)

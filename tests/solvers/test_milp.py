@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from veritas_dsl.ir import (
@@ -524,16 +524,10 @@ def mixed_queries(draw) -> Query:
 
 def check_against_oracle(query, engine=None):
     expected = ORACLE.solve(query)
-    assume(expected.termination is not Termination.ERROR)  # the oracle's own float32 troubles
+    assert expected.termination is not Termination.ERROR, expected.message
     result = (engine or MilpEngine("highs", "highs")).solve(query)
     for witness in result.witnesses:
         validate_witness(query, witness)
-    if result.witnesses and result.lower is not None and expected.lower is not None:
-        # A reproducing witness better than the oracle's optimum proves the oracle wrong (as in
-        # test_tied_pair_at_distance_zero, once); that is the oracle's bug, not this engine's.
-        maximising = isinstance(query.goal, Maximize)
-        value = result.witnesses[0].value
-        assume(value <= expected.upper + 1e-9 if maximising else value >= expected.lower - 1e-9)
     if result.termination is Termination.ERROR and "unknown" in result.message:
         # No float32 point found where the solver found a real one: undecided, with valid bounds.
         if expected.lower is not None:
@@ -822,3 +816,38 @@ def test_a_rounded_distance_is_not_called_optimal():
     assert result.lower <= closest
     if result.exact:
         assert result.upper <= closest
+
+
+# -- float32 corners where MILP on HiGHS fails; found by the oracle's corner queries ---------------
+# (tests/reference/strategies.py corner_queries; the oracle's answers are checked against the
+# threshold grid in test_oracle.py). Pinned for the MILP fix: remove each mark once it passes.
+
+INT = DomainKind.INT
+UNBOUNDED_INTS = tuple(Feature(f"x{i}", INT) for i in range(3))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 13: HiGHS misses the int point just below a threshold at -1e30"
+)
+def test_int_point_below_a_huge_negative_threshold():
+    """0.5 at x0 < -1e30: x0 = -1.0000001e30 is a whole float32 there. MILP answered optimal 0."""
+    model = build([(0, -1e30, 0.5, 0.0)], 3)
+    query = Query("q", UNBOUNDED_INTS, ("x",), {"m": model}, (), Maximize(term(out())))
+    check_against_oracle(query)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: an int range holding no float32 is infeasible")
+def test_int_range_without_a_float32():
+    """[-1e30, -1e30] holds no float32 (-1e30 is not one): infeasible, not an error."""
+    space = (*UNBOUNDED_INTS[:2], Feature("x2", INT, -1e30, -1e30))
+    model = build([(0, -1e30, (0, -1e30, 0.0, 1.0), 2.0)], 3)
+    query = Query("q", space, ("x",), {"m": model}, (), Maximize(term(out())))
+    check_against_oracle(query)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: HiGHS reports status Empty on a 1e30 distance")
+def test_int_distance_to_a_huge_row():
+    space = (*UNBOUNDED_INTS[:2], Feature("x2", INT, 8.000000000000002, math.inf))
+    model = build([(0, -1e30, 0.0, 0.0)], 3)
+    goal = MinimizeDistance("linf", "x", Row((-1e30, -1e30, -1e30)))
+    check_against_oracle(Query("q", space, ("x",), {"m": model}, (), goal))
