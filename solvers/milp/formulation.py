@@ -112,25 +112,30 @@ class Var:
     cols: list[int] = field(default_factory=list)
     x: int | None = None
 
+    # An integral domain is the whole float32 values: beyond 2**24 float32 skips integers, so
+    # its steps are the larger of 1 and the float32 step.
+
     def below(self, t: float) -> float:
-        """The largest value of the domain under ``t``."""
-        return t - 1.0 if self.integral else next_down(t)
+        """The largest value of the domain under ``t`` (a value of the domain)."""
+        return min(t - 1.0, next_down(t)) if self.integral else next_down(t)
 
     def after(self, value: float) -> float:
-        """The smallest value of the domain above ``value``."""
-        return value + 1.0 if self.integral else next_up(value)
+        """The smallest value of the domain above ``value`` (a value of the domain)."""
+        return max(value + 1.0, next_up(value)) if self.integral else next_up(value)
 
     def cut_of(self, threshold: float) -> float:
         """The cut equivalent to the split ``x < threshold`` on this domain."""
-        return ceil_int(threshold) if self.integral else float(threshold)
+        return self.lower_cut(threshold) if self.integral else float(threshold)
 
     def lower_cut(self, lo: float) -> float:
         """``c`` with ``x >= lo`` exactly when ``x >= c``."""
-        return ceil_int(lo) if self.integral else ceil32(lo)
+        return ceil32(ceil_int(lo)) if self.integral else ceil32(lo)
 
     def upper_cut(self, hi: float) -> float:
         """``c`` with ``x <= hi`` exactly when ``x < c``."""
-        return floor_int(hi) + 1.0 if self.integral else next_up(floor32(hi))
+        if self.integral:
+            return self.after(floor32(floor_int(hi)))
+        return next_up(floor32(hi))
 
 
 @dataclass(frozen=True)
@@ -339,7 +344,7 @@ class _Builder:
 
     def narrow(self, var: Var, lo: float, hi: float) -> None:
         if var.integral:
-            lo, hi = ceil_int(lo), floor_int(hi)
+            lo, hi = ceil32(ceil_int(lo)), floor32(floor_int(hi))
         else:
             lo, hi = ceil32(lo), floor32(hi)
         var.lo, var.hi = max(var.lo, lo), min(var.hi, hi)

@@ -142,8 +142,9 @@ def _segments(form: Formulation, solution: np.ndarray) -> list[tuple[float, floa
 
 def _nearest(target: float, lo: float, hi: float, integral: bool) -> float:
     """The value of ``[lo, hi]`` (an integer if ``integral``) closest to ``target``."""
-    if integral:
-        options = [min(max(float(c), lo), hi) for c in (math.floor(target), math.ceil(target))]
+    if integral:  # the whole float32 values on either side (beyond 2**24 not every integer)
+        sides = (floor32(math.floor(target)), ceil32(math.ceil(target)))
+        options = [min(max(c, lo), hi) for c in sides]
         return min(options, key=lambda c: abs(c - target))
     return min(max(target, lo), hi)
 
