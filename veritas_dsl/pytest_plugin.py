@@ -20,6 +20,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ver-timeout", type=float, help="time limit per engine and .ver query")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from veritas_dsl.solvers import registry
+
+    solver = config.getoption("ver_solver", None)
+    if solver and solver not in registry.ENGINES:
+        raise pytest.UsageError(
+            f"--ver-solver: unknown engine {solver!r} "
+            f"(choose from {', '.join(sorted(registry.ENGINES))})"
+        )
+
+
 def pytest_collect_file(file_path, parent):
     if file_path.suffix == ".ver" and fnmatch.fnmatch(
         file_path.name, parent.config.getini("ver_files")
@@ -80,7 +91,11 @@ class VerItem(pytest.Item):
         options = RunOptions(
             self.config.getoption("ver_solver"), self.config.getoption("ver_timeout")
         )
-        runs = [run_lowered(lowered, options) for lowered in lower(self.spec.checked, self.query)]
+        runs = []
+        for lowered in lower(self.spec.checked, self.query):
+            runs.append(run_lowered(lowered, options))
+            if runs[-1].interrupted:
+                raise KeyboardInterrupt  # Ctrl-C stops the session, as for any test
         failed = [run for run in runs if run.failed]
         if failed:
             raise CheckFailed(self.describe(failed, len(runs)))
@@ -102,6 +117,7 @@ class VerItem(pytest.Item):
             if run.kind not in ("find", "prove"):
                 answer += f", {bounds_text(result)}"
             lines.append(f"  engine {result.engine}: {answer}")
+            lines += [f"  {r.engine}: {r.message}" for r in run.results if r.message]
             if result.witnesses:
                 label = "counterexample" if run.kind == "prove" else "witness"
                 table = witness_table(

@@ -7,12 +7,21 @@ The outcome of one lowered query is a :class:`QueryRun`; reports render those.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.ir.lower import Lowered
-from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove, constructs
+from veritas_dsl.ir.query import (
+    Find,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    Prove,
+    constructs,
+    trivial_bounds,
+)
 from veritas_dsl.lang import typed as t
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
@@ -28,6 +37,15 @@ AGREEMENT = 1e-6
 
 class EngineDisagreement(RuntimeError):
     """Two engines gave different exact answers: one of them is wrong."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run. ``partial`` holds what finished before, in order, and last the run
+    the interrupt stopped (its engine's bounds so far), when there is one."""
+
+    def __init__(self, partial: list) -> None:
+        super().__init__()
+        self.partial = partial
 
 
 @dataclass(frozen=True)
@@ -64,6 +82,18 @@ class QueryRun:
     @property
     def failed(self) -> bool:
         return any(check.holds is not True for check in self.checks)
+
+    @property
+    def errored(self) -> bool:
+        """An engine failed or refused the query: the run did not do what was asked."""
+        return any(r.termination in _NOT_RUN for r in self.results)
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.termination is Termination.INTERRUPTED for r in self.results)
+
+
+_NOT_RUN = (Termination.ERROR, Termination.UNSUPPORTED)
 
 
 def goal_kind(goal) -> str:
@@ -136,10 +166,29 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     return chosen
 
 
+def preflight(lowered: list[Lowered], options: RunOptions) -> None:
+    """Raise one :class:`SpecError` for every engine choice that cannot work, before anything
+    runs. A ``--solver`` for the whole file that lacks a query's constructs is no error here:
+    that query is reported unsupported and the others run (see :func:`run_lowered`)."""
+    diagnostics: dict[tuple, Diagnostic] = {}
+    for item in lowered:
+        try:
+            choose_engines(item, options)
+        except SpecError as error:
+            for d in error.diagnostics:
+                if not (options.solver and d.code == "V503"):
+                    diagnostics.setdefault((d.code, d.message, d.span), d)  # once per batch
+    if diagnostics:
+        raise SpecError(list(diagnostics.values()))
+
+
 def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
     """Solve ``lowered`` on engine ``name`` and validate every witness on the library models.
 
-    ``progress(query_name, engine_name, report)`` sees the engine's progress reports.
+    ``progress(query_name, engine_name, report)`` sees the engine's progress reports. An engine
+    that refuses the query while solving gives an ``unsupported`` Result; Ctrl-C that the engine
+    lets through (or that lands while witnesses are validated) gives an ``interrupted`` Result
+    with the trivial bounds and no witness.
     """
     engine = registry.get(name)
     report = None
@@ -149,15 +198,24 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
         def report(state) -> None:
             progress(query, name, state)
 
+    start = time.monotonic()
     try:
         result = engine.solve(lowered.query, limits, progress=report)
+        for witness in result.witnesses:
+            try:
+                validate_witness(lowered.query, witness)
+            except WitnessMismatch as error:
+                raise WitnessMismatch(f"engine {name}: {error}") from None
     except UnsupportedQuery as error:
-        raise SpecError([Diagnostic("V503", str(error), lowered.source.span)]) from None
-    for witness in result.witnesses:
-        try:
-            validate_witness(lowered.query, witness)
-        except WitnessMismatch as error:
-            raise WitnessMismatch(f"engine {name}: {error}") from None
+        return _unsupported(lowered, name, str(error))
+    except KeyboardInterrupt:
+        return Result(
+            lowered.query.name,
+            name,
+            Termination.INTERRUPTED,
+            *trivial_bounds(lowered.query.goal),
+            time_s=time.monotonic() - start,
+        )
     return result
 
 
@@ -166,33 +224,54 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
 
     When the query names no engine and the default one refuses it (A* refuses a few
     combinations it cannot decide exactly), the next default engine answers, and says so.
+    An engine that refuses the query (a ``--solver`` for the whole file lacking one of its
+    constructs, or a refusal found while solving) gives an ``unsupported`` Result, so that the
+    other queries still run. After an ``interrupted`` Result no further engine runs.
     """
     run = QueryRun(lowered)
-    chosen = choose_engines(lowered, options)
-    if not options.solver and not lowered.source.engines:
-        run.results.append(_solve_with_fallback(lowered, chosen[0][1], options.progress))
+    try:
+        chosen = choose_engines(lowered, options)
+    except SpecError as error:
+        if not (options.solver and error.diagnostics[0].code == "V503"):
+            raise  # an engine named in the spec that lacks a construct is a spec error
+        chosen = []
+        run.results.append(_unsupported(lowered, options.solver, error.diagnostics[0].message))
+    if chosen and not options.solver and not lowered.source.engines:
+        name, limits = chosen[0]
+        run.results.append(_solve_with_fallback(lowered, name, limits, options.progress))
     else:
         for name, limits in chosen:
             run.results.append(solve(lowered, name, limits, options.progress))
+            if run.results[-1].termination is Termination.INTERRUPTED:
+                break
     cross_check(run.name, run.results)
     run.checks = judge(lowered, run.result)
     return run
 
 
-def _solve_with_fallback(lowered: Lowered, limits: Limits, progress) -> Result:
+def _unsupported(lowered: Lowered, engine: str, message: str) -> Result:
+    name = lowered.query.name
+    return Result(
+        name,
+        engine,
+        Termination.UNSUPPORTED,
+        *trivial_bounds(lowered.query.goal),
+        message=message.removeprefix(f"query {name}: "),  # reports name the query already
+    )
+
+
+def _solve_with_fallback(lowered: Lowered, first: str, limits: Limits, progress) -> Result:
     refusals = []
-    for name in default_engines(lowered):
-        try:
-            result = solve(lowered, name, limits, progress)
-        except SpecError as error:
-            if error.diagnostics[0].code != "V503":
-                raise
-            refusals.append(f"{name} refused it ({error.diagnostics[0].message})")
+    names = default_engines(lowered) or [first]
+    for name in names:
+        result = solve(lowered, name, limits, progress)
+        if result.termination is Termination.UNSUPPORTED:
+            refusals.append(f"{name} refused it ({result.message})")
             continue
         if refusals:
             result.message = "; ".join([*refusals, result.message] if result.message else refusals)
         return result
-    raise SpecError([Diagnostic("V503", "; ".join(refusals), lowered.source.span)])
+    return _unsupported(lowered, names[0], "; ".join(refusals))
 
 
 def cross_check(name: str, results: list[Result]) -> None:

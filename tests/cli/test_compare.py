@@ -56,8 +56,12 @@ def test_table_and_plot(spec, tmp_path, capsys):
 
 
 def test_unknown_engine(spec, capsys):
-    assert main(["compare", str(spec), "--solvers", "oracle,nope"]) == ExitCode.ERROR
-    assert "unknown engine 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["compare", str(spec), "--solvers", "oracle,nope"])
+    assert stopped.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "usage: ver compare" in err
+    assert "error: argument --solvers: unknown engine 'nope' (choose from astar, " in err
 
 
 class _OffByOne(OracleEngine):

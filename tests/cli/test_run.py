@@ -83,8 +83,15 @@ def test_solver_flag_and_unknown_solver(folder, capsys):
     path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
     assert main(["run", "--solver", "oracle", path]) == ExitCode.OK
     capsys.readouterr()
-    assert main(["run", "--solver", "nope", path]) == ExitCode.ERROR
-    assert "unknown engine 'nope'" in capsys.readouterr().err
+    # A command-line mistake, reported as one (usage, the engines), not at the file's first query.
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--solver", "nope", path])
+    assert stopped.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "usage: ver run" in err
+    assert "ver run: error: argument --solver: unknown engine 'nope'" in err
+    assert "(choose from astar, gurobi, milp, oracle, sat)" in err
+    assert path not in err and "-->" not in err
 
 
 def test_missing_spec_file(tmp_path, capsys):
@@ -123,8 +130,12 @@ def test_default_engine_falls_back_and_says_so(folder, capsys):
     out = capsys.readouterr().out
     assert "astar refused it" in out and "linear equalities" in out
     assert "value 7" in out  # x0 = 2.5, x1 = 0
+    # Named on the command line, A* reports the query unsupported (exit 2) and says who can.
     assert main(["run", "--solver", "astar", path]) == ExitCode.ERROR
-    assert "error[V503]" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "q  astar   unsupported  (0.00 s)" in captured.out
+    why = "engine astar does not support linear equalities; engines that can: oracle, milp"
+    assert f"{path}:3:1: q: unsupported: {why}" in captured.err
 
 
 def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, render
-from veritas_dsl.report.table import bounds_text, witness_table
+from veritas_dsl.report.table import bounds_text, times_text, witness_table
+from veritas_dsl.result import Termination
 from veritas_dsl.run import Check, QueryRun
 
 _VERDICT = {True: "holds", False: "failed", None: "undecided"}
@@ -21,6 +22,7 @@ class FileOutcome:
     runs: list[QueryRun] = field(default_factory=list)
     errors: tuple[Diagnostic, ...] = ()
     reference_rows: dict[int, dict[str, float]] = field(default_factory=dict)
+    interrupted: bool = False
 
 
 def _items(outcome: FileOutcome):
@@ -40,8 +42,17 @@ def _line(run: QueryRun, check: Check) -> str:
     facts = [check.detail]
     if run.kind not in ("find", "prove"):
         facts.append(bounds_text(run.result))
-    facts.append(f"{run.result.time_s:.2f} s")
+    facts.append(times_text(run.results))
     return f"{check.span}: {run.name}: {check.text}: {_VERDICT[check.holds]} ({'; '.join(facts)})"
+
+
+def _engine_errors(run: QueryRun) -> list[str]:
+    """Why engines failed or refused the query: the run did not do what was asked."""
+    return [
+        f"engine {r.engine} {r.termination.value}: {r.message or 'no reason given'}"
+        for r in run.results
+        if r.termination in (Termination.ERROR, Termination.UNSUPPORTED)
+    ]
 
 
 def render_text(outcomes: list[FileOutcome]) -> str:
@@ -51,6 +62,7 @@ def render_text(outcomes: list[FileOutcome]) -> str:
             lines.append(render(diagnostic))
         for index, run, check in _items(outcome):
             lines.append(_line(run, check))
+            lines += ["  " + message for message in _engine_errors(run)]
             if check.holds is False and run.result.witnesses:
                 label = "counterexample" if run.kind == "prove" else "witness"
                 lines.append(f"  {label}:")
@@ -65,8 +77,10 @@ def summary(outcomes: list[FileOutcome]) -> str:
     held = sum(c.holds is True for c in checks)
     failed = sum(c.holds is False for c in checks)
     undecided = sum(c.holds is None for c in checks)
+    broken = sum(r.errored for o in outcomes for r in o.runs)
     text = f"{len(checks)} checks in {len(outcomes)} file{'s' if len(outcomes) != 1 else ''}: "
     text += f"{held} hold, {failed} failed, {undecided} undecided"
+    text += f", {broken} not run by their engine" if broken else ""
     return text + (f", {errors} spec error{'s' if errors != 1 else ''}" if errors else "")
 
 
@@ -102,11 +116,15 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                     "verdict": _VERDICT[check.holds],
                     "detail": check.detail,
                     "status": run.result.termination.value,
+                    "message": "; ".join(r.message for r in run.results if r.message),
                     "time_s": run.result.time_s,
                     "witness": witness,
                 }
             )
-    return json.dumps({"checks": entries}, indent=2)
+    document = {"checks": entries}
+    if any(o.interrupted for o in outcomes):
+        document["interrupted"] = True
+    return json.dumps(document, indent=2)
 
 
 def render_junit(outcomes: list[FileOutcome]) -> str:
@@ -135,7 +153,12 @@ def render_junit(outcomes: list[FileOutcome]) -> str:
             )
             total += run.result.time_s
             tests += 1
-            if check.holds is not True:
+            if run.errored:
+                errors += 1
+                messages = _engine_errors(run)
+                element = ET.SubElement(case, "error", message=messages[0])
+                element.text = "\n".join([_line(run, check), *messages])
+            elif check.holds is not True:
                 failures += 1
                 element = ET.SubElement(
                     case, "failure", message=f"{_VERDICT[check.holds]}: {check.detail}"

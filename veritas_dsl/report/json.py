@@ -3,8 +3,10 @@
 Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upper",
 "witness": {instance: {feature: value}}, "time_s", "trace": [[time_s, lower, upper], ...],
 "stats", "message", "checks": [{"check", "holds", "detail", "line"}], "engines": [...]}]}``, where
-"engines" (present when several engines answered) repeats the per-engine fields. Infinite bounds
-are written as the strings "inf" and "-inf" so that the document stays standard JSON.
+"engines" (present when several engines answered) repeats the per-engine fields, and
+``"interrupted": true`` is added when Ctrl-C stopped the run (the results are those finished, the
+interrupted one last). Infinite bounds are written as the strings "inf" and "-inf" so that the
+document stays standard JSON.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def result_entry(run: QueryRun, result: Result) -> dict:
     }
 
 
-def document(runs: list[QueryRun]) -> dict:
+def document(runs: list[QueryRun], interrupted: bool = False) -> dict:
     results = []
     for run in runs:
         entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
@@ -60,8 +62,8 @@ def document(runs: list[QueryRun]) -> dict:
         if len(run.results) > 1:
             entry["engines"] = [result_entry(run, r) for r in run.results]
         results.append(entry)
-    return {"results": results}
+    return {"results": results, "interrupted": True} if interrupted else {"results": results}
 
 
-def dumps(runs: list[QueryRun]) -> str:
-    return json.dumps(document(runs), indent=2)
+def dumps(runs: list[QueryRun], interrupted: bool = False) -> str:
+    return json.dumps(document(runs, interrupted), indent=2)
