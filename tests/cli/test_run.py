@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -146,3 +147,28 @@ def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):
     out = capsys.readouterr().out
     assert out.count("note: astar refused it") == 1
     assert "q[0]" in out and "q[1]" in out
+
+
+def test_each_engine_shows_its_time(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n  solve with astar, oracle\n}\n")
+    assert main(["run", path]) == ExitCode.OK
+    line = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(
+        r"top  astar,oracle  optimal, value 7  \(astar \d+\.\d\d s, oracle \d+\.\d\d s\)", line
+    ), line
+
+
+def test_a_query_named_q_is_printed_q(folder, tmp_path, capsys):
+    # Reported as printed `Q`: the bytes say `q` everywhere (a terminal tool showed the first
+    # letter of its output capitalised); this pins every report.
+    path = write(folder, "query q {\n  input x\n  maximize m(x)\n  expect upper <= 6\n}\n")
+    junit = tmp_path / "junit.xml"
+    main(["run", path])
+    main(["check", "--junit", str(junit), path])
+    main(["compare", path, "--solvers", "oracle"])
+    out = capsys.readouterr().out
+    texts = [out, junit.read_text()]
+    assert out.startswith("q  ")
+    assert "q: expect upper <= 6: failed" in out and "\nq      oracle" in out
+    assert 'name="q: expect upper &lt;= 6"' in texts[1]
+    assert not any(re.search(r"\bQ\b", text) for text in texts)
