@@ -80,6 +80,11 @@ class QueryRun:
         return goal_kind(self.lowered.query.goal)
 
     @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The features in the order of every witness vector."""
+        return tuple(f.name for f in self.lowered.query.features)
+
+    @property
     def failed(self) -> bool:
         return any(check.holds is not True for check in self.checks)
 
