@@ -179,6 +179,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
                 f"argument {option}: unknown engine {name!r} "
                 f"(choose from {', '.join(sorted(registry.ENGINES))})"
             )
+    if getattr(args, "solver", None) and not registry.ENGINES[args.solver].available():
+        availability = registry.ENGINES[args.solver].available().value
+        args.parser.error(
+            f"argument --solver: engine {args.solver} is not available here ({availability})"
+        )
     for option in ("csv", "witnesses", "junit", "plot"):
         target = getattr(args, option, None)
         if target and not Path(target).resolve().parent.is_dir():

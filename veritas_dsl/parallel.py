@@ -161,7 +161,7 @@ def _stop_workers(pool: ProcessPoolExecutor, pids) -> None:
     except KeyboardInterrupt:
         for pid in workers:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM)
         pool.shutdown(wait=True, cancel_futures=True)
         raise
 

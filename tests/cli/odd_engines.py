@@ -1,5 +1,6 @@
 """Engines that misbehave on purpose, registered for one test: one that fails, one that stands for
-Ctrl-C during a search (as every engine reports it), and one that lets Ctrl-C escape."""
+Ctrl-C during a search (as every engine reports it), one that lets Ctrl-C escape, and one that is
+not installed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 from veritas_dsl.ir.query import trivial_bounds
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.base import Availability
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 FAILURE = "the solver stopped with status 7 (out of luck)"
@@ -42,7 +44,16 @@ class Escaping(OracleEngine):
         raise KeyboardInterrupt
 
 
+class Absent(OracleEngine):
+    """Not installed here."""
+
+    name = "absent"
+
+    def available(self) -> Availability:
+        return Availability.NOT_INSTALLED
+
+
 def register(monkeypatch) -> None:
     """Register the engines above for one test."""
-    for engine in (Failing(), Stopped(), Escaping()):
+    for engine in (Failing(), Stopped(), Escaping(), Absent()):
         monkeypatch.setitem(registry.ENGINES, engine.name, engine)

@@ -128,3 +128,12 @@ def test_an_engine_named_in_the_spec_that_lacks_a_construct_stops_everything(spe
     assert main(["run", str(spec)]) == ExitCode.ERROR
     err = capsys.readouterr().err
     assert "error[V503]" in err and "1 error; nothing was run" in err
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_solver_that_is_not_installed_is_a_command_line_error(spec, command, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--solver", "absent", str(spec)])
+    assert stopped.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert f"ver {command}: error: argument --solver: engine absent is not available here" in err
