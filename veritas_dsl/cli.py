@@ -190,7 +190,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
             args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")
 
 
-def _write(path: str, text: str, binary: bool = False) -> None:
+def _write(path: str, text: str) -> None:
     """Write ``path`` whole or not at all: a temporary file beside it, renamed over it."""
     target = Path(path)
     try:

@@ -62,7 +62,7 @@ def test_check_exits_2_and_names_the_failure(spec, tmp_path, capsys):
     assert main(["check", "--junit", str(junit), str(spec)]) == ExitCode.ERROR
     out = capsys.readouterr().out
     assert "broken: expect upper <= 7: undecided" in out
-    assert f"  engine failing error: {FAILURE}" in out
+    assert f"  engine failing failed: {FAILURE}" in out
     assert "fine: expect lower >= -3: holds" in out
     assert out.splitlines()[-1].endswith("1 not run by their engine")
     suite = ET.parse(junit).getroot().find("testsuite")

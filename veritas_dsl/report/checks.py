@@ -7,8 +7,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, render
-from veritas_dsl.report.table import bounds_text, times_text, witness_table
-from veritas_dsl.result import Termination
+from veritas_dsl.report.table import bounds_text, failure_text, times_text, witness_table
 from veritas_dsl.run import Check, QueryRun
 
 _VERDICT = {True: "holds", False: "failed", None: "undecided"}
@@ -48,11 +47,7 @@ def _line(run: QueryRun, check: Check) -> str:
 
 def _engine_errors(run: QueryRun) -> list[str]:
     """Why engines failed or refused the query: the run did not do what was asked."""
-    return [
-        f"engine {r.engine} {r.termination.value}: {r.message or 'no reason given'}"
-        for r in run.results
-        if r.termination in (Termination.ERROR, Termination.UNSUPPORTED)
-    ]
+    return [text for text in map(failure_text, run.results) if text]
 
 
 def render_text(outcomes: list[FileOutcome]) -> str:

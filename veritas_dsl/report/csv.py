@@ -48,17 +48,16 @@ def witnesses(runs: list[QueryRun]) -> str:
     so that a line fed to the model reproduces the witness."""
     names: dict[str, None] = {}
     for run in runs:
-        names.update(dict.fromkeys(f.name for f in run.lowered.query.features))
+        names.update(dict.fromkeys(run.feature_names))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["query", "row", "instance", *names])
     for run in runs:
         if not run.result.witnesses:
             continue
-        features = [f.name for f in run.lowered.query.features]
         row = "" if run.lowered.row is None else run.lowered.row
         for instance, values in run.result.witnesses[0].inputs.items():
-            by_name = dict(zip(features, map(float32_text, values), strict=True))
+            by_name = dict(zip(run.feature_names, map(float32_text, values), strict=True))
             line = [by_name.get(name, "") for name in names]
             writer.writerow([run.lowered.source.name, row, instance, *line])
     return out.getvalue()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from veritas_dsl.ir.query import Query
-from veritas_dsl.result import Result, Witness
+from veritas_dsl.result import Result, Termination, Witness
 
 #: Above this many features, only the rows that matter are shown.
 _ALL_ROWS = 24
@@ -62,6 +62,15 @@ def witness_table(query: Query, witness: Witness, reference: dict[str, float] | 
         "  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     return "\n".join(lines)
+
+
+def failure_text(result: Result) -> str | None:
+    """Why the engine did not answer (it failed, or refused the query), or None when it ran."""
+    if result.termination is Termination.UNSUPPORTED:
+        return f"unsupported: {result.message}"
+    if result.termination is Termination.ERROR:
+        return f"engine {result.engine} failed: {result.message or 'no reason given'}"
+    return None
 
 
 def bounds_text(result: Result) -> str:

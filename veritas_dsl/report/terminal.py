@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from veritas_dsl.report.table import float32_text, times_text
+from veritas_dsl.report.table import failure_text, float32_text, times_text
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.run import QueryRun
 
@@ -64,16 +64,16 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
             f"({times_text(run.results)})"
         )
         for r in run.results:
-            failed = r.termination in (Termination.ERROR, Termination.UNSUPPORTED)
+            failure = failure_text(r)
             note = (id(run.lowered.source), r.engine, r.message.replace(run.name, ""))
-            if not (r.message or failed) or note in notes:
+            if not (r.message or failure) or note in notes:
                 continue
             notes.add(note)
             engine = f"{r.engine}: " if len(run.results) > 1 else ""
             if r.message:
-                out.append(f"      {'error' if failed else 'note'}: {engine}{r.message}")
-            if failed:
-                err.append(f"{run.lowered.source.span}: {run.name}: {_failure(r)}")
+                out.append(f"      {'error' if failure else 'note'}: {engine}{r.message}")
+            if failure:
+                err.append(f"{run.lowered.source.span}: {run.name}: {failure}")
         for check in run.checks:
             out.append(f"      {_MARK[check.holds]:<7} {check.text} ({check.detail})")
             if check.holds is not True:
@@ -91,12 +91,6 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
     summary += f": {held} hold, {failed} failed, {unknown} undecided"
     out.append(summary)
     return "\n".join(out), "\n".join(err)
-
-
-def _failure(result: Result) -> str:
-    if result.termination is Termination.UNSUPPORTED:
-        return f"unsupported: {result.message}"
-    return f"engine {result.engine} failed: {result.message or 'no reason given'}"
 
 
 def batch_summaries(runs: list[QueryRun]) -> list[str]:
