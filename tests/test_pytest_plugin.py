@@ -99,9 +99,7 @@ def test_an_engine_failure_shows_its_message(folder, monkeypatch):
     folder.makefile(".ver", specs=HEADER + TWO.replace("ENGINE", "failing"))
     result = folder.runpytest()
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
-        ["*engine failing: error, in [[]-inf, inf]*", f"*failing: {FAILURE}*"]
-    )
+    result.stdout.fnmatch_lines(["*engine failing: error", f"*failing: {FAILURE}*"])
 
 
 def test_ctrl_c_stops_the_session(folder, monkeypatch):

@@ -101,7 +101,7 @@ class VerItem(pytest.Item):
             raise CheckFailed(self.describe(failed, len(runs)))
 
     def describe(self, failed, total: int) -> str:
-        from veritas_dsl.report.table import bounds_text, witness_table
+        from veritas_dsl.report.table import bounds_text, failure_text, witness_table
 
         lines = []
         if total > 1:
@@ -114,7 +114,7 @@ class VerItem(pytest.Item):
                 verdict = "failed" if check.holds is False else "undecided"
                 lines.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
             answer = result.termination.value
-            if run.kind not in ("find", "prove"):
+            if run.kind not in ("find", "prove") and not failure_text(result):
                 answer += f", {bounds_text(result)}"
             lines.append(f"  engine {result.engine}: {answer}")
             lines += [f"  {r.engine}: {r.message}" for r in run.results if r.message]

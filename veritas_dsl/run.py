@@ -337,7 +337,7 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
     holds = _compare(bound, e.op, value)
-    if holds or result.exact:
+    if (holds and result.termination not in _NOT_RUN) or result.exact:  # errors promise nothing
         return Check(text, holds, detail, e.span)
     return Check(text, None, f"{detail}, not established ({result.termination.value})", e.span)
 

@@ -16,12 +16,15 @@ FAILURE = "the solver stopped with status 7 (out of luck)"
 
 
 class Failing(OracleEngine):
-    """Ends in ``error``, with the trivial bounds and a message."""
+    """Ends in ``error`` with a message, and with bounds that are no bounds (as MILP on HiGHS
+    gave after Ctrl-C: [-inf, 1e-09] for a maximum of 7)."""
 
     name = "failing"
 
     def solve(self, query, limits=None, *, progress=None):
         lower, upper = trivial_bounds(query.goal)
+        if upper is not None:
+            lower = upper = 1e-9
         return Result(query.name, self.name, Termination.ERROR, lower, upper, message=FAILURE)
 
 

@@ -75,7 +75,7 @@ def failure_text(result: Result) -> str | None:
 
 def bounds_text(result: Result) -> str:
     """``value 0.42``, ``in [0.1, 0.5]`` or the status, for one line of a report."""
-    if result.lower is None:
+    if result.lower is None or failure_text(result):  # an engine that failed promises no bound
         return result.termination.value
     if result.lower == result.upper:
         return f"value {_number(result.lower)}"

@@ -20,8 +20,8 @@ def _bound(value: float | None) -> str:
 
 
 def _answer(run: QueryRun, result: Result) -> str:
-    if result.termination is Termination.UNSUPPORTED:
-        return "unsupported"
+    if result.termination in (Termination.UNSUPPORTED, Termination.ERROR):
+        return result.termination.value  # an engine that failed promises no bound
     if run.kind == "prove":
         return {"infeasible": "no counterexample", "optimal": "counterexample found"}.get(
             result.termination.value, result.termination.value
