@@ -88,3 +88,49 @@ def test_a_vacuous_property_fails_and_its_warning_shows(folder):
             "*--> *vac.ver:4:15",
         ]
     )
+
+
+def test_an_unknown_solver_is_a_usage_error(folder):
+    folder.makefile(
+        ".ver", specs=HEADER + "query top {\n input x\n maximize m(x)\n expect upper <= 7\n}\n"
+    )
+    result = folder.runpytest("--ver-solver", "nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ver-solver: unknown engine 'nope' (choose from astar, *"])
+
+
+TWO = """
+query broken {
+    input x
+    maximize m(x)
+    expect upper <= 7
+    solve with ENGINE
+}
+query fine {
+    input x
+    minimize m(x)
+    expect lower >= -3
+}
+"""
+
+
+def test_an_engine_failure_shows_its_message(folder, monkeypatch):
+    from cli.odd_engines import FAILURE, register
+
+    register(monkeypatch)
+    folder.makefile(".ver", specs=HEADER + TWO.replace("ENGINE", "failing"))
+    result = folder.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*engine failing: error", f"*failing: {FAILURE}*"])
+
+
+def test_ctrl_c_stops_the_session(folder, monkeypatch):
+    from cli.odd_engines import register
+
+    register(monkeypatch)
+    folder.makefile(".ver", specs=HEADER + TWO.replace("ENGINE", "stopped"))
+    recorded = folder.inline_run(no_reraise_ctrlc=True)
+    assert recorded.ret == pytest.ExitCode.INTERRUPTED
+    ran = [report.nodeid for report in recorded.getreports("pytest_runtest_logreport")]
+    assert any("broken" in nodeid for nodeid in ran)
+    assert not any("fine" in nodeid for nodeid in ran)  # the next item never ran

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import json
+import os
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -17,7 +20,9 @@ from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
-from veritas_dsl.run import EngineDisagreement
+from veritas_dsl.result import Termination
+from veritas_dsl.run import EngineDisagreement, Interrupted
+from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.validate import WitnessMismatch
 
@@ -30,12 +35,20 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     """A check (`expect`, `property`) failed."""
     ERROR = 2
-    """The spec, a model or the tool itself failed."""
+    """The spec, a model, an engine or the tool itself failed, or an engine could not take a
+    query: not everything asked for ran."""
+    INTERRUPTED = 130
+    """Ctrl-C stopped the run (the shell's convention, 128 + SIGINT); what finished is shown."""
+
+
+class _OutputError(Exception):
+    """An output file could not be written."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _check_arguments(args)
     try:
         return int(args.handler(args))
     except SpecError as error:
@@ -55,9 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         # A wrong answer is the worst bug we can have: say so plainly.
         print(f"error: soundness check failed, please report this bug: {error}", file=sys.stderr)
         return ExitCode.ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except _OutputError as error:
+        print(f"error: {error}", file=sys.stderr)
         return ExitCode.ERROR
+    except KeyboardInterrupt:  # before any query ran (loading models, say)
+        print("interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`ver ... | head`); nothing more to say, and nowhere to say it.
         sys.stderr.close()
@@ -91,6 +107,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.add_argument("--csv", metavar="FILE", help="also write one line per query and row to FILE")
     run.add_argument(
+        "--witnesses",
+        metavar="FILE",
+        help="also write every witness to FILE (CSV: query, row, instance, then the features)",
+    )
+    run.add_argument(
         "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
     )
     run.add_argument(
@@ -98,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow scikit-learn pickle/joblib models, which runs code from the file",
     )
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, parser=run)
 
     check = commands.add_parser("check", help="run the properties and expectations of .ver files")
     check.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
@@ -110,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
     )
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    check.set_defaults(handler=_check)
+    check.set_defaults(handler=_check, parser=check)
 
     compare = commands.add_parser("compare", help="run every query on several engines")
     compare.add_argument("spec", help="the .ver file")
@@ -128,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--plot", metavar="PNG", help="draw the anytime bounds of every engine")
     compare.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    compare.set_defaults(handler=_compare)
+    compare.set_defaults(handler=_compare, parser=compare)
 
     inspect = commands.add_parser("inspect", help="describe a model file")
     inspect.add_argument(
@@ -145,6 +166,58 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Command-line mistakes are reported as such (usage, exit 2) before anything loads."""
+    names = []
+    if getattr(args, "solver", None):
+        names.append(("--solver", args.solver))
+    if getattr(args, "solvers", None):
+        names += [("--solvers", n.strip()) for n in args.solvers.split(",") if n.strip()]
+    for option, name in names:
+        if name not in registry.ENGINES:
+            args.parser.error(
+                f"argument {option}: unknown engine {name!r} "
+                f"(choose from {', '.join(sorted(registry.ENGINES))})"
+            )
+    if getattr(args, "solver", None) and not registry.ENGINES[args.solver].available():
+        availability = registry.ENGINES[args.solver].available().value
+        args.parser.error(
+            f"argument --solver: engine {args.solver} is not available here ({availability})"
+        )
+    for option in ("csv", "witnesses", "junit", "plot"):
+        target = getattr(args, option, None)
+        if target and not Path(target).resolve().parent.is_dir():
+            args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")
+
+
+def _write(path: str, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, renamed over it."""
+    target = Path(path)
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.resolve().parent, prefix=f".{target.name}.")
+    except OSError as error:
+        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
@@ -153,6 +226,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     for warning in warnings:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
     progress = _Progress(enabled=not args.json and sys.stderr.isatty())
+    interrupted = False
     try:
         runs = spec.run(
             args.solver, args.timeout, progress.engine, jobs=_jobs(args.jobs), done=progress.done
@@ -160,17 +234,27 @@ def _run(args: argparse.Namespace) -> ExitCode:
     except SpecError as error:
         error.sources = spec.sources
         raise
+    except Interrupted as stop:
+        runs, interrupted = stop.partial, True
     finally:
         progress.clear()
-    if args.csv:
-        Path(args.csv).write_text(csv_report.dumps(runs))
     if args.json:
-        print(json_report.dumps(runs, warnings))
+        print(json_report.dumps(runs, warnings, interrupted))
     else:
         out, err = terminal.render(runs, args.spec)
         print(out)
         if err:
             print(err, file=sys.stderr)
+    if args.csv:
+        _write(args.csv, csv_report.dumps(runs))
+    if args.witnesses:
+        _write(args.witnesses, csv_report.witnesses(runs))
+    if interrupted:
+        count = f"{len(runs)} quer{'y' if len(runs) == 1 else 'ies'}"
+        print(f"interrupted: the report shows the {count} run so far", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if any(run.errored for run in runs):
+        return ExitCode.ERROR
     return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
 
 
@@ -240,13 +324,24 @@ def _check(args: argparse.Namespace) -> ExitCode:
     def warn(warning) -> None:
         print(render(warning) + "\n", file=sys.stderr)
 
-    outcomes = [
-        check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn) for f in files
-    ]
+    outcomes = []
+    interrupted = False
+    for f in files:
+        try:
+            outcomes.append(check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn))
+        except KeyboardInterrupt:  # while loading the file's models
+            interrupted = True
+        if interrupted or outcomes[-1].interrupted:
+            interrupted = True
+            break
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
-        Path(args.junit).write_text(checks.render_junit(outcomes))
-    if any(o.errors for o in outcomes) or not files:
+        _write(args.junit, checks.render_junit(outcomes))
+    if interrupted:
+        print(f"interrupted: {len(outcomes)} of {len(files)} files checked", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    errored = any(run.errored for o in outcomes for run in o.runs)
+    if any(o.errors for o in outcomes) or errored or not files:
         if not files:
             print("error: no .ver files found", file=sys.stderr)
         return ExitCode.ERROR
@@ -257,22 +352,39 @@ def _check(args: argparse.Namespace) -> ExitCode:
 def _compare(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.compare import compare
     from veritas_dsl.report import compare as report
-    from veritas_dsl.solvers import registry
     from veritas_dsl.spec import load
 
     engines = [name.strip() for name in args.solvers.split(",") if name.strip()]
-    for name in engines:
-        registry.get(name)  # an unknown name is an error before anything runs
     spec = load(args.spec, trust_pickle=args.trust_pickle)
-    comparisons = compare(spec.lowered(), engines, args.timeout)
+    interrupted = False
+    try:
+        comparisons = compare(spec.lowered(), engines, args.timeout)
+    except Interrupted as stop:
+        comparisons, interrupted = stop.partial, True
     print(report.table(comparisons))
     if args.plot:
         panels = report.plot(comparisons, args.plot)
         print(f"plot: {panels} panel{'s' if panels != 1 else ''} written to {args.plot}")
+    for comparison in comparisons:
+        for engine, result in comparison.results.items():
+            if result.termination is Termination.ERROR:
+                message = result.message or "no reason given"
+                print(
+                    f"error: query {comparison.name}: engine {engine} failed: {message}",
+                    file=sys.stderr,
+                )
     disagreements = [c.disagreement for c in comparisons if c.disagreement]
     for message in disagreements:
         print(f"error: {message}", file=sys.stderr)
-    return ExitCode.FAILED if disagreements else ExitCode.OK
+    if interrupted:
+        print("interrupted: the table shows what ran so far", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    if disagreements:
+        return ExitCode.FAILED
+    errored = any(
+        r.termination is Termination.ERROR for c in comparisons for r in c.results.values()
+    )
+    return ExitCode.ERROR if errored else ExitCode.OK
 
 
 def _inspect(args: argparse.Namespace) -> ExitCode:

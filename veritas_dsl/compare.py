@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from veritas_dsl.diagnostics import SpecError
 from veritas_dsl.ir.lower import Lowered
-from veritas_dsl.result import Result
-from veritas_dsl.run import EngineDisagreement, cross_check, goal_kind, solve
+from veritas_dsl.result import Result, Termination
+from veritas_dsl.run import EngineDisagreement, Interrupted, cross_check, goal_kind, solve
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 
@@ -31,27 +30,44 @@ class Comparison:
 
 
 def compare(lowered_queries, engines: list[str], timeout_s: float) -> list[Comparison]:
-    """Solve each query on each engine (unsupported ones are noted, not fatal)."""
-    comparisons = []
-    for lowered in lowered_queries:
-        comparison = Comparison(lowered)
-        for name in engines:
-            engine = registry.get(name)
+    """Solve each query on each engine (unsupported ones are noted, not fatal).
+
+    Ctrl-C stops at the engine it interrupts: raises :class:`Interrupted` whose ``partial`` holds
+    the comparisons so far, the interrupted one last.
+    """
+    comparisons: list[Comparison] = []
+    try:
+        for lowered in lowered_queries:
+            comparison = Comparison(lowered)
+            comparisons.append(comparison)
+            for name in engines:
+                if not _solve(comparison, name, timeout_s):
+                    raise Interrupted(comparisons)
             try:
-                registry.check_supports(engine, lowered.query)
-            except UnsupportedQuery as error:
-                comparison.skipped[name] = str(error).split(": ", 1)[-1]
-                continue
-            if not engine.available():
-                comparison.skipped[name] = f"not available ({engine.available().value})"
-                continue
-            try:
-                comparison.results[name] = solve(lowered, name, Limits(timeout_s=timeout_s))
-            except SpecError as error:  # the engine refused it while solving (too large, ...)
-                comparison.skipped[name] = error.diagnostics[0].message.split(": ", 1)[-1]
-        try:
-            cross_check(comparison.name, list(comparison.results.values()))
-        except EngineDisagreement as error:
-            comparison.disagreement = str(error)
-        comparisons.append(comparison)
+                cross_check(comparison.name, list(comparison.results.values()))
+            except EngineDisagreement as error:
+                comparison.disagreement = str(error)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(comparisons) from None
     return comparisons
+
+
+def _solve(comparison: Comparison, name: str, timeout_s: float) -> bool:
+    """Run one engine on one query, or note why it cannot; False when Ctrl-C stopped it."""
+    engine = registry.get(name)
+    try:
+        registry.check_supports(engine, comparison.lowered.query)
+    except UnsupportedQuery as error:
+        comparison.skipped[name] = str(error).split(": ", 1)[-1]
+        return True
+    if not engine.available():
+        comparison.skipped[name] = f"not available ({engine.available().value})"
+        return True
+    result = solve(comparison.lowered, name, Limits(timeout_s=timeout_s))
+    if result.termination is Termination.UNSUPPORTED:  # refused while solving (too large, ...)
+        comparison.skipped[name] = result.message
+        return True
+    comparison.results[name] = result
+    return result.termination is not Termination.INTERRUPTED

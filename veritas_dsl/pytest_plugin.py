@@ -20,6 +20,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ver-timeout", type=float, help="time limit per engine and .ver query")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from veritas_dsl.solvers import registry
+
+    solver = config.getoption("ver_solver", None)
+    if solver and solver not in registry.ENGINES:
+        raise pytest.UsageError(
+            f"--ver-solver: unknown engine {solver!r} "
+            f"(choose from {', '.join(sorted(registry.ENGINES))})"
+        )
+
+
 def pytest_collect_file(file_path, parent):
     if file_path.suffix == ".ver" and fnmatch.fnmatch(
         file_path.name, parent.config.getini("ver_files")
@@ -89,13 +100,17 @@ class VerItem(pytest.Item):
         lowered = lower(self.spec.checked, self.query)
         for warning in warnings(lowered):
             self.warn(VerWarning(render(warning, self.spec.sources)))
-        runs = [run_lowered(item, options) for item in lowered]
+        runs = []
+        for item in lowered:
+            runs.append(run_lowered(item, options))
+            if runs[-1].interrupted:
+                raise KeyboardInterrupt  # Ctrl-C stops the session, as for any test
         failed = [run for run in runs if run.failed]
         if failed:
             raise CheckFailed(self.describe(failed, len(runs)))
 
     def describe(self, failed, total: int) -> str:
-        from veritas_dsl.report.table import bounds_text, witness_table
+        from veritas_dsl.report.table import bounds_text, failure_text, witness_table
 
         lines = []
         if total > 1:
@@ -108,9 +123,10 @@ class VerItem(pytest.Item):
                 verdict = check.verdict.value
                 lines.append(f"{check.span}: {run.name}: {check.text} {verdict} ({check.detail})")
             answer = result.termination.value
-            if run.kind not in ("find", "prove"):
+            if run.kind not in ("find", "prove") and not failure_text(result):
                 answer += f", {bounds_text(result)}"
             lines.append(f"  engine {result.engine}: {answer}")
+            lines += [f"  {r.engine}: {r.message}" for r in run.results if r.message]
             if result.witnesses:
                 label = "counterexample" if run.kind == "prove" else "witness"
                 table = witness_table(

@@ -31,6 +31,10 @@ class Termination(enum.Enum):
     """The user interrupted the run."""
     ERROR = "error"
     """The engine failed; ``Result.message`` says why."""
+    UNSUPPORTED = "unsupported"
+    """The engine refused the query and did not run (a ``--solver`` for the whole file that
+    lacks a construct of this query); ``Result.message`` names the construct and the engines
+    that can."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,7 +17,15 @@ from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.lower import Lowered
-from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove, constructs
+from veritas_dsl.ir.query import (
+    Find,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    Prove,
+    constructs,
+    trivial_bounds,
+)
 from veritas_dsl.lang import typed as t
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
@@ -45,6 +54,15 @@ class Verdict(enum.Enum):
     """It holds only because no input satisfies its premise: it proves nothing, so it fails."""
     UNDECIDED = "undecided"
     """The engine stopped at a limit before it could tell; it counts as not holding."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run. ``partial`` holds what finished before, in order, and last the run
+    the interrupt stopped (its engine's bounds so far), when there is one."""
+
+    def __init__(self, partial: list) -> None:
+        super().__init__()
+        self.partial = partial
 
 
 @dataclass(frozen=True)
@@ -85,8 +103,25 @@ class QueryRun:
         return goal_kind(self.lowered.query.goal)
 
     @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The features in the order of every witness vector."""
+        return tuple(f.name for f in self.lowered.query.features)
+
+    @property
     def failed(self) -> bool:
         return any(check.holds is not True for check in self.checks)
+
+    @property
+    def errored(self) -> bool:
+        """An engine failed or refused the query: the run did not do what was asked."""
+        return any(r.termination in _NOT_RUN for r in self.results)
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.termination is Termination.INTERRUPTED for r in self.results)
+
+
+_NOT_RUN = (Termination.ERROR, Termination.UNSUPPORTED)
 
 
 def goal_kind(goal) -> str:
@@ -159,10 +194,29 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     return chosen
 
 
+def preflight(lowered: list[Lowered], options: RunOptions) -> None:
+    """Raise one :class:`SpecError` for every engine choice that cannot work, before anything
+    runs. A ``--solver`` for the whole file that lacks a query's constructs is no error here:
+    that query is reported unsupported and the others run (see :func:`run_lowered`)."""
+    diagnostics: dict[tuple, Diagnostic] = {}
+    for item in lowered:
+        try:
+            choose_engines(item, options)
+        except SpecError as error:
+            for d in error.diagnostics:
+                if not (options.solver and d.code == "V503"):
+                    diagnostics.setdefault((d.code, d.message, d.span), d)  # once per batch
+    if diagnostics:
+        raise SpecError(list(diagnostics.values()))
+
+
 def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
     """Solve ``lowered`` on engine ``name`` and validate every witness on the library models.
 
-    ``progress(query_name, engine_name, report)`` sees the engine's progress reports.
+    ``progress(query_name, engine_name, report)`` sees the engine's progress reports. An engine
+    that refuses the query while solving gives an ``unsupported`` Result; Ctrl-C that the engine
+    lets through (or that lands while witnesses are validated) gives an ``interrupted`` Result
+    with the trivial bounds and no witness.
     """
     engine = registry.get(name)
     report = None
@@ -172,15 +226,24 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
         def report(state) -> None:
             progress(query, name, state)
 
+    start = time.monotonic()
     try:
         result = engine.solve(lowered.query, limits, progress=report)
+        for witness in result.witnesses:
+            try:
+                validate_witness(lowered.query, witness)
+            except WitnessMismatch as error:
+                raise WitnessMismatch(f"engine {name}: {error}") from None
     except UnsupportedQuery as error:
-        raise SpecError([Diagnostic("V503", str(error), lowered.source.span)]) from None
-    for witness in result.witnesses:
-        try:
-            validate_witness(lowered.query, witness)
-        except WitnessMismatch as error:
-            raise WitnessMismatch(f"engine {name}: {error}") from None
+        return _unsupported(lowered, name, str(error))
+    except KeyboardInterrupt:
+        return Result(
+            lowered.query.name,
+            name,
+            Termination.INTERRUPTED,
+            *trivial_bounds(lowered.query.goal),
+            time_s=time.monotonic() - start,
+        )
     return result
 
 
@@ -189,16 +252,29 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
 
     When the query names no engine and the default one refuses it (A* refuses a few
     combinations it cannot decide exactly), the next default engine answers, and says so.
+    An engine that refuses the query (a ``--solver`` for the whole file lacking one of its
+    constructs, or a refusal found while solving) gives an ``unsupported`` Result, so that the
+    other queries still run. After an ``interrupted`` Result no further engine runs.
     """
     run = QueryRun(lowered)
-    chosen = choose_engines(lowered, options)
-    if not options.solver and not lowered.source.engines:
-        run.results.append(_solve_with_fallback(lowered, chosen[0][1], options.progress))
+    try:
+        chosen = choose_engines(lowered, options)
+    except SpecError as error:
+        if not (options.solver and error.diagnostics[0].code == "V503"):
+            raise  # an engine named in the spec that lacks a construct is a spec error
+        chosen = []
+        run.results.append(_unsupported(lowered, options.solver, error.diagnostics[0].message))
+    if chosen and not options.solver and not lowered.source.engines:
+        name, limits = chosen[0]
+        run.results.append(_solve_with_fallback(lowered, name, limits, options.progress))
     else:
         for name, limits in chosen:
             run.results.append(solve(lowered, name, limits, options.progress))
+            if run.results[-1].termination is Termination.INTERRUPTED:
+                break
     cross_check(run.name, run.results)
-    run.checks = _mind_the_premise(run, judge(lowered, run.result), chosen[0][1], options.progress)
+    limits = chosen[0][1] if chosen else Limits()
+    run.checks = _mind_the_premise(run, judge(lowered, run.result), limits, options.progress)
     return run
 
 
@@ -212,6 +288,8 @@ def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progre
         raise EngineDisagreement(
             f"query {run.name}: an engine found an input where the static box sees none"
         )
+    if run.interrupted or run.errored:
+        return checks
     if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
         return checks
     satisfiable, why = _premise(run.lowered, box, run.result, limits, progress)
@@ -232,13 +310,13 @@ def _premise(lowered: Lowered, box: Emptiness, result: Result, limits: Limits, p
     if result.termination is Termination.INFEASIBLE and exact_premise:
         return False, f"no input satisfies {words}"  # the engine has just shown it
     find = dataclasses.replace(lowered, query=vacuity.premise_query(lowered))
-    try:
-        answer = solve(find, result.engine, limits, progress)
-    except SpecError:  # the engine refuses the premise alone: the defaults may take it
-        try:
-            answer = _solve_with_fallback(find, limits, progress)
-        except SpecError as error:
-            return None, f"{words} could not be checked ({error.diagnostics[0].message})"
+    answer = solve(find, result.engine, limits, progress)
+    if answer.termination is Termination.UNSUPPORTED:  # the defaults may take the premise alone
+        answer = _solve_with_fallback(find, result.engine, limits, progress)
+    if answer.termination is Termination.UNSUPPORTED:
+        return None, f"{words} could not be checked ({answer.message})"
+    if answer.termination is Termination.INTERRUPTED:
+        raise KeyboardInterrupt  # the run layer reports what finished
     if answer.termination is Termination.INFEASIBLE:
         return False, f"no input satisfies {words}"
     if answer.witnesses:
@@ -258,20 +336,29 @@ def _qualify(check: Check, satisfiable: bool | None, why: str) -> Check:
     return check
 
 
-def _solve_with_fallback(lowered: Lowered, limits: Limits, progress) -> Result:
+def _unsupported(lowered: Lowered, engine: str, message: str) -> Result:
+    name = lowered.query.name
+    return Result(
+        name,
+        engine,
+        Termination.UNSUPPORTED,
+        *trivial_bounds(lowered.query.goal),
+        message=message.removeprefix(f"query {name}: "),  # reports name the query already
+    )
+
+
+def _solve_with_fallback(lowered: Lowered, first: str, limits: Limits, progress) -> Result:
     refusals = []
-    for name in default_engines(lowered):
-        try:
-            result = solve(lowered, name, limits, progress)
-        except SpecError as error:
-            if error.diagnostics[0].code != "V503":
-                raise
-            refusals.append(f"{name} refused it ({error.diagnostics[0].message})")
+    names = default_engines(lowered) or [first]
+    for name in names:
+        result = solve(lowered, name, limits, progress)
+        if result.termination is Termination.UNSUPPORTED:
+            refusals.append(f"{name} refused it ({result.message})")
             continue
         if refusals:
             result.message = "; ".join([*refusals, result.message] if result.message else refusals)
         return result
-    raise SpecError([Diagnostic("V503", "; ".join(refusals), lowered.source.span)])
+    return _unsupported(lowered, names[0], "; ".join(refusals))
 
 
 def cross_check(name: str, results: list[Result]) -> None:
@@ -339,7 +426,7 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
     holds = _compare(bound, e.op, value)
-    if holds or result.exact:
+    if (holds and result.termination not in _NOT_RUN) or result.exact:  # errors promise nothing
         return Check(text, _verdict(holds), detail, e.span)
     return Check(
         text, Verdict.UNDECIDED, f"{detail}, not established ({result.termination.value})", e.span

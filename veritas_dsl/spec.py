@@ -12,7 +12,7 @@ from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
 from veritas_dsl.lang.parser import parse_text
-from veritas_dsl.run import QueryRun, RunOptions
+from veritas_dsl.run import Interrupted, QueryRun, RunOptions, preflight
 from veritas_dsl.solvers import registry
 
 
@@ -59,14 +59,22 @@ class Spec:
     ) -> list[QueryRun]:
         """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
 
-        ``jobs`` processes share the work when there is enough of it (see
-        :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports each finished run.
+        ``solver`` overrides every query's engines; a query it cannot take gets an
+        ``unsupported`` Result and the others run. ``jobs`` processes share the work when there
+        is enough of it (see :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports
+        each finished run.
+
+        Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
+        :class:`~veritas_dsl.run.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
+        ``partial`` holds the runs finished so far, the interrupted one last.
         """
         from veritas_dsl.parallel import run_all
 
         options = RunOptions(solver, timeout_s, progress)
+        lowered = list(self.lowered(checks_only))
+        preflight(lowered, options)
         source = (self.text, self.path, self.trust_pickle, checks_only)
-        return run_all(list(self.lowered(checks_only)), options, jobs, source, done)
+        return run_all(lowered, options, jobs, source, done)
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
         """The batch row a run was made for, by feature name (None outside batches)."""
@@ -102,7 +110,8 @@ def check_file(
     warn: Callable[[Diagnostic], None] | None = None,
 ):
     """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
-    each warning before anything runs (they are kept in the outcome too)."""
+    each warning before anything runs (they are kept in the outcome too). After Ctrl-C,
+    ``outcome.interrupted`` is set and ``outcome.runs`` holds the runs finished so far."""
     from veritas_dsl.report.checks import FileOutcome
 
     outcome = FileOutcome(str(path))
@@ -115,6 +124,9 @@ def check_file(
     except SpecError as error:
         outcome.errors = error.diagnostics
         return outcome
+    except Interrupted as stop:
+        outcome.runs = stop.partial
+        outcome.interrupted = True
     for index, run in enumerate(outcome.runs):
         row = spec.reference_row(run)
         if row is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -56,8 +57,12 @@ def test_table_and_plot(spec, tmp_path, capsys):
 
 
 def test_unknown_engine(spec, capsys):
-    assert main(["compare", str(spec), "--solvers", "oracle,nope"]) == ExitCode.ERROR
-    assert "unknown engine 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["compare", str(spec), "--solvers", "oracle,nope"])
+    assert stopped.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "usage: ver compare" in err
+    assert "error: argument --solvers: unknown engine 'nope' (choose from astar, " in err
 
 
 class _OffByOne(OracleEngine):
@@ -90,3 +95,26 @@ def test_solve_with_two_engines_cross_checks(spec, liar, capsys):
     err = capsys.readouterr().err
     assert "soundness check failed" in err
     assert "query top: engines disagree" in err
+
+
+def test_the_plot_axis_is_not_squashed_by_an_early_loose_bound(tmp_path):
+    from veritas_dsl.compare import Comparison
+    from veritas_dsl.report.compare import y_limits
+    from veritas_dsl.result import Result, Termination, TracePoint
+
+    milp = Result("q", "milp", Termination.OPTIMAL, 7.0, 7.0, time_s=0.1)
+    milp.trace = [TracePoint(0.01, -math.inf, 1e6), TracePoint(0.02, 5.0, 50.0)]
+    astar = Result("q", "astar", Termination.TIME_LIMIT, 6.5, 7.5, time_s=1.0)
+    astar.trace = [TracePoint(0.001, 6.0, 9.0)]
+    comparison = Comparison(lowered=None, results={"milp": milp, "astar": astar})
+    bottom, top = y_limits(comparison)
+    # Final bounds span [6.5, 7.5]: the axis reaches 10 gaps beyond, not MILP's first 1e6.
+    assert bottom < 5.0 < 7.5 < 17.5 < top < 20.0
+    milp.trace = [TracePoint(0.02, 5.0, 9.0)]
+    assert y_limits(comparison) is None  # every point is close: matplotlib fits them
+    # Every engine closed its gap: 10 % of the answer stands for the gap.
+    astar.lower = astar.upper = 7.0
+    astar.trace = [TracePoint(0.001, 6.9, 1e9)]
+    bottom, top = y_limits(comparison)
+    assert bottom < 5.0 and 14.0 < top < 15.0
+    assert y_limits(Comparison(lowered=None)) is None

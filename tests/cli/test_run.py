@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,8 +84,15 @@ def test_solver_flag_and_unknown_solver(folder, capsys):
     path = write(folder, "query top {\n  input x\n  maximize m(x)\n}\n")
     assert main(["run", "--solver", "oracle", path]) == ExitCode.OK
     capsys.readouterr()
-    assert main(["run", "--solver", "nope", path]) == ExitCode.ERROR
-    assert "unknown engine 'nope'" in capsys.readouterr().err
+    # A command-line mistake, reported as one (usage, the engines), not at the file's first query.
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--solver", "nope", path])
+    assert stopped.value.code == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "usage: ver run" in err
+    assert "ver run: error: argument --solver: unknown engine 'nope'" in err
+    assert "(choose from astar, gurobi, milp, oracle, sat)" in err
+    assert path not in err and "-->" not in err
 
 
 def test_missing_spec_file(tmp_path, capsys):
@@ -123,8 +131,12 @@ def test_default_engine_falls_back_and_says_so(folder, capsys):
     out = capsys.readouterr().out
     assert "astar refused it" in out and "linear equalities" in out
     assert "value 7" in out  # x0 = 2.5, x1 = 0
+    # Named on the command line, A* reports the query unsupported (exit 2) and says who can.
     assert main(["run", "--solver", "astar", path]) == ExitCode.ERROR
-    assert "error[V503]" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "q  astar   unsupported  (0.00 s)" in captured.out
+    why = "engine astar does not support linear equalities; engines that can: oracle, milp"
+    assert f"{path}:3:1: q: unsupported: {why}" in captured.err
 
 
 def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):
@@ -135,3 +147,28 @@ def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):
     out = capsys.readouterr().out
     assert out.count("note: astar refused it") == 1
     assert "q[0]" in out and "q[1]" in out
+
+
+def test_each_engine_shows_its_time(folder, capsys):
+    path = write(folder, "query top {\n  input x\n  maximize m(x)\n  solve with astar, oracle\n}\n")
+    assert main(["run", path]) == ExitCode.OK
+    line = capsys.readouterr().out.splitlines()[0]
+    assert re.fullmatch(
+        r"top  astar,oracle  optimal, value 7  \(astar \d+\.\d\d s, oracle \d+\.\d\d s\)", line
+    ), line
+
+
+def test_a_query_named_q_is_printed_q(folder, tmp_path, capsys):
+    # Reported as printed `Q`: the bytes say `q` everywhere (a terminal tool showed the first
+    # letter of its output capitalised); this pins every report.
+    path = write(folder, "query q {\n  input x\n  maximize m(x)\n  expect upper <= 6\n}\n")
+    junit = tmp_path / "junit.xml"
+    main(["run", path])
+    main(["check", "--junit", str(junit), path])
+    main(["compare", path, "--solvers", "oracle"])
+    out = capsys.readouterr().out
+    texts = [out, junit.read_text()]
+    assert out.startswith("q  ")
+    assert "q: expect upper <= 6: failed" in out and "\nq      oracle" in out
+    assert 'name="q: expect upper &lt;= 6"' in texts[1]
+    assert not any(re.search(r"\bQ\b", text) for text in texts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, render
 from veritas_dsl.report.json import diagnostic_entry
-from veritas_dsl.report.table import bounds_text, witness_table
+from veritas_dsl.report.table import bounds_text, failure_text, times_text, witness_table
 from veritas_dsl.report.terminal import counts
 from veritas_dsl.run import Check, QueryRun, Verdict
 
@@ -22,6 +22,7 @@ class FileOutcome:
     errors: tuple[Diagnostic, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
     reference_rows: dict[int, dict[str, float]] = field(default_factory=dict)
+    interrupted: bool = False
 
 
 def _items(outcome: FileOutcome):
@@ -41,8 +42,13 @@ def _line(run: QueryRun, check: Check) -> str:
     facts = [check.detail]
     if run.kind not in ("find", "prove"):
         facts.append(bounds_text(run.result))
-    facts.append(f"{run.result.time_s:.2f} s")
+    facts.append(times_text(run.results))
     return f"{check.span}: {run.name}: {check.text}: {check.verdict.value} ({'; '.join(facts)})"
+
+
+def _engine_errors(run: QueryRun) -> list[str]:
+    """Why engines failed or refused the query: the run did not do what was asked."""
+    return [text for text in map(failure_text, run.results) if text]
 
 
 def render_text(outcomes: list[FileOutcome]) -> str:
@@ -52,6 +58,7 @@ def render_text(outcomes: list[FileOutcome]) -> str:
             lines.append(render(diagnostic))
         for index, run, check in _items(outcome):
             lines.append(_line(run, check))
+            lines += ["  " + message for message in _engine_errors(run)]
             if check.verdict is Verdict.FAILED and run.result.witnesses:
                 label = "counterexample" if run.kind == "prove" else "witness"
                 lines.append(f"  {label}:")
@@ -63,8 +70,10 @@ def render_text(outcomes: list[FileOutcome]) -> str:
 def summary(outcomes: list[FileOutcome]) -> str:
     checks = [c for o in outcomes for _, _, c in _items(o)]
     errors = sum(len(o.errors) for o in outcomes)
+    broken = sum(r.errored for o in outcomes for r in o.runs)
     text = f"{len(checks)} checks in {len(outcomes)} file{'s' if len(outcomes) != 1 else ''}: "
     text += counts(checks)
+    text += f", {broken} not run by their engine" if broken else ""
     return text + (f", {errors} spec error{'s' if errors != 1 else ''}" if errors else "")
 
 
@@ -100,12 +109,16 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                     "verdict": check.verdict.value,
                     "detail": check.detail,
                     "status": run.result.termination.value,
+                    "message": "; ".join(r.message for r in run.results if r.message),
                     "time_s": run.result.time_s,
                     "witness": witness,
                 }
             )
     warnings = [diagnostic_entry(w) for o in outcomes for w in o.warnings]
-    return json.dumps({"checks": entries, "warnings": warnings}, indent=2)
+    document = {"checks": entries, "warnings": warnings}
+    if any(o.interrupted for o in outcomes):
+        document["interrupted"] = True
+    return json.dumps(document, indent=2)
 
 
 def render_junit(outcomes: list[FileOutcome]) -> str:
@@ -134,7 +147,12 @@ def render_junit(outcomes: list[FileOutcome]) -> str:
             )
             total += run.result.time_s
             tests += 1
-            if check.verdict is not Verdict.HOLDS:
+            if run.errored:
+                errors += 1
+                messages = _engine_errors(run)
+                element = ET.SubElement(case, "error", message=messages[0])
+                element.text = "\n".join([_line(run, check), *messages])
+            elif check.verdict is not Verdict.HOLDS:
                 failures += 1
                 element = ET.SubElement(
                     case, "failure", message=f"{check.verdict.value}: {check.detail}"

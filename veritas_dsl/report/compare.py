@@ -106,6 +106,9 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
             # The final answer as markers, so that an engine without a trace still shows.
             axis.plot(times[-1:], lower[-1:], marker="^", color=colour, linestyle="none")
             axis.plot(times[-1:], upper[-1:], marker="v", color=colour, linestyle="none")
+        limits = y_limits(comparison)
+        if limits is not None:
+            axis.set_ylim(*limits)
         axis.set_xscale("log")
         axis.xaxis.set_minor_formatter(NullFormatter())
         axis.set_title(comparison.name, fontsize=10)
@@ -118,6 +121,41 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return len(panels)
+
+
+#: The y-axis shows bounds up to this many final gaps beyond the final answers.
+_GAPS_SHOWN = 10.0
+
+
+def y_limits(comparison: Comparison) -> tuple[float, float] | None:
+    """The y-range of a panel, or None to fit every point.
+
+    An early bound far from the answer (MILP's first LP bound, say) would squash the curves
+    where they converge, so the axis stops ``_GAPS_SHOWN`` final gaps beyond the final bounds
+    of all engines (10 % of their size when every engine closed its gap)."""
+    finals = [
+        b
+        for r in comparison.results.values()
+        for b in (r.lower, r.upper)
+        if b is not None and math.isfinite(b)
+    ]
+    points = [
+        v
+        for r in comparison.results.values()
+        for series in _series(r)[1:]
+        for v in series
+        if not math.isnan(v)
+    ]
+    if not finals or not points:
+        return None
+    low, high = min(finals), max(finals)
+    gap = high - low or 0.1 * max(abs(low), abs(high), 1.0)
+    bottom = max(min(points), low - _GAPS_SHOWN * gap)
+    top = min(max(points), high + _GAPS_SHOWN * gap)
+    if (bottom, top) == (min(points), max(points)):
+        return None
+    pad = 0.05 * (top - bottom or gap)
+    return bottom - pad, top + pad
 
 
 def _finite(comparison: Comparison) -> bool:

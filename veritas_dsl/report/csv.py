@@ -1,10 +1,12 @@
-"""``ver run --csv FILE``: one line per query and row, for spreadsheets and batch statistics."""
+"""``ver run --csv FILE``: one line per query and row, for spreadsheets and batch statistics;
+``ver run --witnesses FILE``: one line per witness and instance, a column per feature."""
 
 from __future__ import annotations
 
 import csv
 import io
 
+from veritas_dsl.report.table import float32_text
 from veritas_dsl.run import QueryRun, Verdict
 
 #: A run's verdict is that of its worst check, in this order.
@@ -34,4 +36,25 @@ def dumps(runs: list[QueryRun]) -> str:
                 f"{result.time_s:.6f}",
             ]
         )
+    return out.getvalue()
+
+
+def witnesses(runs: list[QueryRun]) -> str:
+    """Columns ``query, row, instance`` and then the feature names; a line per instance of each
+    run's reported witness. Values are the shortest decimals that read back as the same float32,
+    so that a line fed to the model reproduces the witness."""
+    names: dict[str, None] = {}
+    for run in runs:
+        names.update(dict.fromkeys(run.feature_names))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["query", "row", "instance", *names])
+    for run in runs:
+        if not run.result.witnesses:
+            continue
+        row = "" if run.lowered.row is None else run.lowered.row
+        for instance, values in run.result.witnesses[0].inputs.items():
+            by_name = dict(zip(run.feature_names, map(float32_text, values), strict=True))
+            line = [by_name.get(name, "") for name in names]
+            writer.writerow([run.lowered.source.name, row, instance, *line])
     return out.getvalue()

@@ -6,8 +6,10 @@ Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upp
 [...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
 "engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
 ``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
-undecided), and "warnings" are the spec's warnings (``warning[V6xx]``). Infinite bounds are
-written as the strings "inf" and "-inf" so that the document stays standard JSON.
+undecided), "warnings" are the spec's warnings (``warning[V6xx]``), and ``"interrupted": true``
+is added when Ctrl-C stopped the run (the results are those finished, the interrupted one last).
+Infinite bounds are written as the strings "inf" and "-inf" so that the document stays standard
+JSON.
 """
 
 from __future__ import annotations
@@ -67,7 +69,9 @@ def diagnostic_entry(diagnostic: Diagnostic) -> dict:
     }
 
 
-def document(runs: list[QueryRun], warnings: Sequence[Diagnostic] = ()) -> dict:
+def document(
+    runs: list[QueryRun], warnings: Sequence[Diagnostic] = (), interrupted: bool = False
+) -> dict:
     results = []
     for run in runs:
         entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
@@ -85,8 +89,13 @@ def document(runs: list[QueryRun], warnings: Sequence[Diagnostic] = ()) -> dict:
         if len(run.results) > 1:
             entry["engines"] = [result_entry(run, r) for r in run.results]
         results.append(entry)
-    return {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
+    found = {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
+    if interrupted:
+        found["interrupted"] = True
+    return found
 
 
-def dumps(runs: list[QueryRun], warnings: Sequence[Diagnostic] = ()) -> str:
-    return json.dumps(document(runs, warnings), indent=2)
+def dumps(
+    runs: list[QueryRun], warnings: Sequence[Diagnostic] = (), interrupted: bool = False
+) -> str:
+    return json.dumps(document(runs, warnings, interrupted), indent=2)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from veritas_dsl.result import Result
+from veritas_dsl.report.table import failure_text, float32_text, times_text
+from veritas_dsl.result import Result, Termination
 from veritas_dsl.run import Check, QueryRun, Verdict
 
 _MARK = {
@@ -29,6 +30,8 @@ def _bound(value: float | None) -> str:
 
 
 def _answer(run: QueryRun, result: Result) -> str:
+    if result.termination in (Termination.UNSUPPORTED, Termination.ERROR):
+        return result.termination.value  # an engine that failed promises no bound
     if run.kind == "prove":
         return {"infeasible": "no counterexample", "optimal": "counterexample found"}.get(
             result.termination.value, result.termination.value
@@ -51,13 +54,14 @@ def _witness_lines(run: QueryRun, result: Result) -> list[str]:
     label = "counterexample" if run.kind == "prove" else "witness"
     lines = []
     for instance, values in result.witnesses[0].inputs.items():
-        shown = ", ".join(f"{n}={float(v):.6g}" for n, v in zip(names, values, strict=True))
+        shown = ", ".join(f"{n}={float32_text(v)}" for n, v in zip(names, values, strict=True))
         lines.append(f"      {label} {instance}: {shown}")
     return lines
 
 
-def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tuple[str, str]:
-    """The report as (stdout text, stderr text): results on stdout, failed checks on stderr."""
+def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
+    """The report as (stdout text, stderr text): results on stdout; failed checks, and engines
+    that failed or refused a query, on stderr. Every witness is shown, batch rows' too."""
     out, err = [], []
     width = max((len(r.name) for r in runs), default=0)
     # A note that the rows of a batch repeat (but for their names) is shown once.
@@ -66,12 +70,20 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
         result = run.result
         engines = ",".join(r.engine for r in run.results)
         out.append(
-            f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  ({result.time_s:.2f} s)"
+            f"{run.name:<{width}}  {engines:<6}  {_answer(run, result)}  "
+            f"({times_text(run.results)})"
         )
-        note = (id(run.lowered.source), result.message.replace(run.name, ""))
-        if result.message and note not in notes:
+        for r in run.results:
+            failure = failure_text(r)
+            note = (id(run.lowered.source), r.engine, r.message.replace(run.name, ""))
+            if not (r.message or failure) or note in notes:
+                continue
             notes.add(note)
-            out.append(f"      note: {result.message}")
+            engine = f"{r.engine}: " if len(run.results) > 1 else ""
+            if r.message:
+                out.append(f"      {'error' if failure else 'note'}: {engine}{r.message}")
+            if failure:
+                err.append(f"{run.lowered.source.span}: {run.name}: {failure}")
         for check in run.checks:
             out.append(f"      {_MARK[check.verdict]:<7} {check.text} ({check.detail})")
             if check.verdict is not Verdict.HOLDS:
@@ -79,8 +91,7 @@ def render(runs: list[QueryRun], path: str, show_witnesses: bool = True) -> tupl
                     f"{check.span}: {run.name}: {check.text} {_FAILURE[check.verdict]} "
                     f"({check.detail})"
                 )
-        if show_witnesses and (run.lowered.row is None or run.failed):
-            out.extend(_witness_lines(run, result))
+        out.extend(_witness_lines(run, result))
     out += batch_summaries(runs)
     checks = [c for r in runs for c in r.checks]
     summary = (

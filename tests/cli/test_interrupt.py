@@ -1,0 +1,229 @@
+"""Ctrl-C: the run stops after the query it interrupts, the report shows every query finished so
+far and the interrupted one with its bounds, and the exit code is 130 (128 + SIGINT)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from odd_engines import register
+
+from veritas_dsl import parse
+from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.result import Termination
+from veritas_dsl.run import Interrupted
+
+from conftest import build
+
+HEADER = 'model m = ensemble "m.json"\n'
+
+
+def three(middle_engines: str) -> str:
+    return (
+        HEADER
+        + f"""
+query first {{
+    input x
+    maximize m(x)
+    expect upper <= 7
+}}
+query middle {{
+    input x
+    minimize m(x)
+    expect lower >= -3
+    solve with {middle_engines}
+}}
+query last {{
+    input x
+    where m(x) > 100
+}}
+"""
+    )
+
+
+@pytest.fixture
+def folder(tmp_path, two_trees, monkeypatch):
+    register(monkeypatch)
+    two_trees.save(tmp_path / "m.json")
+    return tmp_path
+
+
+@pytest.mark.parametrize("engines", ["stopped", "escaping", "stopped, oracle"])
+def test_the_run_layer_stops_after_an_interrupted_run(folder, engines):
+    spec = parse(three(engines), str(folder / "spec.ver"))
+    with pytest.raises(Interrupted) as stop:
+        spec.run()
+    first, middle = stop.value.partial  # `last` never ran
+    assert first.result.termination is Termination.OPTIMAL
+    assert [r.engine for r in middle.results] == [engines.split(",")[0]]  # oracle never ran
+    assert middle.result.termination is Termination.INTERRUPTED
+    if engines == "escaping":  # nothing known but the trivial bounds
+        assert (middle.result.lower, middle.result.upper) == (-np.inf, np.inf)
+    else:  # the engine's bounds and witness so far
+        assert middle.result.lower == middle.result.upper == -3
+        assert middle.result.witnesses
+    # The bounds so far decide what they can; the trivial ones decide nothing.
+    assert middle.checks[0].holds is (None if engines == "escaping" else True)
+
+
+def test_run_prints_what_finished_and_exits_130(folder, capsys):
+    path = folder / "spec.ver"
+    path.write_text(three("stopped"))
+    assert main(["run", str(path)]) == ExitCode.INTERRUPTED == 130
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].startswith("first ")
+    assert "middle  stopped  interrupted, value -3" in captured.out
+    assert "witness x:" in captured.out.split("middle")[1]
+    assert "last" not in captured.out
+    assert "interrupted: the report shows the 2 queries run so far" in captured.err
+    assert main(["run", "--json", str(path)]) == ExitCode.INTERRUPTED
+    document = json.loads(capsys.readouterr().out)
+    assert document["interrupted"] is True
+    assert [r["query"] for r in document["results"]] == ["first", "middle"]
+    assert document["results"][1]["status"] == "interrupted"
+
+
+def test_check_stops_at_the_interrupted_file(folder, capsys):
+    (folder / "a.ver").write_text(three("escaping"))
+    (folder / "b.ver").write_text(three("oracle"))
+    assert main(["check", str(folder)]) == ExitCode.INTERRUPTED
+    captured = capsys.readouterr()
+    assert "first: expect upper <= 7: holds" in captured.out
+    assert "middle: expect lower >= -3: undecided" in captured.out
+    assert "b.ver" not in captured.out
+    assert "interrupted: 1 of 2 files checked" in captured.err
+
+
+def test_compare_stops_at_the_interrupted_engine(folder, capsys):
+    path = folder / "spec.ver"
+    path.write_text(three("oracle"))
+    assert main(["compare", str(path), "--solvers", "oracle,stopped,milp"]) == 130
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [row[:2] for row in rows[1:]] == [["first", "oracle"], ["stopped", "interrupted"]]
+
+
+# End to end: a real search, a real SIGINT to the process group (as a terminal's Ctrl-C).
+
+
+def hard_model(path: Path) -> None:
+    """200 random trees of depth 6 over 6 features: a two-instance query on them runs into any
+    time limit a test can afford."""
+    rng = np.random.default_rng(0)
+
+    def tree(depth):
+        if depth == 0:
+            return float(np.round(rng.normal(), 3))
+        f, t = int(rng.integers(6)), float(np.round(rng.random(), 3))
+        return (f, t, tree(depth - 1), tree(depth - 1))
+
+    build([tree(6) for _ in range(200)], 6).save(path)
+
+
+HARD = """model m = ensemble "big.json"
+data rows = csv "rows.csv"
+query quick {
+    input x
+    where m(x) > 1000
+}
+query gap for r in rows[0:ROWS] {
+    input x1, x2
+    where linf(x1, r) <= 0.3 and linf(x1, x2) <= 0.3
+    maximize m(x2) - m(x1)
+}
+"""
+
+
+def interrupt(folder: Path, rows: int, args: list[str], wait_for: str, then_s: float = 0.0):
+    """Run ``ver run`` with stderr on a terminal (so that it shows progress), send SIGINT to its
+    process group ``then_s`` after ``wait_for`` appears in the progress, and return the exit
+    code, stdout, stderr and the seconds from the signal to the exit."""
+    hard_model(folder / "big.json")
+    values = np.random.default_rng(1).random((rows, 6)).round(3)
+    lines = ["x0,x1,x2,x3,x4,x5", *(",".join(map(str, r)) for r in values)]
+    (folder / "rows.csv").write_text("\n".join(lines) + "\n")
+    (folder / "hard.ver").write_text(HARD.replace("ROWS", str(rows)))
+    terminal, stderr = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "veritas_dsl.cli", "run", *args, str(folder / "hard.ver")],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        start_new_session=True,  # its own process group, workers included, as a shell job
+        text=True,
+    )
+    os.close(stderr)
+    seen = b""
+    deadline = time.monotonic() + 600  # a cold Numba cache compiles for a long while
+    while wait_for.encode() not in seen and time.monotonic() < deadline:
+        if select.select([terminal], [], [], 1.0)[0]:
+            try:
+                seen += os.read(terminal, 65536)
+            except OSError:  # the process ended
+                break
+    assert wait_for.encode() in seen, seen[-500:]
+    time.sleep(then_s)
+    os.killpg(process.pid, signal.SIGINT)
+    sent = time.monotonic()
+    out = process.stdout.read()
+    code = process.wait(timeout=120)
+    stopped_s = time.monotonic() - sent
+    while select.select([terminal], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(terminal)
+    assert group_ends(process.pid), "a process of the run outlived it"
+    return code, out, seen.decode(errors="replace"), stopped_s
+
+
+def group_ends(group: int, within_s: float = 20.0) -> bool:
+    """Whether every process of ``group`` is gone (multiprocessing's resource tracker ends after
+    the run, and is reaped by init)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_sigint_during_a_search(tmp_path):
+    code, out, err, stopped_s = interrupt(tmp_path, 1, [], "gap[0] (astar)", then_s=3)
+    assert code == 130, (out, err)
+    lines = out.splitlines()
+    assert lines[0].startswith("quick ") and "no input satisfies it" in lines[0]
+    assert lines[1].startswith("gap[0]  astar   interrupted, in [")
+    assert "witness x1:" in out
+    assert "Traceback" not in err and "interrupted: the report shows the 2 queries" in err
+    assert stopped_s < 30
+
+
+def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
+    # Rows take the whole limit, so the run moves to a process pool after the first; the worker
+    # takes rows from the front (gap[1] first), this process from the back. Once the worker has
+    # finished one row it is in the middle of the next when Ctrl-C comes.
+    args = ["--jobs", "2", "--timeout", "3"]
+    code, out, err, stopped_s = interrupt(tmp_path, 12, args, "] gap[1]: time_limit")
+    assert code == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    lines = [line for line in out.splitlines() if line.startswith("gap[")]
+    assert lines[0].startswith("gap[0]   astar   time_limit"), out
+    assert lines[1].startswith("gap[1]   astar   time_limit"), out
+    assert any(line.startswith("gap[11] ") for line in lines), out  # this process's first
+    assert sum("interrupted" in line for line in lines) >= 1, out
+    assert len(lines) < 12
+    assert stopped_s < 30
