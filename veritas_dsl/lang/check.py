@@ -16,7 +16,7 @@ import numpy as np
 from veritas_dsl.data import DataError, Dataset, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
-from veritas_dsl.lang import ast
+from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_model
@@ -517,6 +517,13 @@ class _Checker:
                 )
             return t.ClosestDistance(value, statement.span)
         if isinstance(value, t.Lin) and value.kind == "outputs":
+            if any(math.isinf(c) for _, c in value.coefs):
+                raise self.error(
+                    "V308",
+                    f"cannot {statement.sense} an infinite value",
+                    statement.expr.span,
+                    help="leave inf out of objectives",
+                )
             return t.OptimizeOutputs(statement.sense, value, statement.span)
         raise self.error(
             "V308",
@@ -619,8 +626,10 @@ class _Checker:
             raise self.error("V502", f"`{option.name}` is {expected}, not a string", value.span)
         else:
             amount = self.constant(value, _Scope())
-        if amount <= 0 or not math.isfinite(amount):
+        if amount <= 0:
             raise self.error("V502", f"`{option.name}` must be positive", option.span)
+        if not math.isfinite(amount):
+            raise self.error("V502", f"`{option.name}` must be finite", option.span)
         if option.name == "steps":
             if not float(amount).is_integer():
                 raise self.error("V502", "`steps` is a whole number", option.span)
@@ -655,7 +664,7 @@ class _Checker:
         if negated:
             op = _NEGATED[op]
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
-            diff = left.plus(right, -1.0)
+            diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":
                 raise self.error(
                     "V313",
@@ -771,6 +780,7 @@ class _Checker:
 
     def value(self, expr: ast.Expr, scope: _Scope) -> t.Value:
         if isinstance(expr, ast.Number):
+            self.arith(arith.literal, expr.span, expr.text, expr.value)
             return t.Lin.constant(expr.value)
         if isinstance(expr, ast.Name):
             return self.name(expr, scope)
@@ -782,33 +792,44 @@ class _Checker:
             return self.call(expr, scope, output=None)
         if isinstance(expr, ast.Neg):
             return self.linear(expr.operand, scope).times(-1.0)
-        if isinstance(expr, ast.BinOp):
-            result = self.arithmetic(expr, scope)
-            if any(math.isnan(c) for _, c in result.coefs):
-                raise self.error(
-                    "V322", "this arithmetic has no numeric value (inf - inf, 0 * inf)", expr.span
-                )
-            return result
+        if isinstance(expr, ast.Arith):
+            return self.arithmetic(expr, scope)
         raise AssertionError(f"unknown expression {expr!r}")
 
-    def arithmetic(self, expr: ast.BinOp, scope: _Scope) -> t.Lin:
-        left, right = self.linear(expr.left, scope), self.linear(expr.right, scope)
-        if expr.op in "+-":
-            return left.plus(right, 1.0 if expr.op == "+" else -1.0)
-        if expr.op == "*":
-            if right.kind == "constant" and not right.row_dependent:
-                return left.times(right.constant_value())
-            if left.kind == "constant" and not left.row_dependent:
-                return right.times(left.constant_value())
-            raise self.error(
-                "V322",
-                "only a number can multiply",
-                expr.span,
-                help="the language is linear: scale outputs and features by numbers",
-            )
-        if right.kind != "constant" or right.row_dependent or right.constant_value() == 0:
-            raise self.error("V322", "division is by a non-zero number", expr.right.span)
-        return left.times(1.0 / right.constant_value())
+    def arithmetic(self, expr: ast.Arith, scope: _Scope) -> t.Lin:
+        """A chain, left to right, in a loop: a sum of 10,000 terms is no deeper than one."""
+        first = expr.operands[0]
+        result = self.linear(first, scope)
+        for op, operand in zip(expr.ops, expr.operands[1:], strict=True):
+            right = self.linear(operand, scope)
+            span = _join(first.span, operand.span)
+            if op in "+-":
+                result = self.arith(arith.plus, span, result, right, 1.0 if op == "+" else -1.0)
+            elif op == "*":
+                if not (arith.is_number(right) or arith.is_number(result)):
+                    raise self.error(
+                        "V322",
+                        "only a number can multiply",
+                        span,
+                        help="the language is linear: scale outputs and features by numbers",
+                    )
+                if not arith.is_number(right):
+                    result, right = right, result
+                result = self.arith(arith.times, span, result, right.constant_value())
+            else:
+                if not arith.is_number(right):
+                    raise self.error("V322", "division is by a non-zero number", operand.span)
+                divisor = right.constant_value()
+                at = operand.span if divisor == 0 or math.isinf(divisor) else span
+                result = self.arith(arith.divide, at, result, divisor)
+        return result
+
+    def arith(self, operation, span: Span, *args):
+        """``operation(*args)`` (one of :mod:`arith`'s), its problem located at ``span``."""
+        try:
+            return operation(*args)
+        except arith.NumberError as error:
+            raise self.error(error.code, error.message, span, help=error.help) from None
 
     def linear(self, expr: ast.Expr, scope: _Scope) -> t.Lin:
         value = self.value(expr, scope)
