@@ -173,7 +173,8 @@ class _Checker:
             self.error(
                 "V203",
                 "a spec needs at least one model",
-                None,
+                Span(self.spec.path, 1, 1, 1, 2),  # where a declaration would go
+                "this file declares no model",
                 help='declare one: model clf = xgboost "models/model.json"',
             )
             return
