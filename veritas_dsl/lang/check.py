@@ -61,6 +61,9 @@ class _Checker:
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}
         self.broken: set[str] = set()  # declared names whose declaration failed
+        self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
+        # No model loaded: the features are unknown, and so is whether a name is one.
+        self.features_unknown = False
         self.datasets: dict[str, Dataset] = {}
         self.constants: dict[str, float] = {"inf": math.inf}
         self.features: tuple[Feature, ...] = ()
@@ -179,6 +182,7 @@ class _Checker:
             )
             return
         if not loaded:
+            self.features_unknown = True
             return
         first = loaded[0]
         names = self.models[first.name].feature_names
@@ -312,10 +316,13 @@ class _Checker:
                 else:
                     self.domain_decl(decl, features)
             except _Failed:
-                continue
+                if decl.kind == "onehot":
+                    self.broken_groups.update([decl.name, *(m.id for m in decl.members)])
         self.features = tuple(features)
 
     def feature_of(self, name: str, span: Span) -> int:
+        if self.features_unknown:
+            raise _Failed  # the failed model's error says it all
         if name not in self.feature_index:
             raise self.error(
                 "V204",
@@ -433,7 +440,7 @@ class _Checker:
         goal: t.Goal | None = None
         expects = []
         engines: tuple[t.EngineChoice, ...] = ()
-        failed = False
+        failed = goal_failed = False
         for statement in body:
             try:
                 if isinstance(statement, ast.Where):
@@ -457,7 +464,9 @@ class _Checker:
                     engines = self.solve_with(statement)
             except _Failed:
                 failed = True
-        goal = goal or t.FindAny(None)
+                goal_failed = goal_failed or not isinstance(statement, ast.Where | ast.SolveWith)
+        # A goal that failed is unknown (None): expectations are not judged against a guess.
+        goal = goal or (None if goal_failed else t.FindAny(None))
         for statement in body:
             if isinstance(statement, ast.Expect):
                 try:
@@ -535,8 +544,9 @@ class _Checker:
         )
 
     def expectation(
-        self, statement: ast.Expect, goal: t.Goal, decl: ast.QueryDecl, scope
+        self, statement: ast.Expect, goal: t.Goal | None, decl: ast.QueryDecl, scope
     ) -> t.Expectation:
+        """An ``expect`` line, checked against the query's goal (None when it failed)."""
         subject = statement.subject
         text = f"expect {subject}" + (f" {statement.op} ..." if statement.op else "")
         if decl.is_property:
@@ -569,7 +579,7 @@ class _Checker:
         if subject in ("found", "none"):
             if statement.op is not None:
                 raise self.error("V310", f"`expect {subject}` takes no comparison", statement.span)
-            if not isinstance(goal, t.FindAny):
+            if goal is not None and not isinstance(goal, t.FindAny):
                 raise self.error(
                     "V310",
                     f"`expect {subject}` is for queries that find an input",
@@ -857,8 +867,8 @@ class _Checker:
         if name in self.members:
             group, f = self.members[name]
             return t.Member(group, f)
-        if name in self.broken:
-            raise _Failed
+        if name in self.broken or name in self.broken_groups or self.features_unknown:
+            raise _Failed  # a failed declaration, or maybe a feature of a model that failed
         if name in self.feature_index:
             raise self.error(
                 "V212",
@@ -880,6 +890,8 @@ class _Checker:
         if isinstance(obj, t.Instance):
             if expr.name in self.groups:
                 return t.GroupRef(obj.name, expr.name)
+            if expr.name in self.broken_groups and expr.name not in self.feature_index:
+                raise _Failed
             f = self.feature_of(expr.name, expr.name_span)
             return t.Lin.of({("feat", obj.name, f): 1.0})
         if isinstance(obj, t.RowValue):
@@ -912,6 +924,8 @@ class _Checker:
             i = self.row_index(expr.index, len(self.datasets[data]))
             return t.RowValue(data, i, f"{data}[{i}]")
         if isinstance(expr.obj, ast.Name) and expr.obj.id in self.broken:
+            raise _Failed
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.broken:
             raise _Failed
         raise self.error(
             "V325",
