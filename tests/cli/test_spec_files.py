@@ -35,3 +35,18 @@ def test_a_file_without_declarations_is_located(tmp_path, capsys, text):
     err = capsys.readouterr().err
     assert "error[V203]: a spec needs at least one model" in err
     assert f"--> {path}:1:1" in err
+
+
+def test_a_pickle_model_names_the_flag_that_allows_it(tmp_path, capsys):
+    import pickle
+
+    from sklearn.tree import DecisionTreeRegressor
+
+    fitted = DecisionTreeRegressor(max_depth=1).fit([[0.0], [1.0]], [0.0, 1.0])
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(fitted))
+    path = tmp_path / "spec.ver"
+    path.write_text('model m = sklearn "m.pkl"\nquery q { input x  maximize m(x) }\n')
+    assert main(["run", str(path)]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "error[V401]" in err and "--trust-pickle" in err
+    assert main(["run", "--trust-pickle", str(path)]) == ExitCode.OK
