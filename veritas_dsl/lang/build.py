@@ -237,6 +237,11 @@ class Build(Transformer_NonRecursive):
 
     # -- tokens -----------------------------------------------------------------------------
 
+    def NAME(self, token: Token) -> Token:
+        """Called by Lark for every NAME token: `mean radius` names "mean radius" (the span keeps
+        the quotes, which the user wrote)."""
+        return token.update(value=token[1:-1]) if token.startswith("`") else token
+
     def text(self, token: Token) -> ast.Text:
         # Strings are double-quoted with backslash escapes for \" and \\ only.
         raw = str(token)[1:-1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Collection
 from pathlib import Path
 
@@ -874,9 +875,7 @@ class _Checker:
                 "V212",
                 f"`{name}` is a feature; say whose",
                 expr.span,
-                help=f"e.g. x.{name}"
-                if not scope.instances
-                else f"e.g. {sorted(scope.instances)[0]}.{name}",
+                help=f"e.g. {min(scope.instances, default='x')}.{_written(name)}",
             )
         known = [*scope.instances, *self.constants, *self.models, *self.datasets, *self.members]
         if scope.batch:
@@ -1047,6 +1046,11 @@ class _Scope:
 
 def _join(a: Span, b: Span) -> Span:
     return Span(a.file, a.line, a.column, b.end_line, b.end_column)
+
+
+def _written(name: str) -> str:
+    """A name as a spec writes it: in backquotes unless it is a plain identifier."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name) else f"`{name}`"
 
 
 def _text(expr: ast.Expr) -> str:
