@@ -204,7 +204,7 @@ def _numbers(value):
             stack += [(getattr(value, f.name), name, f.name) for f in dataclasses.fields(value)]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(extreme_numbers())
 @example((str(DOCS), OVERFLOWED))
 def test_extreme_numbers_give_a_located_error_or_a_finite_query(mutant):
