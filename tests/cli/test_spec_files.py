@@ -50,3 +50,19 @@ def test_a_pickle_model_names_the_flag_that_allows_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error[V401]" in err and "--trust-pickle" in err
     assert main(["run", "--trust-pickle", str(path)]) == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("where", "code"),
+    [("not " * 20_000 + "x.x0 > 1", "V103"), ("x.x0 / 1e-320 >= 1", "V329")],
+    ids=["nesting", "overflow"],
+)
+def test_nesting_and_overflow_exit_2_with_a_located_error(tmp_path, capsys, two_trees, where, code):
+    two_trees.save(tmp_path / "m.json")
+    path = tmp_path / "spec.ver"
+    path.write_text(f'model m = ensemble "m.json"\nquery q {{ input x  where {where} }}\n')
+    assert main(["check", str(path)]) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err  # `ver check` reports spec errors with its checks
+    assert f"error[{code}]" in printed and f"--> {path}:2:" in printed
+    assert "Traceback" not in printed and "internal error" not in printed
