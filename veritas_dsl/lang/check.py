@@ -106,6 +106,9 @@ class _Checker:
         blocks = [i for i in items if isinstance(i, ast.FeaturesBlock)]
         for extra in blocks[1:]:
             self.error("V202", "a spec has one `features` block", extra.span, "a second block")
+            for decl in extra.decls:
+                if decl.kind == "onehot":  # unchecked: its uses say nothing more
+                    self.broken_groups.update([decl.name, *(m.id for m in decl.members)])
         if blocks:
             self.features_block(blocks[0])
         queries = []
