@@ -79,7 +79,7 @@ class Sources:
         text = self.texts.get(file)
         if text is None:
             try:
-                text = Path(file).read_text(errors="replace")
+                text = Path(file).read_text(encoding="utf-8-sig", errors="replace")
             except OSError:
                 return None
             self.texts[file] = text

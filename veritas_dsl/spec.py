@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from veritas_dsl import vacuity
-from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
+from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
 from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
@@ -89,11 +89,41 @@ def load(path: str | Path, trust_pickle: bool = False) -> Spec:
     """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise SpecError([Diagnostic("V001", f"cannot read {path}: {reason}")]) from None
-    return Spec(text, str(path), trust_pickle)
+        data = path.read_bytes()
+    except OSError as error:
+        raise SpecError(
+            [Diagnostic("V001", f"cannot read {path}: {error.strerror or error}")]
+        ) from None
+    return Spec(decode(data, str(path)), str(path), trust_pickle)
+
+
+def decode(data: bytes, path: str) -> str:
+    """The text of a spec file: UTF-8 (a byte-order mark is skipped), newlines as ``\\n``; a byte
+    that is not UTF-8 is an error at its line and column."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        before = _universal_newlines(data[: error.start].decode("utf-8-sig"))
+        line = before.count("\n") + 1
+        column = len(before) - before.rfind("\n")
+        span = Span(path, line, column, line, column + 1)
+        raise SpecError(
+            [
+                Diagnostic(
+                    "V001",
+                    f"cannot read {path}: it is not UTF-8 text",
+                    span,
+                    f"byte 0x{data[error.start]:02x} is not UTF-8",
+                    help="save the file as UTF-8",
+                )
+            ]
+        ) from None
+    return _universal_newlines(text)
+
+
+def _universal_newlines(text: str) -> str:
+    # As Path.read_text does: Windows and old Mac line ends count as one line end.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:

@@ -18,13 +18,13 @@ _DOWN = np.float32(-np.inf)
 
 
 def next_up(value: float) -> float:
-    """The float32 right after the float32 ``value`` (an infinity after the largest, silently)."""
+    """The float32 right after the float32 ``value`` (an infinity after the largest)."""
     with np.errstate(over="ignore"):
         return float(np.nextafter(np.float32(value), _UP))
 
 
 def next_down(value: float) -> float:
-    """The float32 right before the float32 ``value`` (an infinity before the lowest, silently)."""
+    """The float32 right before the float32 ``value`` (an infinity before the lowest)."""
     with np.errstate(over="ignore"):
         return float(np.nextafter(np.float32(value), _DOWN))
 

@@ -44,6 +44,7 @@ from veritas_dsl.ir.query import (
     vote_labels,
     vote_wins,
 )
+from veritas_dsl.lang import arith
 from veritas_dsl.lang import typed as t
 
 #: A condition that cannot hold (an empty disjunction).
@@ -99,7 +100,8 @@ class _Lowering:
             name, self.spec.features, checked.instances, self.spec.models, constraints, goal
         )
         expectations = tuple(
-            (e, None if e.value is None else self.constant(e.value)) for e in checked.expectations
+            (e, None if e.value is None else self.constant(e.value, e.span))
+            for e in checked.expectations
         )
         return Lowered(query, checked, self.row, expectations, self.spans)
 
@@ -123,21 +125,27 @@ class _Lowering:
         point = np.asarray(self.batch_row().values, dtype=np.float32)[None, :]
         return float(np.atleast_1d(self.spec.models[model].eval(point)[0])[k])
 
-    def split(self, lin: t.Lin) -> tuple[dict, float]:
-        """Unknown terms and the constant (batch-row symbols evaluated) of an affine form."""
-        unknown, constant = {}, 0.0
-        for symbol, coef in lin.coefs:
-            if symbol[0] in ("feat", "out"):
-                unknown[symbol] = coef
-            else:
-                constant += coef * self.symbol_value(symbol)
-        return unknown, constant
+    def split(self, lin: t.Lin, span: Span) -> tuple[dict, float]:
+        """Unknown terms and the constant (batch-row symbols evaluated) of an affine form; a
+        constant that the row's values take out of range is an error located at ``span``."""
+        unknown, constant = {}, t.Lin(())
+        try:
+            for symbol, coef in lin.coefs:
+                if symbol[0] in ("feat", "out"):
+                    unknown[symbol] = coef
+                else:
+                    term = arith.times(t.Lin.constant(self.symbol_value(symbol)), coef)
+                    constant = arith.plus(constant, term)
+        except arith.NumberError as error:
+            message = f"{error.message} (on row {self.batch_row().label})"
+            raise SpecError([Diagnostic(error.code, message, span, help=error.help)]) from None
+        return unknown, constant.constant_value()
 
-    def constant(self, lin: t.Lin) -> float:
-        return self.split(lin)[1]
+    def constant(self, lin: t.Lin, span: Span) -> float:
+        return self.split(lin, span)[1]
 
-    def output_term(self, lin: t.Lin) -> OutputTerm:
-        unknown, constant = self.split(lin)
+    def output_term(self, lin: t.Lin, span: Span) -> OutputTerm:
+        unknown, constant = self.split(lin, span)
         atoms = tuple(OutputAtom(c, model, inst, k) for (_, model, inst, k), c in unknown.items())
         return OutputTerm(atoms, constant)
 
@@ -172,14 +180,16 @@ class _Lowering:
             return self.lin_compare(c)
         if isinstance(c, t.DistanceAtMost):
             d = c.distance
-            return [Ball(d.norm, d.instance, self.reference(d.other), self.constant(c.bound))]
+            radius = self.constant(c.bound, c.span)
+            return [Ball(d.norm, d.instance, self.reference(d.other), radius)]
         if isinstance(c, t.ChangedAtMost):
-            bound = self.constant(c.bound)
+            bound = self.constant(c.bound, c.span)
             if math.isinf(bound):
                 return [] if bound > 0 else [FALSE]
             k = math.ceil(bound) - 1 if c.strict else math.floor(bound)
             if k < 0:
                 return [FALSE]
+            k = min(k, len(self.spec.features))  # `changed(x, r) <= 1e300`: an int engines hold
             units = change_units(len(self.spec.features), self.spec.groups.values())
             return [AtMostKChanged(c.changed.instance, self.reference(c.changed.other), k, units)]
         if isinstance(c, t.ClassCompare):
@@ -198,7 +208,7 @@ class _Lowering:
         raise AssertionError(f"unknown condition {c!r}")
 
     def lin_compare(self, c: t.LinCompare) -> list[Constraint]:
-        unknown, constant = self.split(c.lin)
+        unknown, constant = self.split(c.lin, c.span)
         if not unknown:
             return [] if _holds(constant, c.op) else [FALSE]
         if c.op == "!=":
@@ -238,7 +248,7 @@ class _Lowering:
         left = c.left
         right = c.right
         if isinstance(right, t.Lin):
-            k = self.constant(right)
+            k = self.constant(right, c.span)
             if not k.is_integer() or not 0 <= k < max(2, self.spec.models[left.model].n_outputs):
                 return [] if not c.equal else [FALSE]
             return self.class_is(left, int(k), c.equal)
@@ -307,7 +317,7 @@ class _Lowering:
 
     def goal(self, goal: t.Goal) -> Goal:
         if isinstance(goal, t.OptimizeOutputs):
-            term = self.output_term(goal.lin)
+            term = self.output_term(goal.lin, goal.span)
             return Maximize(term) if goal.sense == "maximize" else Minimize(term)
         if isinstance(goal, t.ClosestDistance):
             d = goal.distance
@@ -342,6 +352,7 @@ def _negate(constraint: OutputConstraint) -> OutputConstraint:
 
 
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+_BEYOND32 = Fraction(2**128)
 
 
 def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> Constraint:
@@ -352,7 +363,8 @@ def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> C
     lo, hi = -math.inf, math.inf
     if not math.isfinite(constant):  # x op +-inf: everything, or nothing
         return Interval(instance, f) if _holds(constant / coef, op) else FALSE
-    bound = -Fraction(constant) / Fraction(coef)
+    # Clamped beyond every finite float32, where it rounds alike, so that float() cannot overflow.
+    bound = min(max(-Fraction(constant) / Fraction(coef), -_BEYOND32), _BEYOND32)
     if op in ("<=", "=="):
         hi = floor32_exact(bound)
     if op in (">=", "=="):

@@ -14,7 +14,10 @@ from veritas_dsl.diagnostics import Span
 
 @dataclass(frozen=True)
 class Number:
+    """A literal; ``text`` is as written (``1e400`` reads as an infinite ``value``)."""
+
     value: float
+    text: str
     span: Span
 
 
@@ -71,10 +74,15 @@ class Call:
 
 
 @dataclass(frozen=True)
-class BinOp:
-    op: str  # "+", "-", "*", "/"
-    left: Expr
-    right: Expr
+class Arith:
+    """``a + b - c`` or ``a * b / c``: operands of one precedence level, combined left to right.
+
+    ``ops[k]`` (``+ - * /``) stands between ``operands[k]`` and ``operands[k + 1]``. A chain is
+    one node, however long, so that no walk of the tree goes deep on it.
+    """
+
+    operands: tuple[Expr, ...]
+    ops: tuple[str, ...]
     span: Span
 
 
@@ -84,7 +92,7 @@ class Neg:
     span: Span
 
 
-Expr = Number | Name | Attr | Index | Call | BinOp | Neg
+Expr = Number | Name | Attr | Index | Call | Arith | Neg
 
 # -- conditions -------------------------------------------------------------------------------
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer_NonRecursive, v_args
 
 from veritas_dsl.diagnostics import Span
 from veritas_dsl.lang import ast
 
 
-class Build(Transformer):
-    """Turns the tree of ``grammar/ver.lark`` into :mod:`veritas_dsl.lang.ast` nodes."""
+class Build(Transformer_NonRecursive):
+    """Turns the tree of ``grammar/ver.lark`` into :mod:`veritas_dsl.lang.ast` nodes.
+
+    Non-recursive, as the parser that feeds it: a tree's depth is bounded by ``parser.MAX_DEPTH``,
+    checked before this runs, but no walk should spend the Python stack on the user's nesting.
+    """
 
     def __init__(self, file: str) -> None:
         super().__init__()
@@ -186,20 +190,23 @@ class Build(Transformer):
     # -- expressions ------------------------------------------------------------------------
 
     @v_args(meta=True)
-    def add(self, meta, children):
-        return ast.BinOp("+", children[0], children[1], self.span(meta))
+    def sum(self, meta, children):
+        return self.arith(meta, children)
 
     @v_args(meta=True)
-    def sub(self, meta, children):
-        return ast.BinOp("-", children[0], children[1], self.span(meta))
+    def product(self, meta, children):
+        return self.arith(meta, children)
 
-    @v_args(meta=True)
-    def mul(self, meta, children):
-        return ast.BinOp("*", children[0], children[1], self.span(meta))
+    def arith(self, meta, children):
+        return ast.Arith(
+            tuple(children[0::2]), tuple(str(op) for op in children[1::2]), self.span(meta)
+        )
 
-    @v_args(meta=True)
-    def div(self, meta, children):
-        return ast.BinOp("/", children[0], children[1], self.span(meta))
+    def add_op(self, children):
+        return children[0]
+
+    def mul_op(self, children):
+        return children[0]
 
     @v_args(meta=True)
     def neg(self, meta, children):
@@ -216,7 +223,7 @@ class Build(Transformer):
 
     def number(self, children):
         token = children[0]
-        return ast.Number(float(token), self.token_span(token))
+        return ast.Number(float(token), str(token), self.token_span(token))
 
     def name(self, children):
         token = children[0]
@@ -229,6 +236,11 @@ class Build(Transformer):
         return ast.Call(str(func), self.token_span(func), args, self.span(meta))
 
     # -- tokens -----------------------------------------------------------------------------
+
+    def NAME(self, token: Token) -> Token:
+        """Called by Lark for every NAME token: `mean radius` names "mean radius" (the span keeps
+        the quotes, which the user wrote)."""
+        return token.update(value=token[1:-1]) if token.startswith("`") else token
 
     def text(self, token: Token) -> ast.Text:
         # Strings are double-quoted with backslash escapes for \" and \\ only.

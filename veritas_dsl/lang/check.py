@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Collection
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import numpy as np
 from veritas_dsl.data import DataError, Dataset, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
-from veritas_dsl.lang import ast
+from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_model
@@ -61,6 +62,9 @@ class _Checker:
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}
         self.broken: set[str] = set()  # declared names whose declaration failed
+        self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
+        # No model loaded: the features are unknown, and so is whether a name is one.
+        self.features_unknown = False
         self.datasets: dict[str, Dataset] = {}
         self.constants: dict[str, float] = {"inf": math.inf}
         self.features: tuple[Feature, ...] = ()
@@ -102,6 +106,9 @@ class _Checker:
         blocks = [i for i in items if isinstance(i, ast.FeaturesBlock)]
         for extra in blocks[1:]:
             self.error("V202", "a spec has one `features` block", extra.span, "a second block")
+            for decl in extra.decls:
+                if decl.kind == "onehot":  # unchecked: its uses say nothing more
+                    self.broken_groups.update([decl.name, *(m.id for m in decl.members)])
         if blocks:
             self.features_block(blocks[0])
         queries = []
@@ -173,11 +180,13 @@ class _Checker:
             self.error(
                 "V203",
                 "a spec needs at least one model",
-                None,
+                Span(self.spec.path, 1, 1, 1, 2),  # where a declaration would go
+                "this file declares no model",
                 help='declare one: model clf = xgboost "models/model.json"',
             )
             return
         if not loaded:
+            self.features_unknown = True
             return
         first = loaded[0]
         names = self.models[first.name].feature_names
@@ -311,10 +320,13 @@ class _Checker:
                 else:
                     self.domain_decl(decl, features)
             except _Failed:
-                continue
+                if decl.kind == "onehot":
+                    self.broken_groups.update([decl.name, *(m.id for m in decl.members)])
         self.features = tuple(features)
 
     def feature_of(self, name: str, span: Span) -> int:
+        if self.features_unknown:
+            raise _Failed  # the failed model's error says it all
         if name not in self.feature_index:
             raise self.error(
                 "V204",
@@ -432,7 +444,7 @@ class _Checker:
         goal: t.Goal | None = None
         expects = []
         engines: tuple[t.EngineChoice, ...] = ()
-        failed = False
+        failed = goal_failed = False
         for statement in body:
             try:
                 if isinstance(statement, ast.Where):
@@ -456,7 +468,9 @@ class _Checker:
                     engines = self.solve_with(statement)
             except _Failed:
                 failed = True
-        goal = goal or t.FindAny(None)
+                goal_failed = goal_failed or not isinstance(statement, ast.Where | ast.SolveWith)
+        # A goal that failed is unknown (None): expectations are not judged against a guess.
+        goal = goal or (None if goal_failed else t.FindAny(None))
         for statement in body:
             if isinstance(statement, ast.Expect):
                 try:
@@ -517,6 +531,13 @@ class _Checker:
                 )
             return t.ClosestDistance(value, statement.span)
         if isinstance(value, t.Lin) and value.kind == "outputs":
+            if any(math.isinf(c) for _, c in value.coefs):
+                raise self.error(
+                    "V308",
+                    f"cannot {statement.sense} an infinite value",
+                    statement.expr.span,
+                    help="leave inf out of objectives",
+                )
             return t.OptimizeOutputs(statement.sense, value, statement.span)
         raise self.error(
             "V308",
@@ -527,8 +548,9 @@ class _Checker:
         )
 
     def expectation(
-        self, statement: ast.Expect, goal: t.Goal, decl: ast.QueryDecl, scope
+        self, statement: ast.Expect, goal: t.Goal | None, decl: ast.QueryDecl, scope
     ) -> t.Expectation:
+        """An ``expect`` line, checked against the query's goal (None when it failed)."""
         subject = statement.subject
         text = f"expect {subject}" + (f" {statement.op} ..." if statement.op else "")
         if decl.is_property:
@@ -561,7 +583,7 @@ class _Checker:
         if subject in ("found", "none"):
             if statement.op is not None:
                 raise self.error("V310", f"`expect {subject}` takes no comparison", statement.span)
-            if not isinstance(goal, t.FindAny):
+            if goal is not None and not isinstance(goal, t.FindAny):
                 raise self.error(
                     "V310",
                     f"`expect {subject}` is for queries that find an input",
@@ -619,8 +641,10 @@ class _Checker:
             raise self.error("V502", f"`{option.name}` is {expected}, not a string", value.span)
         else:
             amount = self.constant(value, _Scope())
-        if amount <= 0 or not math.isfinite(amount):
+        if amount <= 0:
             raise self.error("V502", f"`{option.name}` must be positive", option.span)
+        if not math.isfinite(amount):
+            raise self.error("V502", f"`{option.name}` must be finite", option.span)
         if option.name == "steps":
             if not float(amount).is_integer():
                 raise self.error("V502", "`steps` is a whole number", option.span)
@@ -655,7 +679,7 @@ class _Checker:
         if negated:
             op = _NEGATED[op]
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
-            diff = left.plus(right, -1.0)
+            diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":
                 raise self.error(
                     "V313",
@@ -780,6 +804,7 @@ class _Checker:
 
     def value(self, expr: ast.Expr, scope: _Scope) -> t.Value:
         if isinstance(expr, ast.Number):
+            self.arith(arith.literal, expr.span, expr.text, expr.value)
             return t.Lin.constant(expr.value)
         if isinstance(expr, ast.Name):
             return self.name(expr, scope)
@@ -791,33 +816,44 @@ class _Checker:
             return self.call(expr, scope, output=None)
         if isinstance(expr, ast.Neg):
             return self.linear(expr.operand, scope).times(-1.0)
-        if isinstance(expr, ast.BinOp):
-            result = self.arithmetic(expr, scope)
-            if any(math.isnan(c) for _, c in result.coefs):
-                raise self.error(
-                    "V322", "this arithmetic has no numeric value (inf - inf, 0 * inf)", expr.span
-                )
-            return result
+        if isinstance(expr, ast.Arith):
+            return self.arithmetic(expr, scope)
         raise AssertionError(f"unknown expression {expr!r}")
 
-    def arithmetic(self, expr: ast.BinOp, scope: _Scope) -> t.Lin:
-        left, right = self.linear(expr.left, scope), self.linear(expr.right, scope)
-        if expr.op in "+-":
-            return left.plus(right, 1.0 if expr.op == "+" else -1.0)
-        if expr.op == "*":
-            if right.kind == "constant" and not right.row_dependent:
-                return left.times(right.constant_value())
-            if left.kind == "constant" and not left.row_dependent:
-                return right.times(left.constant_value())
-            raise self.error(
-                "V322",
-                "only a number can multiply",
-                expr.span,
-                help="the language is linear: scale outputs and features by numbers",
-            )
-        if right.kind != "constant" or right.row_dependent or right.constant_value() == 0:
-            raise self.error("V322", "division is by a non-zero number", expr.right.span)
-        return left.times(1.0 / right.constant_value())
+    def arithmetic(self, expr: ast.Arith, scope: _Scope) -> t.Lin:
+        """A chain, left to right, in a loop: a sum of 10,000 terms is no deeper than one."""
+        first = expr.operands[0]
+        result = self.linear(first, scope)
+        for op, operand in zip(expr.ops, expr.operands[1:], strict=True):
+            right = self.linear(operand, scope)
+            span = _join(first.span, operand.span)
+            if op in "+-":
+                result = self.arith(arith.plus, span, result, right, 1.0 if op == "+" else -1.0)
+            elif op == "*":
+                if not (arith.is_number(right) or arith.is_number(result)):
+                    raise self.error(
+                        "V322",
+                        "only a number can multiply",
+                        span,
+                        help="the language is linear: scale outputs and features by numbers",
+                    )
+                if not arith.is_number(right):
+                    result, right = right, result
+                result = self.arith(arith.times, span, result, right.constant_value())
+            else:
+                if not arith.is_number(right):
+                    raise self.error("V322", "division is by a non-zero number", operand.span)
+                divisor = right.constant_value()
+                at = operand.span if divisor == 0 or math.isinf(divisor) else span
+                result = self.arith(arith.divide, at, result, divisor)
+        return result
+
+    def arith(self, operation, span: Span, *args):
+        """``operation(*args)`` (one of :mod:`arith`'s), its problem located at ``span``."""
+        try:
+            return operation(*args)
+        except arith.NumberError as error:
+            raise self.error(error.code, error.message, span, help=error.help) from None
 
     def linear(self, expr: ast.Expr, scope: _Scope) -> t.Lin:
         value = self.value(expr, scope)
@@ -844,16 +880,14 @@ class _Checker:
         if name in self.members:
             group, f = self.members[name]
             return t.Member(group, f)
-        if name in self.broken:
-            raise _Failed
+        if name in self.broken or name in self.broken_groups or self.features_unknown:
+            raise _Failed  # a failed declaration, or maybe a feature of a model that failed
         if name in self.feature_index:
             raise self.error(
                 "V212",
                 f"`{name}` is a feature; say whose",
                 expr.span,
-                help=f"e.g. x.{name}"
-                if not scope.instances
-                else f"e.g. {sorted(scope.instances)[0]}.{name}",
+                help=f"e.g. {min(scope.instances, default='x')}.{_written(name)}",
             )
         known = [*scope.instances, *self.constants, *self.models, *self.datasets, *self.members]
         if scope.batch:
@@ -867,6 +901,8 @@ class _Checker:
         if isinstance(obj, t.Instance):
             if expr.name in self.groups:
                 return t.GroupRef(obj.name, expr.name)
+            if expr.name in self.broken_groups and expr.name not in self.feature_index:
+                raise _Failed
             f = self.feature_of(expr.name, expr.name_span)
             return t.Lin.of({("feat", obj.name, f): 1.0})
         if isinstance(obj, t.RowValue):
@@ -899,6 +935,8 @@ class _Checker:
             i = self.row_index(expr.index, len(self.datasets[data]))
             return t.RowValue(data, i, f"{data}[{i}]")
         if isinstance(expr.obj, ast.Name) and expr.obj.id in self.broken:
+            raise _Failed
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.broken:
             raise _Failed
         raise self.error(
             "V325",
@@ -1020,6 +1058,11 @@ class _Scope:
 
 def _join(a: Span, b: Span) -> Span:
     return Span(a.file, a.line, a.column, b.end_line, b.end_column)
+
+
+def _written(name: str) -> str:
+    """A name as a spec writes it: in backquotes unless it is a plain identifier."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name) else f"`{name}`"
 
 
 def _text(expr: ast.Expr) -> str:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import (
+    Lark,
+    Tree,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.lang import ast
@@ -22,6 +29,11 @@ _TERMINAL_NAMES = {
     "$END": "end of file",
 }
 
+#: The deepest syntax tree a spec may have, counted from the file down. A real spec stays under
+#: 20 (a file, a query, a statement, a condition, a sum, a product, a call, ...); the limit keeps
+#: the recursive checks far from Python's stack limit (docs/language.md says so).
+MAX_DEPTH = 200
+
 
 @functools.cache
 def parser() -> Lark:
@@ -36,7 +48,37 @@ def parse_text(text: str, file: str = "<string>") -> ast.SpecFile:
         tree = parser().parse(text)
     except UnexpectedInput as error:
         raise SpecError([_syntax_diagnostic(error, text, file)]) from None
+    _check_depth(tree, file)
     return ast.SpecFile(file, Build(file).transform(tree))
+
+
+def _check_depth(tree: Tree, file: str) -> None:
+    """Refuse a tree deeper than :data:`MAX_DEPTH`, before any recursive walk can meet it.
+
+    The parser is a loop and builds any depth; the checks after it recurse on nesting (``not``,
+    unary ``-``, parentheses around a sum or a condition), a few frames a level. Chains (``a + b +
+    ...``, ``p and q and ...``) are flat nodes and cost no depth. The walk here is a loop too.
+    """
+    stack = [(tree, 1, (1, 1))]
+    while stack:
+        node, depth, where = stack.pop()
+        if not node.meta.empty:
+            where = node.meta.line, node.meta.column
+        if depth > MAX_DEPTH:
+            line, column = where
+            raise SpecError(
+                [
+                    Diagnostic(
+                        "V103",
+                        f"this is nested too deeply: more than {MAX_DEPTH} levels",
+                        Span(file, line, column, line, column + 1),
+                        f"level {MAX_DEPTH + 1} starts here",
+                        help="write it flatter: drop double negations, or name parts with const",
+                    )
+                ]
+            )
+        # Reversed, so that the first offending node in the text is the one reported.
+        stack += [(c, depth + 1, where) for c in reversed(node.children) if isinstance(c, Tree)]
 
 
 def _syntax_diagnostic(error: UnexpectedInput, text: str, file: str) -> Diagnostic:

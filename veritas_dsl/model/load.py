@@ -84,7 +84,7 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
         if not trust_pickle:
             raise ModelError(
                 f"{path}: loading a pickle runs code from the file; save the model with skops "
-                "instead, or pass the trust flag if you trust this file"
+                "instead, or pass trust_pickle=True if you trust this file"
             )
         if path.suffix.lower() == ".joblib":
             import joblib
