@@ -39,6 +39,9 @@ from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
 CALL_SECONDS = 0.005
+#: Expansions the first kernel call may make; later calls scale it to CALL_SECONDS (one
+#: expansion of a two-instance query on 300 trees of depth 6 took 3 ms).
+FIRST_BUDGET = 4
 #: Shortest interval between two progress reports.
 PROGRESS_SECONDS = 0.1
 
@@ -107,7 +110,8 @@ class Run:
         self.witness: Witness | None = None
         self.found = False
         self.trace: list[TracePoint] = []
-        self.budget = 256
+        self.budget = FIRST_BUDGET
+        self.slowest = 0.0  # seconds per expansion, the most a kernel call took
         self.calls = 0
         self.accepted = 0
         self.rejected = 0
@@ -122,6 +126,7 @@ class Run:
             stop = self._run()
         except KeyboardInterrupt:  # kernel calls are short: Ctrl-C lands between them
             stop = Termination.INTERRUPTED
+            self.progress = None  # the user asked to stop: no more reports
         if stop is None:
             if self.plan.mode == K.MODE_FIND:
                 stop = Termination.OPTIMAL if self.found else Termination.INFEASIBLE
@@ -227,14 +232,21 @@ class Run:
             if budget <= 0:
                 return K.STATUS_BUDGET, Termination.STEP_LIMIT
         began = time.monotonic()
+        if self.deadline is not None and self.slowest > 0:
+            # Expansions of one query differed 30-fold in cost: near the deadline, only as
+            # many as the slowest seen fit, so a call overruns it by one expansion at most.
+            budget = min(budget, max(1, int((self.deadline - began) / self.slowest)))
+        expanded = search.expanded
         status = search.run(budget)
         elapsed = time.monotonic() - began
+        if search.expanded > expanded:
+            self.slowest = max(self.slowest, elapsed / (search.expanded - expanded))
         self.calls += 1
         if status == K.STATUS_BUDGET:
             if elapsed < CALL_SECONDS / 2:
                 self.budget = min(self.budget * 2, 1 << 22)
-            elif elapsed > CALL_SECONDS * 2:
-                self.budget = max(self.budget // 2, 8)
+            elif elapsed > CALL_SECONDS * 2:  # at once to the size that fits, not halving
+                self.budget = max(int(self.budget * CALL_SECONDS / elapsed), 1)
         for solution in search.take_solutions():
             self._accept(b, search, solution)
         stop = None
