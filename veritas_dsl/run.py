@@ -132,6 +132,10 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
         )
+        try:
+            registry.check_limits(engine, limits)
+        except UnsupportedQuery as error:
+            raise SpecError([Diagnostic("V505", str(error), choice.span)]) from None
         chosen.append((choice.name, limits))
     return chosen
 
