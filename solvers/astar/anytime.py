@@ -42,6 +42,9 @@ CALL_SECONDS = 0.005
 #: Expansions the first kernel call may make; later calls scale it to CALL_SECONDS (one
 #: expansion of a two-instance query on 300 trees of depth 6 took 3 ms).
 FIRST_BUDGET = 4
+#: Longest a kernel call may take if every expansion costs as much as the slowest seen: the
+#: cost of one expansion jumped a thousandfold within a search (60 us to 40 ms).
+LONGEST_CALL_SECONDS = 0.1
 #: Shortest interval between two progress reports.
 PROGRESS_SECONDS = 0.1
 
@@ -232,21 +235,24 @@ class Run:
             if budget <= 0:
                 return K.STATUS_BUDGET, Termination.STEP_LIMIT
         began = time.monotonic()
-        if self.deadline is not None and self.slowest > 0:
-            # Expansions of one query differed 30-fold in cost: near the deadline, only as
-            # many as the slowest seen fit, so a call overruns it by one expansion at most.
-            budget = min(budget, max(1, int((self.deadline - began) / self.slowest)))
+        if self.slowest > 0:
+            # as many expansions as the slowest seen fit in a short call and before the deadline,
+            # so Ctrl-C is seen soon and the deadline passes by one expansion at most
+            room = LONGEST_CALL_SECONDS
+            if self.deadline is not None:
+                room = min(room, self.deadline - began)
+            budget = min(budget, max(1, int(room / self.slowest)))
         expanded = search.expanded
         status = search.run(budget)
         elapsed = time.monotonic() - began
-        if search.expanded > expanded:
-            self.slowest = max(self.slowest, elapsed / (search.expanded - expanded))
+        steps = search.expanded - expanded
+        if steps > 0:
+            self.slowest = max(self.slowest, elapsed / steps)
         self.calls += 1
-        if status == K.STATUS_BUDGET:
-            if elapsed < CALL_SECONDS / 2:
-                self.budget = min(self.budget * 2, 1 << 22)
-            elif elapsed > CALL_SECONDS * 2:  # at once to the size that fits, not halving
-                self.budget = max(int(self.budget * CALL_SECONDS / elapsed), 1)
+        if status == K.STATUS_BUDGET and elapsed < CALL_SECONDS / 2:
+            self.budget = min(self.budget * 2, 1 << 22)
+        elif steps > 0 and elapsed > CALL_SECONDS * 2:  # at once to the size that fits
+            self.budget = max(int(steps * CALL_SECONDS / elapsed), 1)
         for solution in search.take_solutions():
             self._accept(b, search, solution)
         stop = None
