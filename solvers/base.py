@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.query import CONSTRUCTS, Query
-from veritas_dsl.result import Result
+from veritas_dsl.result import Result, Termination, TracePoint
 
 
 class Availability(enum.Enum):
@@ -38,16 +40,24 @@ class Capabilities:
         Its answers are exact when it finishes (optimum proven, or infeasibility proven).
     anytime : bool
         It reports valid bounds at every moment, so a time limit still gives an answer.
+    limits : frozenset of str
+        The limits it honours (names from :data:`LIMITS`); a spec asking it for another one is
+        refused before solving, rather than ignored.
     """
 
     constructs: frozenset[str]
     exact: bool
     anytime: bool
+    limits: frozenset[str] = frozenset({"timeout"})
 
     def __post_init__(self) -> None:
-        unknown = self.constructs - CONSTRUCTS
+        unknown = (self.constructs - CONSTRUCTS) | (self.limits - LIMITS)
         if unknown:
-            raise ValueError(f"unknown constructs {sorted(unknown)}")
+            raise ValueError(f"unknown constructs or limits {sorted(unknown)}")
+
+
+#: The limits a spec can ask of an engine (the options of ``solve with``).
+LIMITS = frozenset({"timeout", "steps", "memory"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,40 @@ class Limits:
     max_steps: int | None = None
     max_memory_bytes: int | None = None
 
+    def asked(self) -> frozenset[str]:
+        """The names (from :data:`LIMITS`) of the limits set."""
+        values = {"timeout": self.timeout_s, "steps": self.max_steps}
+        values["memory"] = self.max_memory_bytes
+        return frozenset(name for name, value in values.items() if value is not None)
+
+
+class OutOfTime(Exception):
+    """The deadline passed in a phase of an engine's own (building a program, an encoding);
+    engines catch it and report ``time_limit`` with the bounds they have."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a solve must stop: ``at`` on the :func:`time.monotonic` clock, None for never."""
+
+    at: float | None = None
+
+    @classmethod
+    def after(cls, timeout_s: float | None, start: float) -> Deadline:
+        return cls(None if timeout_s is None else start + timeout_s)
+
+    def remaining(self) -> float | None:
+        """Seconds left (negative once passed), None without a deadline."""
+        return None if self.at is None else self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
+
+    def check(self) -> None:
+        """Raise :class:`OutOfTime` once the deadline has passed."""
+        if self.passed():
+            raise OutOfTime
+
 
 class UnsupportedQuery(ValueError):
     """An engine was asked for a construct it does not support, or a problem beyond its size."""
@@ -65,6 +109,11 @@ class UnsupportedQuery(ValueError):
 
 class Engine(Protocol):
     """The engine interface. ``solve`` never raises for a limit; it reports it in the Result.
+
+    Every engine stops within about 10 % (plus half a second) of its time limit, whatever phase
+    it is in, and then reports the best bounds it has: never less than
+    :func:`veritas_dsl.ir.bounds.trivial_bounds`. Ctrl-C (``KeyboardInterrupt``) during ``solve``
+    ends it the same way, with termination ``interrupted``.
 
     ``progress``, when given, is called now and then with an object carrying ``time_s``,
     ``lower``, ``upper`` (and whatever else the engine measures); engines that have nothing to
@@ -77,3 +126,27 @@ class Engine(Protocol):
     def available(self) -> Availability: ...
 
     def solve(self, query: Query, limits: Limits, *, progress=None) -> Result: ...
+
+
+def unfinished(query: Query, engine: str, termination: Termination, start: float) -> Result:
+    """The Result of a solve that a limit or Ctrl-C stopped before it knew more than the
+    trivial bounds (while building a program or an encoding, say)."""
+    lower, upper = trivial_bounds(query)
+    elapsed = time.monotonic() - start
+    result = Result(query.name, engine, termination, lower, upper, time_s=elapsed)
+    if lower is not None:
+        result.trace.append(TracePoint(elapsed, lower, upper))
+    return result
+
+
+def within_trivial(query: Query, result: Result) -> Result:
+    """``result``, its bounds narrowed to the trivial bounds when it is not an exact answer (a
+    search stopped early may know less than the largest leaves tell)."""
+    if result.exact or result.lower is None or result.upper is None:
+        return result
+    lower, upper = trivial_bounds(query)
+    narrowed = (max(result.lower, lower), min(result.upper, upper))
+    if narrowed != (result.lower, result.upper):
+        result.lower, result.upper = narrowed
+        result.trace.append(TracePoint(result.time_s, *narrowed))
+    return result

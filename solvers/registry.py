@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from veritas_dsl.ir.query import Query, constructs
 from veritas_dsl.solvers.astar.engine import AStarEngine
-from veritas_dsl.solvers.base import Engine, UnsupportedQuery
+from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
@@ -45,3 +45,14 @@ def check_supports(engine: Engine, query: Query) -> None:
     raise UnsupportedQuery(
         f"query {query.name}: engine {engine.name} does not support {', '.join(missing)}{hint}"
     )
+
+
+def check_limits(engine: Engine, limits: Limits) -> None:
+    """Raise :class:`UnsupportedQuery` when ``limits`` sets one ``engine`` cannot honour, naming
+    the engines that can: a limit that would be ignored is refused instead."""
+    missing = sorted(limits.asked() - engine.capabilities.limits)
+    if not missing:
+        return
+    able = [name for name, other in ENGINES.items() if limits.asked() <= other.capabilities.limits]
+    hint = f"; engines that can: {', '.join(able)}" if able else ""
+    raise UnsupportedQuery(f"engine {engine.name} cannot honour {', '.join(missing)}{hint}")

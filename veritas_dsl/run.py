@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import (
@@ -24,7 +25,6 @@ from veritas_dsl.ir.query import (
     MinimizeDistance,
     Prove,
     constructs,
-    trivial_bounds,
 )
 from veritas_dsl.lang import typed as t
 from veritas_dsl.result import Result, Termination
@@ -190,6 +190,10 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
         )
+        try:
+            registry.check_limits(engine, limits)
+        except UnsupportedQuery as error:
+            raise SpecError([Diagnostic("V505", str(error), choice.span)]) from None
         chosen.append((choice.name, limits))
     return chosen
 
@@ -241,7 +245,7 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
             lowered.query.name,
             name,
             Termination.INTERRUPTED,
-            *trivial_bounds(lowered.query.goal),
+            *trivial_bounds(lowered.query),
             time_s=time.monotonic() - start,
         )
     return result
@@ -342,7 +346,7 @@ def _unsupported(lowered: Lowered, engine: str, message: str) -> Result:
         name,
         engine,
         Termination.UNSUPPORTED,
-        *trivial_bounds(lowered.query.goal),
+        *trivial_bounds(lowered.query),
         message=message.removeprefix(f"query {name}: "),  # reports name the query already
     )
 

@@ -39,6 +39,12 @@ from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
 CALL_SECONDS = 0.005
+#: Expansions the first kernel call may make; later calls scale it to CALL_SECONDS (one
+#: expansion of a two-instance query on 300 trees of depth 6 took 3 ms).
+FIRST_BUDGET = 4
+#: Longest a kernel call may take if every expansion costs as much as the slowest seen: the
+#: cost of one expansion jumped a thousandfold within a search (60 us to 40 ms).
+LONGEST_CALL_SECONDS = 0.1
 #: Shortest interval between two progress reports.
 PROGRESS_SECONDS = 0.1
 
@@ -107,7 +113,8 @@ class Run:
         self.witness: Witness | None = None
         self.found = False
         self.trace: list[TracePoint] = []
-        self.budget = 256
+        self.budget = FIRST_BUDGET
+        self.slowest = 0.0  # seconds per expansion, the most a kernel call took
         self.calls = 0
         self.accepted = 0
         self.rejected = 0
@@ -122,6 +129,7 @@ class Run:
             stop = self._run()
         except KeyboardInterrupt:  # kernel calls are short: Ctrl-C lands between them
             stop = Termination.INTERRUPTED
+            self.progress = None  # the user asked to stop: no more reports
         if stop is None:
             if self.plan.mode == K.MODE_FIND:
                 stop = Termination.OPTIMAL if self.found else Termination.INFEASIBLE
@@ -227,14 +235,24 @@ class Run:
             if budget <= 0:
                 return K.STATUS_BUDGET, Termination.STEP_LIMIT
         began = time.monotonic()
+        if self.slowest > 0:
+            # as many expansions as the slowest seen fit in a short call and before the deadline,
+            # so Ctrl-C is seen soon and the deadline passes by one expansion at most
+            room = LONGEST_CALL_SECONDS
+            if self.deadline is not None:
+                room = min(room, self.deadline - began)
+            budget = min(budget, max(1, int(room / self.slowest)))
+        expanded = search.expanded
         status = search.run(budget)
         elapsed = time.monotonic() - began
+        steps = search.expanded - expanded
+        if steps > 0:
+            self.slowest = max(self.slowest, elapsed / steps)
         self.calls += 1
-        if status == K.STATUS_BUDGET:
-            if elapsed < CALL_SECONDS / 2:
-                self.budget = min(self.budget * 2, 1 << 22)
-            elif elapsed > CALL_SECONDS * 2:
-                self.budget = max(self.budget // 2, 8)
+        if status == K.STATUS_BUDGET and elapsed < CALL_SECONDS / 2:
+            self.budget = min(self.budget * 2, 1 << 22)
+        elif steps > 0 and elapsed > CALL_SECONDS * 2:  # at once to the size that fits
+            self.budget = max(int(steps * CALL_SECONDS / elapsed), 1)
         for solution in search.take_solutions():
             self._accept(b, search, solution)
         stop = None

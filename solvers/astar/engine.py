@@ -50,7 +50,17 @@ from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
 from veritas_dsl.solvers.astar.problem import Plan, build_problem
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
+from veritas_dsl.solvers.base import (
+    LIMITS,
+    Availability,
+    Capabilities,
+    Deadline,
+    Limits,
+    OutOfTime,
+    UnsupportedQuery,
+    unfinished,
+    within_trivial,
+)
 
 #: Most conjunctions a disjunction may expand to.
 MAX_BRANCHES = 256
@@ -71,7 +81,9 @@ class AStarEngine:
     """
 
     name = "astar"
-    capabilities = Capabilities(constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True)
+    capabilities = Capabilities(
+        constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True, limits=LIMITS
+    )
 
     def __init__(self, linf_distance: str = "bisect") -> None:
         """``linf_distance``: how to answer an L-inf closest example to a row: ``"bisect"``
@@ -102,11 +114,23 @@ class AStarEngine:
         _refuse_large_integers(query)
         limits = limits or Limits()
         start = time.monotonic()
+        try:
+            return self._solve(query, limits, start, progress)
+        except OutOfTime:  # while preparing, before any search
+            return unfinished(query, self.name, Termination.TIME_LIMIT, start)
+        except KeyboardInterrupt:
+            return unfinished(query, self.name, Termination.INTERRUPTED, start)
+
+    def _solve(self, query: Query, limits: Limits, start: float, progress) -> Result:
+        deadline = Deadline.after(limits.timeout_s, start)
         plan = _plan(query)
         constraints = query.constraints
         if isinstance(query.goal, Prove):
             constraints += (negate(query.goal.conclusion),)
-        problems = [build_problem(query, branch, plan) for branch in _dnf(query, constraints)]
+        problems = []
+        for branch in _dnf(query, constraints):
+            deadline.check()
+            problems.append(build_problem(query, branch, plan))
         prepared = time.monotonic()
         memory = limits.max_memory_bytes or _default_memory()
         run = Run(
@@ -132,7 +156,7 @@ class AStarEngine:
         )
         if outcome.termination is Termination.MEMORY_LIMIT:
             result.message = f"stopped at the memory limit of {memory} bytes"
-        return result
+        return within_trivial(query, result)
 
 
 def _plan(query: Query) -> Plan:

@@ -21,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
@@ -29,10 +30,18 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     infeasible_optimum,
-    trivial_bounds,
 )
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits
+from veritas_dsl.solvers.base import (
+    LIMITS,
+    Availability,
+    Capabilities,
+    Deadline,
+    Limits,
+    OutOfTime,
+    unfinished,
+    within_trivial,
+)
 from veritas_dsl.solvers.milp import gurobi, highs
 from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
 from veritas_dsl.solvers.milp.outcome import Outcome, Status
@@ -60,6 +69,10 @@ _TERMINATION = {
     Status.ERROR: Termination.ERROR,
 }
 
+#: A limit or Ctrl-C: a witness found before it is the best known, not a proven optimum (the
+#: check for anything closer did not finish).
+_STOPPED = (Status.TIME_LIMIT, Status.STEP_LIMIT, Status.MEMORY_LIMIT, Status.INTERRUPTED)
+
 Driver = Literal["auto", "highs", "gurobi"]
 
 
@@ -75,12 +88,15 @@ class MilpEngine:
         use one solver only.
     """
 
-    #: Hard voting (a count of trees) would need one indicator per tree and label; not yet.
-    capabilities = Capabilities(constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True)
-
     def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
         self.name = name
         self.driver = driver
+        # Hard voting (a count of trees) would need one indicator per tree and label; not yet.
+        # Steps are branch-and-bound nodes; only Gurobi has a memory limit.
+        limits = LIMITS if driver == "gurobi" else LIMITS - {"memory"}
+        self.capabilities = Capabilities(
+            constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True, limits=limits
+        )
 
     def available(self) -> Availability:
         if self.driver == "gurobi":
@@ -99,13 +115,16 @@ class MilpEngine:
         limits = limits or Limits()
         start = time.monotonic()
         live = _Live(start, progress) if progress is not None else None
+        budget = _Budget.of(limits, start)
         try:
-            result = self._solve(query, limits, start, live)
+            result = self._solve(query, limits, budget, live)
         except WitnessBug as error:
-            result = Result(query.name, self.name, Termination.ERROR, *trivial_bounds(query.goal))
+            result = Result(query.name, self.name, Termination.ERROR, *trivial_bounds(query))
             result.message = str(error)
+        except KeyboardInterrupt:  # outside the solver, which stops itself with what it has
+            result = unfinished(query, self.name, Termination.INTERRUPTED, start)
         result.time_s = time.monotonic() - start
-        return result
+        return within_trivial(query, result)
 
     # -- choosing a solver ----------------------------------------------------------------------
 
@@ -130,21 +149,22 @@ class MilpEngine:
             return "highs", "solved with HiGHS: gurobipy is installed but has no usable licence"
         return "highs", ""
 
-    def _run(self, driver: str, program: Program, remaining: float | None, limits: Limits, live):
+    def _run(self, driver: str, program: Program, budget: _Budget, limits: Limits, live):
+        remaining, nodes = budget.deadline.remaining(), budget.nodes
         if driver == "gurobi":
-            return gurobi.solve(program, remaining, limits.max_steps, limits.max_memory_bytes, live)
-        return highs.solve(program, remaining, limits.max_steps, live)
+            return gurobi.solve(program, remaining, nodes, limits.max_memory_bytes, live)
+        return highs.solve(program, remaining, nodes, live)
 
     # -- the solve loop -------------------------------------------------------------------------
 
-    def _solve(self, query: Query, limits: Limits, start: float, live) -> Result:
+    def _solve(self, query: Query, limits: Limits, budget: _Budget, live) -> Result:
         goal = query.goal
         if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
-            return self._solve_by_radius(query, goal, limits, start, live)
-        return self._solve_program(query, limits, start, live)
+            return self._solve_by_radius(query, goal, limits, budget, live)
+        return self._solve_program(query, limits, budget, live)
 
     def _solve_by_radius(
-        self, query: Query, goal: MinimizeDistance, limits: Limits, start: float, live
+        self, query: Query, goal: MinimizeDistance, limits: Limits, budget: _Budget, live
     ) -> Result:
         """A closest example, searched in growing L-inf boxes around the centre.
 
@@ -168,7 +188,7 @@ class MilpEngine:
                 restricted = replace(query, constraints=(*query.constraints, box))
             if live is not None:
                 live.cap = (known, radius)
-            result = self._solve_program(restricted, limits, start, live)
+            result = self._solve_program(restricted, limits, budget, live)
             # Outside the box lies nothing closer than the radius: a global lower bound is the
             # box's own, capped at the radius.
             for point in result.trace:
@@ -188,14 +208,25 @@ class MilpEngine:
                 result.lower = max(known, min(result.lower, radius))
             return result
 
-    def _solve_program(self, query: Query, limits: Limits, start: float, live=None) -> Result:
+    def _solve_program(
+        self, query: Query, limits: Limits, budget: _Budget | None = None, live=None
+    ) -> Result:
+        """One program (one box of a closest-example search); ``budget`` is what the solve's
+        limits leave, the whole of ``limits`` when None."""
+        budget = budget or _Budget.of(limits, time.monotonic())
         try:
-            form = formulate(query)
+            form = formulate(query, budget.deadline)
         except Infeasible:
             bound = infeasible_optimum(query.goal)
             result = Result(query.name, self.name, Termination.INFEASIBLE, bound, bound)
             result.stats = {"driver": "none", "note": "infeasible on the bounds alone"}
             return result
+        except OutOfTime:
+            result = unfinished(query, self.name, Termination.TIME_LIMIT, budget.start)
+            result.message = "the time limit passed while the program was being built"
+            return result
+        except KeyboardInterrupt:
+            return unfinished(query, self.name, Termination.INTERRUPTED, budget.start)
         program = form.program
         driver, note = self._choose(program)
         notes = [note] if note else []
@@ -205,7 +236,7 @@ class MilpEngine:
                 if gurobi.licence() is Availability.LIMITED_LICENCE
                 else Termination.ERROR
             )
-            result = Result(query.name, self.name, termination, *trivial_bounds(query.goal))
+            result = Result(query.name, self.name, termination, *trivial_bounds(query))
             result.message = f"query {query.name}: {note}"
             result.stats = _size_stats(program)
             return result
@@ -213,69 +244,77 @@ class MilpEngine:
         progress = _Progress(query, form)
         repairs, reasons, nodes, checks = 0, [], 0, 0
         outcome: Outcome | None = None
-        while True:
-            elapsed = time.monotonic() - start
-            remaining = None if limits.timeout_s is None else limits.timeout_s - elapsed
-            if remaining is not None and remaining <= 0:
-                outcome = Outcome(Status.TIME_LIMIT)
-                break
-            if (
-                driver == "gurobi"
-                and self.driver == "auto"
-                and gurobi.licence() is Availability.LIMITED_LICENCE
-                and not gurobi.fits_limited_licence(program)
-            ):
-                driver = "highs"
-                notes.append(f"continued with HiGHS: {gurobi.size_message(program)}")
-            if live is not None:
-                live.sense = form.sense
-            outcome = self._run(driver, program, remaining, limits, live)
-            nodes += int(outcome.stats.get("nodes", 0))
-            if outcome.status is Status.LICENCE_LIMIT and self.driver == "auto":
-                driver = "highs"
-                notes.append(f"solved with HiGHS: {outcome.message}")
-                continue
-            progress.absorb(outcome, elapsed)
-            if outcome.status is not Status.OPTIMAL:
-                break
-            reading = progress.read(outcome.solution)
-            if isinstance(reading, Cuts) and reading.undecided:
-                outcome = Outcome(Status.ERROR, message=f"{reading.reason}; the answer is unknown")
-                break
-            if isinstance(reading, Witness) and not progress.attains(reading):
-                outcome = Outcome(
-                    Status.ERROR,
-                    message="the closest float32 point found lies beyond the solver's bound "
-                    "(variables with value columns); the bounds hold, the optimum is unknown",
-                )
-                break
-            if isinstance(reading, Witness):
-                previous, progress.final = progress.final, reading
-                if previous is not None and reading.value >= previous.value:
-                    progress.final = previous  # the check found nothing closer
+        try:  # Ctrl-C outside the solver: report what the checked solutions gave
+            while True:
+                elapsed = time.monotonic() - budget.start
+                if budget.deadline.passed():
+                    outcome = Outcome(Status.TIME_LIMIT)
                     break
-                if form.step is None or not _checks_distances(driver):
+                if budget.nodes is not None and budget.nodes <= 0:
+                    outcome = Outcome(Status.STEP_LIMIT)
                     break
-                # Ask once more for anything closer by half a grid step (see highs.OPTIONS);
-                # "infeasible" confirms the answer, a solution improves it. A step below the
-                # solver's tolerance cannot be asked for.
-                target = reading.value - form.step / 2
-                if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+                if (
+                    driver == "gurobi"
+                    and self.driver == "auto"
+                    and gurobi.licence() is Availability.LIMITED_LICENCE
+                    and not gurobi.fits_limited_licence(program)
+                ):
+                    driver = "highs"
+                    notes.append(f"continued with HiGHS: {gurobi.size_message(program)}")
+                if live is not None:
+                    live.sense = form.sense
+                outcome = self._run(driver, program, budget, limits, live)
+                nodes += int(outcome.stats.get("nodes", 0))
+                budget.spend(int(outcome.stats.get("nodes", 0)))
+                if outcome.status is Status.LICENCE_LIMIT and self.driver == "auto":
+                    driver = "highs"
+                    notes.append(f"solved with HiGHS: {outcome.message}")
+                    continue
+                progress.absorb(outcome, elapsed)
+                if outcome.status is not Status.OPTIMAL:
                     break
-                checks += 1
-                program = program.with_rows([_objective_row(program, target)])
-                continue
-            repairs += 1
-            reasons.append(reading.reason)
-            if repairs > MAX_REPAIRS:
-                outcome = Outcome(
-                    Status.ERROR,
-                    message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reasons[-1]})",
-                )
-                break
-            program = program.with_rows(reading.rows)
+                reading = progress.read(outcome.solution)
+                if isinstance(reading, Cuts) and reading.undecided:
+                    message = f"{reading.reason}; the answer is unknown"
+                    outcome = Outcome(Status.ERROR, message=message)
+                    break
+                if isinstance(reading, Witness) and not progress.attains(reading):
+                    outcome = Outcome(
+                        Status.ERROR,
+                        message="the closest float32 point found lies beyond the solver's bound "
+                        "(variables with value columns); the bounds hold, the optimum is unknown",
+                    )
+                    break
+                if isinstance(reading, Witness):
+                    previous, progress.final = progress.final, reading
+                    if previous is not None and reading.value >= previous.value:
+                        progress.final = previous  # the check found nothing closer
+                        break
+                    if form.step is None or not _checks_distances(driver):
+                        break
+                    # Ask once more for anything closer by half a grid step (see highs.OPTIONS);
+                    # "infeasible" confirms the answer, a solution improves it. A step below the
+                    # solver's tolerance cannot be asked for.
+                    target = reading.value - form.step / 2
+                    if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+                        break
+                    checks += 1
+                    program = program.with_rows([_objective_row(program, target)])
+                    continue
+                repairs += 1
+                reasons.append(reading.reason)
+                if repairs > MAX_REPAIRS:
+                    outcome = Outcome(
+                        Status.ERROR,
+                        message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reasons[-1]})",
+                    )
+                    break
+                program = program.with_rows(reading.rows)
 
-        result = progress.result(self.name, outcome, time.monotonic() - start)
+        except KeyboardInterrupt:
+            outcome = Outcome(Status.INTERRUPTED)
+
+        result = progress.result(self.name, outcome, time.monotonic() - budget.start)
         result.stats.update(_size_stats(program))
         result.stats.update(driver=driver, repairs=repairs, nodes=nodes, hull=form.hull)
         if checks:
@@ -289,6 +328,23 @@ class MilpEngine:
             logger.info("query %s: %d cuts (%s)", query.name, repairs, "; ".join(set(reasons)))
         result.message = "; ".join(messages)
         return result
+
+
+class _Budget:
+    """What is left of a solve's limits, shared by its programs (boxes, cuts, checks)."""
+
+    def __init__(self, start: float, deadline: Deadline, nodes: int | None) -> None:
+        self.start = start
+        self.deadline = deadline
+        self.nodes = nodes
+
+    @classmethod
+    def of(cls, limits: Limits, start: float) -> _Budget:
+        return cls(start, Deadline.after(limits.timeout_s, start), limits.max_steps)
+
+    def spend(self, nodes: int) -> None:
+        if self.nodes is not None:
+            self.nodes -= nodes
 
 
 def _first_radius(query: Query, goal: MinimizeDistance) -> float:
@@ -425,7 +481,7 @@ class _Progress:
 
     def result(self, engine: str, outcome: Outcome, time_s: float) -> Result:
         query = self.query
-        if self.final is not None:
+        if self.final is not None and outcome.status not in _STOPPED:
             self._offer(self.final)
             witness = self.final
             value = witness.value

@@ -79,7 +79,7 @@ from veritas_dsl.ir.query import (
     output_terms,
     walk,
 )
-from veritas_dsl.solvers.base import UnsupportedQuery
+from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, Infeasible, Program, ProgramBuilder
 
 
@@ -296,8 +296,9 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
 class _Builder:
     """Builds a :class:`Formulation`; one instance per query."""
 
-    def __init__(self, query: Query) -> None:
+    def __init__(self, query: Query, deadline: Deadline) -> None:
         self.query = query
+        self.deadline = deadline
         self.p = ProgramBuilder()
         self.pairs = used_pairs(query)
         goal = query.goal
@@ -548,6 +549,7 @@ class _Builder:
             trees = []
             var_of = self.var_of[self.query.instances.index(instance)]
             for tree in range(model.n_trees):
+                self.deadline.check()
                 nodes = slice(model.tree_offsets[tree], model.tree_offsets[tree + 1])
                 tested = sorted({int(f) for f in model.feature[nodes] if f >= 0})
                 key = (model_name, tree, tuple(int(var_of[f]) for f in tested))
@@ -929,10 +931,11 @@ def _distance_values(var: Var) -> list[float]:
     return [var.lo, var.hi, *var.cuts, *(var.below(t) for t in var.cuts)]
 
 
-def formulate(query: Query) -> Formulation:
+def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
     """The MILP of ``query``; raises :class:`Infeasible` when the bounds alone are empty or a
-    top-level constraint fails on constants."""
-    b = _Builder(query)
+    top-level constraint fails on constants, and :class:`OutOfTime` once ``deadline`` passes."""
+    deadline = deadline or Deadline()
+    b = _Builder(query, deadline)
     b.number_vars()
     b.fold_top_level()
     b.hull = hull_size(query, b.pairs, b.constraints)
@@ -953,9 +956,11 @@ def formulate(query: Query) -> Formulation:
     b.value_columns()
     b.make_leaves()
     for c in b.constraints:
+        deadline.check()
         b.constraint(c, ONE, True)
     b.step = None
     sense = b.goal()
+    deadline.check()
     return Formulation(
         program=b.p.freeze(),
         constraints=b.constraints,

@@ -82,7 +82,11 @@ def solve(
     max_memory_bytes: int | None = None,
     live: Callable[[float, float], None] | None = None,
 ) -> Outcome:
-    """Solve ``program`` with Gurobi within the limits (``live`` as in :func:`.highs.solve`)."""
+    """Solve ``program`` with Gurobi within the limits (``live`` as in :func:`.highs.solve`).
+
+    Gurobi stops itself at Ctrl-C (status ``INTERRUPTED``); a ``KeyboardInterrupt`` from ``live``
+    terminates it the same way. Building the model watches the time limit too.
+    """
     import gurobipy
     from gurobipy import GRB
 
@@ -97,8 +101,6 @@ def solve(
             "OptimalityTol": 1e-9,
             "Threads": 1,
         }
-        if timeout_s is not None:
-            params["TimeLimit"] = max(float(timeout_s), 1e-3)
         if max_nodes is not None:
             params["NodeLimit"] = float(max_nodes)
         if max_memory_bytes is not None:
@@ -115,7 +117,9 @@ def solve(
         )
         model.ObjCon = program.offset
         columns = x.tolist()
-        for index, values, lower, upper in program.rows():
+        for row, (index, values, lower, upper) in enumerate(program.rows()):
+            if row % 1000 == 0 and timeout_s is not None and time.monotonic() > start + timeout_s:
+                return Outcome(Status.TIME_LIMIT)
             expr = gurobipy.LinExpr(values.tolist(), [columns[j] for j in index])
             if lower == upper:
                 model.addLConstr(expr, GRB.EQUAL, lower)
@@ -148,8 +152,13 @@ def solve(
                 if live is not None:
                     best = float(m.cbGet(GRB.Callback.MIP_OBJBST))
                     best = best if abs(best) < GRB.INFINITY else math.inf
-                    live(best, bound if abs(bound) < GRB.INFINITY else -math.inf)
+                    try:
+                        live(best, bound if abs(bound) < GRB.INFINITY else -math.inf)
+                    except KeyboardInterrupt:
+                        m.terminate()  # Gurobi then reports INTERRUPTED
 
+        if timeout_s is not None:  # what building the model left
+            model.setParam("TimeLimit", max(start + timeout_s - time.monotonic(), 1e-3))
         try:
             model.optimize(callback)
         except gurobipy.GurobiError as error:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import model_outputs, model_votes, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
@@ -30,7 +32,6 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
     infeasible_optimum,
-    trivial_bounds,
 )
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
@@ -63,21 +64,29 @@ class OracleEngine:
         return Availability.AVAILABLE
 
     def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
-        """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large."""
+        """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large.
+
+        Stopped by the time limit or Ctrl-C, it reports what the combinations tried so far
+        prove: none better than the next one has an input (for a distance, than its box's).
+        """
         limits = limits or Limits()
         start = time.monotonic()
         deadline = None if limits.timeout_s is None else start + limits.timeout_s
+        known = _Known(*trivial_bounds(query))
         try:
-            result = self._solve(query, deadline)
+            result = self._solve(query, deadline, known)
         except TimeoutError:
-            result = _unknown(query, Termination.TIME_LIMIT)
+            result = _unknown(query, Termination.TIME_LIMIT, known)
+        except KeyboardInterrupt:
+            result = _unknown(query, Termination.INTERRUPTED, known)
         except (GridError, ProgramError) as error:
-            result = _unknown(query, Termination.ERROR)
+            result = _unknown(query, Termination.ERROR, known)
             result.message = str(error)
         result.time_s = time.monotonic() - start
         return result
 
-    def _solve(self, query: Query, deadline: float | None) -> Result:
+    def _solve(self, query: Query, deadline: float | None, known: _Known) -> Result:
+        """The answer; ``known`` follows the bounds as they tighten, for a stop."""
         goal = query.goal
         space = build_space(query)
         box = initial_box(query, space)
@@ -107,6 +116,7 @@ class OracleEngine:
                 raise TimeoutError
             if distance_goal is not None and best is not None and key >= best[0]:
                 break  # no box left can be closer than the best point found
+            known.tighten(query, key)
             point = find_point(
                 query,
                 space,
@@ -130,6 +140,7 @@ class OracleEngine:
             lowest = min(lowest, point.lower)
             if best is None or value < best[1].value:
                 best = (value, witness)
+                known.upper, known.witness = value, witness
 
         if best is None:
             return _infeasible(query)
@@ -227,5 +238,24 @@ def _infeasible(query: Query) -> Result:
     return Result(query.name, OracleEngine.name, Termination.INFEASIBLE, bound, bound)
 
 
-def _unknown(query: Query, termination: Termination) -> Result:
-    return Result(query.name, OracleEngine.name, termination, *trivial_bounds(query.goal))
+@dataclass
+class _Known:
+    """The bounds (and, for a distance, the closest point) the combinations tried so far give."""
+
+    lower: float | None
+    upper: float | None
+    witness: Witness | None = None
+
+    def tighten(self, query: Query, key: float) -> None:
+        """Every combination before the one of sort key ``key`` is done: no better one has an
+        input (no box has a point closer than the best found or this box's distance)."""
+        goal = query.goal
+        if isinstance(goal, Maximize):
+            self.upper = min(self.upper, -key)
+        elif isinstance(goal, Minimize | MinimizeDistance):
+            self.lower = max(self.lower, key)
+
+
+def _unknown(query: Query, termination: Termination, known: _Known) -> Result:
+    witnesses = [known.witness] if known.witness is not None else []
+    return Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)

@@ -123,10 +123,13 @@ def combinations(
             ]
             levels.append(((model_name, instance), t == 0, model.base_score, leaves))
 
-    produced = 0
+    produced = visited = 0
 
     def descend(level: int, lo: np.ndarray, hi: np.ndarray, margins: dict, votes: dict):
-        nonlocal produced
+        nonlocal produced, visited
+        visited += 1  # the clock is read per visit: most branches can die before a leaf
+        if deadline is not None and visited % 256 == 0 and time.monotonic() > deadline:
+            raise TimeoutError
         if level == len(levels):
             produced += 1
             if produced > max_combinations:
@@ -134,8 +137,6 @@ def combinations(
                     f"query {query.name} has more than {max_combinations} reachable leaf "
                     "combinations; the brute-force oracle answers tiny ensembles only"
                 )
-            if deadline is not None and produced % 256 == 0 and time.monotonic() > deadline:
-                raise TimeoutError
             yield Combination(dict(margins), dict(votes), lo, hi)
             return
         pair, first, base, leaves = levels[level]

@@ -50,7 +50,7 @@ from veritas_dsl.ir.query import (
     output_terms,
     walk,
 )
-from veritas_dsl.solvers.base import UnsupportedQuery
+from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.sat.grid import Domain, Grid, GridBuilder
 
 
@@ -64,6 +64,8 @@ class GuardedOutput:
 
 class Encoding:
     """The clauses of a query, the literals they use, and the way back to float32 inputs.
+
+    Building it raises :class:`~veritas_dsl.solvers.base.OutOfTime` once ``deadline`` passes.
 
     Attributes
     ----------
@@ -89,8 +91,11 @@ class Encoding:
         count's reference, else 0).
     """
 
-    def __init__(self, query: Query, extra: tuple[Constraint, ...] = ()) -> None:
+    def __init__(
+        self, query: Query, extra: tuple[Constraint, ...] = (), deadline: Deadline | None = None
+    ) -> None:
         self.query = query
+        self.deadline = deadline or Deadline()
         self.constraints = query.constraints + extra
         self.top = 0
         self.clauses: list[list[int]] = []
@@ -110,6 +115,7 @@ class Encoding:
         ):
             self.encode_trees(model_name, instance)
         for constraint in self.constraints:
+            self.deadline.check()
             self.encode(constraint, 0)
         goal = query.goal
         if isinstance(goal, MinimizeDistance) and not isinstance(goal.center, Row):
@@ -179,6 +185,7 @@ class Encoding:
         i = self.query.instances.index(instance)
         literal = np.zeros(model.n_nodes, dtype=np.int64)
         for root in model.roots:
+            self.deadline.check()
             in_tree = []
             stack: list[tuple[int, tuple[int, ...]]] = [(int(root), ())]
             while stack:

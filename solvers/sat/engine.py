@@ -22,9 +22,13 @@ Distances
     an integral cell) or to another instance's cell is exact, so the optimum is one of finitely
     many such distances; a binary search over them, each step an L-inf ball of that radius under
     a selector, finds it exactly.
-Time limit
-    The propagator falsifies an assumed ``alive`` literal once the deadline passes; the bounds
-    known then are reported with status ``time_limit``.
+Time limit and Ctrl-C
+    Building the encoding watches the deadline. The propagator falsifies an assumed ``alive``
+    literal once the deadline passes; the bounds known then are reported with status
+    ``time_limit``. CaDiCaL runs in a worker thread, so that Ctrl-C reaches Python in the main
+    one (in the main thread PySAT's own handler jumps out of CaDiCaL, which then aborts the
+    process when it is closed); the main thread stops it through ``alive`` too, and the bounds
+    known are reported with status ``interrupted``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
@@ -53,7 +58,17 @@ from veritas_dsl.ir.query import (
     infeasible_optimum,
 )
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
+from veritas_dsl.solvers.base import (
+    Availability,
+    Capabilities,
+    Deadline,
+    Limits,
+    OutOfTime,
+    UnsupportedQuery,
+    unfinished,
+    within_trivial,
+)
+from veritas_dsl.solvers.interrupt import run_interruptible
 from veritas_dsl.solvers.sat.encode import Encoding
 from veritas_dsl.solvers.sat.linear import LinearForm, linear_form, scale_of
 from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator, ladder_clauses
@@ -74,6 +89,8 @@ _UNKNOWN = "unknown"
 
 #: The SAT solver: the one PySAT solver with the IPASIR-UP propagator interface.
 SOLVER = "cadical195"
+#: Clauses handed to the solver between two looks at the clock.
+CLAUSE_CHUNK = 20_000
 
 
 class SatEngine:
@@ -106,44 +123,60 @@ class SatEngine:
                 f"query {query.name}: engine sat does not support {', '.join(missing)}"
             )
         limits = limits or Limits()
-        search = _Search(query, limits, progress)
+        start = time.monotonic()
+        search = _Search(query, limits, progress, start)
         try:
+            search.build()
             result = search.run()
+        except OutOfTime:
+            result = search.stopped(Termination.TIME_LIMIT)
+        except KeyboardInterrupt:
+            result = search.stopped(Termination.INTERRUPTED)
         finally:
             search.close()
-        result.time_s = time.monotonic() - search.start
-        return result
+        result.time_s = time.monotonic() - start
+        return within_trivial(query, result)
 
 
 class _Search:
     """One solve: the encoding, the solver with its propagator, the bounds and the trace."""
 
-    def __init__(self, query: Query, limits: Limits, progress=None) -> None:
-        from pysat.solvers import Solver
-
-        self.start = time.monotonic()
+    def __init__(self, query: Query, limits: Limits, progress, start: float) -> None:
+        self.start = start
+        self.deadline = Deadline.after(limits.timeout_s, start)
         self.progress = progress
         self.query = query
+        self.encoding: Encoding | None = None
+        self.solver = None
+        self.propagator: SumPropagator | None = None
+        self.interrupted = False
+        self.witness: Witness | None = None  # the best so far, for a stop
+        self.forms: dict[OutputTerm, LinearForm] = {}
+        self.sums: dict[tuple[OutputTerm, bool], tuple[GroupSum, Fraction]] = {}
+        self.flushed = 0
+        self.trace: list[TracePoint] = []
+        self.stats = {"solver_calls": 0, "excluded_by_rounding": 0, "excluded_ties": 0}
+
+    def build(self) -> None:
+        """The encoding, the solver and its propagator; :class:`OutOfTime` at the deadline."""
+        from pysat.solvers import Solver
+
+        query = self.query
         goal = query.goal
         extra = (negate(goal.conclusion),) if isinstance(goal, Prove) else ()
         self.required = query.constraints + extra
         self.votes = "hard_vote" in constructs(query)
-        self.encoding = Encoding(query, extra)
+        self.encoding = Encoding(query, extra, self.deadline)
         self.encoding.check_pairs()
         if isinstance(goal, MinimizeDistance):
             self._check_distance_goal(goal)
-        self.solver = Solver(name=SOLVER, bootstrap_with=self.encoding.clauses)
+        self.solver = Solver(name=SOLVER)
+        self._flush()
         self.solver.configure({"chrono": 0})
         self.alive = self.encoding.new_var()
         self.propagator = SumPropagator(self.alive)
         self.propagator.attach(self.solver)
-        if limits.timeout_s is not None:
-            self.propagator.deadline = self.start + limits.timeout_s
-        self.forms: dict[OutputTerm, LinearForm] = {}
-        self.sums: dict[tuple[OutputTerm, bool], tuple[GroupSum, Fraction]] = {}
-        self.flushed = len(self.encoding.clauses)
-        self.trace: list[TracePoint] = []
-        self.stats = {"solver_calls": 0, "excluded_by_rounding": 0, "excluded_ties": 0}
+        self.propagator.deadline = self.deadline.at
         for guarded in self.encoding.outputs:
             self._output_constraint(guarded.constraint, guarded.guard or self.encoding.true)
         for s, _ in self.sums.values():
@@ -151,16 +184,37 @@ class _Search:
         self._flush()
 
     def close(self) -> None:
-        self.solver.disconnect_propagator()
-        self.solver.delete()
+        if self.propagator is not None:
+            self.solver.disconnect_propagator()
+        if self.solver is not None:
+            self.solver.delete()
+
+    def stopped(self, termination: Termination) -> Result:
+        """The Result of a stop outside a solver call: the last bounds of the trace (the trivial
+        ones before any) and the best witness."""
+        if not self.trace:
+            result = unfinished(self.query, SatEngine.name, termination, self.start)
+            result.witnesses = [self.witness] if self.witness is not None else []
+            return result
+        last = self.trace[-1]
+        return self._result(termination, last.lower, last.upper, self.witness)
+
+    @property
+    def stop(self) -> Termination:
+        """Why a solver call returned without an answer."""
+        return Termination.INTERRUPTED if self.interrupted else Termination.TIME_LIMIT
 
     # -- clauses, sums and calls -------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Move clauses the encoding produced since the last call into the solver."""
-        for clause in self.encoding.clauses[self.flushed :]:
-            self.solver.add_clause(clause)
-        self.flushed = len(self.encoding.clauses)
+        """Move clauses the encoding produced since the last call into the solver, watching the
+        deadline between chunks."""
+        clauses = self.encoding.clauses
+        while self.flushed < len(clauses):
+            self.deadline.check()
+            chunk = clauses[self.flushed : self.flushed + CLAUSE_CHUNK]
+            self.solver.append_formula(chunk)
+            self.flushed += len(chunk)
 
     def _form(self, term: OutputTerm) -> LinearForm:
         if term not in self.forms:
@@ -176,6 +230,7 @@ class _Search:
             scale = scale_of(form)
             groups = []
             for group in form.groups:
+                self.deadline.check()
                 weights = {lit: int(w * scale) for lit, w in group}
                 if not up:
                     top = max(weights.values())
@@ -228,19 +283,29 @@ class _Search:
         """Solve under ``assumptions``: the model's truth array, False, None at the deadline, or
         ``_UNKNOWN`` when ``budget`` (conflicts) runs out first."""
         self._flush()
-        if self.propagator.deadline is not None and time.monotonic() > self.propagator.deadline:
+        if self.deadline.passed():
             return None
         self.stats["solver_calls"] += 1
+        assumptions = [self.alive, *assumptions]
         if budget is None:
-            answer = self.solver.solve(assumptions=[self.alive, *assumptions])
+            answer = self._in_thread(lambda: self.solver.solve(assumptions=assumptions))
         else:
             self.solver.conf_budget(budget)
-            answer = self.solver.solve_limited(assumptions=[self.alive, *assumptions])
-            if answer is None:
+            answer = self._in_thread(lambda: self.solver.solve_limited(assumptions=assumptions))
+            if answer is None and not self.propagator.expired:
                 return _UNKNOWN
         if not answer:
             return None if self.propagator.expired else False
         return self.encoding.truth(self.solver.get_model())
+
+    def _in_thread(self, call):
+        """``call()`` in a worker thread; Ctrl-C meanwhile stops the solver through ``alive``."""
+
+        def interrupt() -> None:
+            self.interrupted = True
+            self.propagator.expired = True
+
+        return run_interruptible(call, interrupt)
 
     def _witness(self, assumptions: list[int], budget: int | None = None):
         """A model under ``assumptions`` turned into inputs that satisfy the query in float64.
@@ -284,7 +349,7 @@ class _Search:
 
     def _point(self, lower: float, upper: float) -> None:
         self.trace.append(TracePoint(time.monotonic() - self.start, lower, upper))
-        if self.progress is not None:
+        if self.progress is not None and not self.interrupted:
             self.progress(self.trace[-1])
 
     def _result(self, termination: Termination, lower=None, upper=None, witness=None) -> Result:
@@ -329,7 +394,7 @@ class _Search:
     def _find(self) -> Result:
         found = self._witness([])
         if found is None:
-            return self._result(Termination.TIME_LIMIT)
+            return self._result(self.stop)
         if found is False:
             return self._result(Termination.INFEASIBLE)
         return self._result(Termination.OPTIMAL, witness=Witness(found[0]))
@@ -350,16 +415,19 @@ class _Search:
 
         found = self._witness([])
         if found is None:
-            return report(Termination.TIME_LIMIT, -math.inf, math.inf)
+            return report(self.stop, -math.inf, math.inf)
         if found is False:
             bound = infeasible_optimum(Maximize(term))
             point(bound, bound)
             return report(Termination.INFEASIBLE, bound, bound)
+        best, best_value = found[0], term_value(term, found[1])
+        self.witness = Witness(best, sign * best_value)
+        lower, upper = trivial_bounds(self.query)  # until the sum of the term gives better
+        point(best_value, max(best_value, upper if sign > 0 else -lower))
         form = self._form(term)
         s, scale = self._sum(term, True)
         self.propagator.guides.clear()
         self.propagator.guide(s)
-        best, best_value = found[0], term_value(term, found[1])
         q_max = s.maximum
 
         def upper_of(q_max: int) -> float:
@@ -391,9 +459,7 @@ class _Search:
                 continue
             probing = True
             if found is None:
-                return report(
-                    Termination.TIME_LIMIT, best_value, max(best_value, upper_of(q_max)), best
-                )
+                return report(self.stop, best_value, max(best_value, upper_of(q_max)), best)
             if found is False:
                 q_max = mid - 1
             else:
@@ -401,6 +467,7 @@ class _Search:
                 value = term_value(term, found[1])
                 if value > best_value:
                     best, best_value = found[0], value
+                    self.witness = Witness(best, sign * best_value)
                 else:
                     # Within the float64 error of the sum, this combination scores no better
                     # than the best witness: it need not be seen again.
@@ -427,11 +494,12 @@ class _Search:
         candidates = self._gap_candidates(goal)
         found = self._witness([])
         if found is None:
-            return self._result(Termination.TIME_LIMIT, 0.0, math.inf)
+            return self._result(self.stop, 0.0, math.inf)
         if found is False:
             self._point(math.inf, math.inf)
             return self._result(Termination.INFEASIBLE, math.inf, math.inf)
         best, best_gap = found[0], self._gap_of(goal, found[0])
+        self.witness = Witness(best, float(best_gap))
         lo, hi = 0, candidates.index(best_gap)  # the optimum is candidates[lo..hi]
         self._point(_float_down(candidates[lo]), _float_up(best_gap))
         while lo < hi:
@@ -441,11 +509,12 @@ class _Search:
             found = self._witness([selector])
             self.encoding.clause([-selector])
             if found is None:
-                return self._distance_result(Termination.TIME_LIMIT, candidates[lo], best, best_gap)
+                return self._distance_result(self.stop, candidates[lo], best, best_gap)
             if found is False:
                 lo = mid + 1
             else:
                 best, best_gap = found[0], self._gap_of(goal, found[0])
+                self.witness = Witness(best, float(best_gap))
                 hi = candidates.index(best_gap)
             self._point(_float_down(candidates[lo]), _float_up(best_gap))
         return self._distance_result(Termination.OPTIMAL, best_gap, best, best_gap)

@@ -69,6 +69,7 @@ def linear_form(term: OutputTerm, query: Query, encoding) -> LinearForm:
     A tree read on two instances (``model(x2) - model(x1)``) becomes one group of pairs of
     leaves when few pairs are compatible (:meth:`Encoding.leaf_pairs`): the sum then knows that
     the two leaves move together, and a tree that cannot tell the instances apart weighs 0.
+    Raises :class:`~veritas_dsl.solvers.base.OutOfTime` once the encoding's deadline passes.
     """
     constant = Fraction(term.constant)
     groups: dict[tuple[str, str, int], dict[int, Fraction]] = {}  # by node
@@ -86,6 +87,7 @@ def linear_form(term: OutputTerm, query: Query, encoding) -> LinearForm:
     by_literal: list[dict[int, Fraction]] = []
     merged = set()
     for (model_name, instance, t), group in groups.items():
+        encoding.deadline.check()
         if (model_name, instance, t) in merged:
             continue
         others = [

@@ -8,7 +8,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -313,7 +312,7 @@ def test_closest_distance_is_not_one_float32_step_long(engine):
         (OutputConstraint(term(out()), ">", 0.0),),
         MinimizeDistance("l1", "x", Row((-1.5, -0.5, -1.5))),
     )
-    whole = engine._solve_program(query, Limits(), time.monotonic())  # no growing boxes
+    whole = engine._solve_program(query, Limits())  # no growing boxes
     assert whole.lower == whole.upper == 0.5
     assert engine.solve(query).lower == 0.5
 
@@ -669,7 +668,7 @@ def test_growing_boxes_find_the_closest_example_of_the_whole_space(engine, fores
         MinimizeDistance(norm, "x", row),
     )
     boxed = engine.solve(query)
-    whole = engine._solve_program(query, Limits(), time.monotonic())
+    whole = engine._solve_program(query, Limits())
     assert boxed.stats["radius_phases"] > 1
     assert boxed.lower == boxed.upper == whole.lower == whole.upper
     validate_witness(query, boxed.witnesses[0])

@@ -26,6 +26,7 @@ from veritas_dsl.ir import (
     Row,
     Tie,
 )
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import vote_counts
 from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.logic import negate
@@ -242,9 +243,11 @@ def test_time_limit_keeps_valid_bounds():
     query = query_of(model, Maximize(term(out())))
     stopped = SAT.solve(query, Limits(timeout_s=0.0))
     assert stopped.termination == Termination.TIME_LIMIT
-    assert (stopped.lower, stopped.upper) == (-math.inf, math.inf)
+    assert (stopped.lower, stopped.upper) == trivial_bounds(query)  # finite: the largest leaves
+    assert math.isfinite(stopped.upper)
     exact = SAT.solve(query)
     assert exact.termination == Termination.OPTIMAL
+    assert exact.upper <= stopped.upper
     short = SAT.solve(query, Limits(timeout_s=0.05))
     assert short.lower <= exact.lower <= short.upper
     for witness in short.witnesses:

@@ -513,10 +513,3 @@ def infeasible_optimum(goal: Goal) -> float | None:
     if isinstance(goal, Minimize | MinimizeDistance):
         return math.inf
     return None
-
-
-def trivial_bounds(goal: Goal) -> tuple[float | None, float | None]:
-    """Bounds known before any work: (-inf, inf), or (None, None) for find and prove."""
-    if isinstance(goal, Find | Prove):
-        return None, None
-    return -math.inf, math.inf
