@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from veritas_dsl.ir.query import trivial_bounds
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Availability
@@ -22,7 +22,7 @@ class Failing(OracleEngine):
     name = "failing"
 
     def solve(self, query, limits=None, *, progress=None):
-        lower, upper = trivial_bounds(query.goal)
+        lower, upper = trivial_bounds(query)
         if upper is not None:
             lower = upper = 1e-9
         return Result(query.name, self.name, Termination.ERROR, lower, upper, message=FAILURE)
