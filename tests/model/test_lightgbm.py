@@ -165,7 +165,7 @@ def test_random_forest_file_is_the_mean_of_its_trees(tmp_path):
         (r"threshold=\S+", "threshold=nan", "entry 0 of threshold, `nan`, is not a number"),
         ("decision_type=2", "decision_type=1", "split 0 is categorical"),
         ("max_feature_idx=3", "max_feature_idx=4", "4 feature_names for max_feature_idx 4"),
-        ("num_class=1", "num_klass=1", "lacks `num_class`"),
+        ("num_class=1", "num_klass=1", "not a LightGBM text model (it has no `num_class=` line)"),
         ("Tree=1", "Tree=7", "expected `Tree=1`, found `Tree=7`"),
     ],
 )

@@ -193,7 +193,9 @@ def test_missing_other_than_nan_is_refused():
 def test_bad_files_are_clear_errors(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(ModelError, match=r"broken\.json: `learner` is missing"):
+    with pytest.raises(
+        ModelError, match=r"broken\.json: not an XGBoost model \(`learner` is missing"
+    ):
         Ensemble.from_xgboost(path)
     with pytest.raises(ModelError, match="no such model file"):
         Ensemble.from_xgboost(tmp_path / "absent.json")

@@ -53,6 +53,11 @@ def parse(text: str, where: str) -> Model:
     """The model in ``text``; a :class:`ModelError` naming the field, tree and split otherwise."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     header, at = _block(lines, 0, stop=lambda line: line.startswith("Tree="))
+    missing = [
+        key for key in ("feature_names", "max_feature_idx", "num_class") if key not in header
+    ]
+    if missing:
+        raise ModelError(f"{where}: not a LightGBM text model (it has no `{missing[0]}=` line)")
     names = tuple(t for t in _require(header, "feature_names", where).split(" ") if t)
     last = _int(_require(header, "max_feature_idx", where), "max_feature_idx", where)
     if len(names) != last + 1:
@@ -134,7 +139,7 @@ def _block(lines: list[str], at: int, stop) -> tuple[dict[str, str], int]:
 
 def _require(fields: dict[str, str], key: str, where: str) -> str:
     if key not in fields:
-        raise ModelError(f"{where}: the model text lacks `{key}`")
+        raise ModelError(f"{where} has no `{key}=` line")
     return fields[key]
 
 

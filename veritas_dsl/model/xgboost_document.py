@@ -199,7 +199,9 @@ _LINKS = ("left_children", "right_children", "parents")
 
 def _field(container: object, key: str, kind: type, where: str):
     if not isinstance(container, dict) or not isinstance(container.get(key), kind):
-        raise ModelError(f"{where}: `{key}` is missing or not a {kind.__name__}")
+        raise ModelError(
+            f"{where}: not an XGBoost model (`{key}` is missing or not a {kind.__name__})"
+        )
     return container[key]
 
 
