@@ -27,11 +27,16 @@ def test_csv_values_and_columns(tmp_path):
         ("a,b\n-inf,1\n", 2, 1, "`-inf` is not a number"),  # inputs are never infinite
         ("a,b\n1,1e39\n", 2, 3, "`1e39` is not a number"),  # beyond float32: infinite
         ("", 1, 1, "empty"),
+        # Bytes that are not UTF-8, and a field too long for the csv module, were internal errors.
+        (b"a,b\n1,2\n3,\xff4\n", 3, 3, "byte 0xff is not UTF-8 text"),
+        ("a,b\n1,2\n\u00e9\u00e9,\xff4\n".encode("latin-1"), 3, 1, "byte 0xe9 is not UTF-8"),
+        (b"a,b\n" + "\u00e9,".encode() + b"\xa9\n", 2, 3, "byte 0xa9 is not UTF-8"),
+        ("a,b\n1,2\n3," + "1" * 200_000 + "\n", 3, 1, "not a readable CSV line"),
     ],
 )
 def test_csv_errors_are_located(tmp_path, text, line, column, message):
     path = tmp_path / "d.csv"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(DataError, match=message) as error:
         read_csv("d", path)
     assert (error.value.line, error.value.column) == (line, column)
@@ -79,14 +84,22 @@ def test_libsvm_agrees_with_scikit_learn(tmp_path, first_index):
         ("1 0:1\n", 1, 3, "feature index 0 is outside 1..10"),
         ("one 1:1\n", 1, 1, "the label `one` is not a number"),
         ("1 1:1\n0 3\n", 2, 3, "`3` is not index:value"),
+        (b"1 1:1\n0 2:\xff\n", 2, 5, "byte 0xff is not UTF-8 text"),
+        ("1 1:1\n0 \u00b2:1\n", 2, 3, "is not index:value"),  # int("\u00b2") failed
     ],
 )
 def test_libsvm_errors_are_located(tmp_path, text, line, column, message):
     path = tmp_path / "d.libsvm"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(DataError, match=message) as error:
         read_libsvm("d", path, 10, 1)
     assert (error.value.line, error.value.column) == (line, column)
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"\xef\xbb\xbfa,b\n1,2\n")
+    assert read_csv("d", path).columns == ("a", "b")
 
 
 def test_libsvm_skips_comments_qid_and_blank_lines(tmp_path):

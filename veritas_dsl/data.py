@@ -7,6 +7,7 @@ text). A malformed file is a :class:`DataError` naming the file, line and column
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +48,11 @@ class DataError(ValueError):
 def read_csv(name: str, path: Path) -> Dataset:
     """A CSV file whose first line names the columns; every value a number."""
     shown = str(path)
-    with path.open(newline="") as handle:
-        lines = list(csv.reader(handle))
+    reader = csv.reader(io.StringIO(_text(path), newline=""))
+    try:
+        lines = list(reader)
+    except csv.Error as error:
+        raise DataError(f"not a readable CSV line ({error})", shown, reader.line_num, 1) from None
     if not lines or not lines[0]:
         raise DataError(
             f"data `{name}` is empty", shown, 1, 1, help="the first line names the columns"
@@ -93,42 +97,43 @@ def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) ->
     rows: list[int] = []
     columns: list[int] = []
     texts: list[str] = []
-    with path.open() as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.split("#", 1)[0].rstrip("\n")
-            stripped = line.strip()
-            if not stripped:
+    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
+        line = raw.split("#", 1)[0].rstrip("\n")
+        stripped = line.strip()
+        if not stripped:
+            continue
+        fields = _fields(line)
+        label, label_column = fields[0]
+        if not _is_number(label):
+            raise DataError(
+                f"the label `{label}` is not a number", shown, number, label_column, len(label)
+            )
+        row = len(labels)
+        labels.append(label)
+        for text, column in fields[1:]:
+            index_text, sep, value = text.partition(":")
+            if index_text == "qid":
                 continue
-            fields = _fields(line)
-            label, label_column = fields[0]
-            if not _is_number(label):
+            if (
+                not sep
+                or not (index_text.isascii() and index_text.isdigit())
+                or not _is_number(value)
+            ):
+                raise DataError(f"`{text}` is not index:value", shown, number, column, len(text))
+            index = int(index_text) - first_index
+            if not 0 <= index < n_features:
+                last = first_index + n_features - 1
                 raise DataError(
-                    f"the label `{label}` is not a number", shown, number, label_column, len(label)
+                    f"feature index {index_text} is outside {first_index}..{last}",
+                    shown,
+                    number,
+                    column,
+                    len(index_text),
+                    help="check the declared feature count and first index",
                 )
-            row = len(labels)
-            labels.append(label)
-            for text, column in fields[1:]:
-                index_text, sep, value = text.partition(":")
-                if index_text == "qid":
-                    continue
-                if not sep or not index_text.isdigit() or not _is_number(value):
-                    raise DataError(
-                        f"`{text}` is not index:value", shown, number, column, len(text)
-                    )
-                index = int(index_text) - first_index
-                if not 0 <= index < n_features:
-                    last = first_index + n_features - 1
-                    raise DataError(
-                        f"feature index {index_text} is outside {first_index}..{last}",
-                        shown,
-                        number,
-                        column,
-                        len(index_text),
-                        help="check the declared feature count and first index",
-                    )
-                rows.append(row)
-                columns.append(index)
-                texts.append(value)
+            rows.append(row)
+            columns.append(index)
+            texts.append(value)
     size = len(labels) * (n_features + 1) * 4
     if size > MAX_DENSE_BYTES:
         raise DataError(
@@ -144,6 +149,23 @@ def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) ->
     values[:, n_features] = parse_float32(labels)
     names = (*(f"f{i}" for i in range(n_features)), "label")
     return Dataset(name, names, values, shown)
+
+
+def _text(path: Path) -> str:
+    """The file's text, read as UTF-8 (a leading byte-order mark is dropped)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        column = len(data[line_start : error.start].decode("utf-8", errors="replace")) + 1
+        raise DataError(
+            f"byte 0x{data[error.start]:02x} is not UTF-8 text",
+            str(path),
+            data.count(b"\n", 0, error.start) + 1,
+            column,
+            help="save the file as UTF-8",
+        ) from None
 
 
 def _fields(line: str) -> list[tuple[str, int]]:

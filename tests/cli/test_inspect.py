@@ -42,8 +42,8 @@ def test_inspect_json(capsys):
     [
         ("absent.json", None, "no such model file"),
         ("model.csv", "a,b\n", "cannot tell the model format"),
-        ("model.json", '{"learner": 1}', "XGBoost cannot load"),
-        ("model.txt", "not a lightgbm model", "LightGBM cannot load"),
+        ("model.json", '{"learner": 1}', "not an XGBoost model"),
+        ("model.txt", "not a lightgbm model", "not a LightGBM text model"),
     ],
 )
 def test_bad_models_exit_2_with_a_message_and_no_traceback(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -48,31 +50,75 @@ def test_wrong_width_is_refused(two_trees):
         two_trees.eval(np.zeros((3, 3)))
 
 
+#: Two trees: tree 0 splits node 0 (x0) into 1 and leaf 2, node 1 (x1) into leaves 3 and 4;
+#: tree 1 (nodes 5-7) splits node 5 (x0) into leaves 6 and 7.
+TWO_TREES = dict(
+    feature=[0, 1, -1, -1, -1, 0, -1, -1],
+    threshold=[0.5, 0.5, 0, 0, 0, 1.5, 0, 0],
+    left=[1, 3, -1, -1, -1, 6, -1, -1],
+    right=[2, 4, -1, -1, -1, 7, -1, -1],
+    value=[[0.0], [0.0], [1.0], [2.0], [3.0], [0.0], [4.0], [5.0]],
+    tree_offsets=[0, 5, 8],
+    base_score=[0.0],
+    feature_names=("a", "b"),
+)
+
+
+def changed(arrays, **entries):
+    """``arrays`` with single entries replaced: ``left=(1, 0)`` sets ``left[1] = 0``."""
+    out = {key: list(value) if isinstance(value, list) else value for key, value in arrays.items()}
+    for key, (index, item) in entries.items():
+        out[key][index] = item
+    return out
+
+
 @pytest.mark.parametrize(
-    "change, message",
+    "arrays, message",
     [
-        ({"left": [1, 2, -1]}, "a leaf has children"),
-        ({"left": [0, -1, -1]}, "forward"),
-        ({"tree_offsets": [0, 2]}, "tree_offsets"),
-        ({"feature": [5, -1, -1]}, "beyond feature_names"),
-        ({"threshold": [np.nan, 0, 0]}, "NaN"),
-        ({"value": [[0.0], [np.inf], [0.0]]}, "not finite"),
-        ({"base_score": [0.0, 0.0]}, "base_score"),
+        (changed(TWO_TREES, left=(2, 3)), "tree 0, node 2 is a leaf with children"),
+        (changed(TWO_TREES, left=(1, 0)), "tree 0, node 1: its left child 0 is not a later"),
+        (changed(TWO_TREES, left=(1, 1)), "tree 0, node 1: its left child 1 is not a later"),
+        (changed(TWO_TREES, right=(1, 6)), "tree 0, node 1: its right child 6 is not a later"),
+        (changed(TWO_TREES, right=(5, 8)), "tree 1, node 0: its right child 8 is not a later"),
+        (changed(TWO_TREES, left=(1, -1)), "tree 0, node 1: its left child -1"),
+        (changed(TWO_TREES, right=(1, 2)), "tree 0, node 2 has two parents"),
+        (changed(TWO_TREES, left=(0, 3)), "tree 0, node 1 is reached from no parent"),
+        (changed(TWO_TREES, feature=(5, 2)), "tree 1, node 0 splits on feature 2, but the model"),
+        (changed(TWO_TREES, feature=(2, -2)), "tree 0, node 2 splits on feature -2"),
+        (changed(TWO_TREES, threshold=(1, np.inf)), "tree 0, node 1 has threshold inf"),
+        (changed(TWO_TREES, threshold=(0, np.nan)), "tree 0, node 0 has threshold nan"),
+        (changed(TWO_TREES, value=(6, [np.inf])), "tree 1, node 1 has a leaf value that is not"),
+        (changed(TWO_TREES, value=(1, [1.0])), "tree 0, node 1 is a split with a leaf value"),
+        (
+            changed(changed(TWO_TREES, value=(2, [1e308])), value=(6, [1e308])),
+            "output overflows",
+        ),
+        (changed(TWO_TREES, tree_offsets=(1, 9)), "tree_offsets"),
+        ({**TWO_TREES, "tree_offsets": [0, 8, 8]}, "tree_offsets"),
+        ({**TWO_TREES, "base_score": [0.0, 0.0]}, "base_score"),
+        ({**TWO_TREES, "base_score": [np.nan]}, "base score"),
+        ({**TWO_TREES, "class_threshold": np.inf}, "class threshold"),
+        (changed(TWO_TREES, feature=(0, 0.5)), "feature holds a value that is not a whole"),
+        (changed(TWO_TREES, left=(0, 2**40)), "left holds a value beyond int32"),
+        ({**TWO_TREES, "feature_names": ("a", "a")}, "feature name `a` appears twice"),
+        ({**TWO_TREES, "feature_names": ("a", 1)}, "feature name 1 is not a string"),
+        (
+            dict(
+                TWO_TREES,
+                feature=[],
+                threshold=[],
+                left=[],
+                right=[],
+                value=np.zeros((0, 1)),
+                tree_offsets=[0],
+            ),
+            "no trees",
+        ),
     ],
 )
-def test_malformed_arrays_are_refused(change, message):
-    arrays = dict(
-        feature=[0, -1, -1],
-        threshold=[0.5, 0, 0],
-        left=[1, -1, -1],
-        right=[2, -1, -1],
-        value=[[0.0], [1.0], [2.0]],
-        tree_offsets=[0, 3],
-        base_score=[0.0],
-        feature_names=("a",),
-    )
-    arrays.update(change)
-    with pytest.raises(ModelError, match=message):
+def test_malformed_arrays_are_refused(arrays, message):
+    Ensemble(**TWO_TREES)  # the unchanged arrays are fine
+    with pytest.raises(ModelError, match=re.escape(message)):
         Ensemble(**arrays)
 
 

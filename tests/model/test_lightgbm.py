@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,57 @@ def test_inputs_near_zero_are_read_as_zero_like_lightgbm():
     points = probe_points(model, data, extra_thresholds=lgb_thresholds(booster))
     points["tiny"] = tiny
     assert_parity(model, lambda p: booster.predict(p, raw_score=True), points)
+
+
+@pytest.mark.parametrize("objective", ["binary", "multiclass", "regression"])
+def test_the_rewritten_text_predicts_like_the_original(tmp_path, objective):
+    # LightGBM reads only our rewrite of a model file, never the file itself.
+    booster = train(objective)
+    path = tmp_path / "model.txt"
+    booster.save_model(path)
+    model = load_model(path)
+    points = probe_points(model, X, extra_thresholds=lgb_thresholds(booster))
+    assert_parity(model, lambda p: booster.predict(p, raw_score=True), points)
+    for P in points.values():
+        assert np.array_equal(model.library.predict(P), booster.predict(P, raw_score=True))
+
+
+def test_random_forest_file_is_the_mean_of_its_trees(tmp_path):
+    booster = train("regression", boosting="rf", bagging_freq=1, bagging_fraction=0.6)
+    path = tmp_path / "model.txt"
+    booster.save_model(path)
+    model = load_model(path)
+    assert_parity(model, booster.predict, probe_points(model, X))
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("num_leaves=8", "num_leaves=x", "num_leaves `x` is not a whole number"),
+        ("num_leaves=8", "num_leaves=-3", "num_leaves -3 is outside"),
+        ("left_child=1 ", "left_child=9 ", "tree 0, split 0: left_child 9 is outside -8..6"),
+        ("left_child=1 ", "left_child=", "left_child has 6 entries, not 7"),
+        ("left_child=1 ", "left_child=0 ", "tree 0, node 0 has two parents"),
+        ("split_feature=", "split_feature=7 ", "split_feature has 8 entries"),
+        (r"threshold=\S+", "threshold=1e999", "entry 0 of threshold is not a finite number"),
+        (r"threshold=\S+", "threshold=nan", "entry 0 of threshold, `nan`, is not a number"),
+        ("decision_type=2", "decision_type=1", "split 0 is categorical"),
+        ("max_feature_idx=3", "max_feature_idx=4", "4 feature_names for max_feature_idx 4"),
+        ("num_class=1", "num_klass=1", "not a LightGBM text model (it has no `num_class=` line)"),
+        ("Tree=1", "Tree=7", "expected `Tree=1`, found `Tree=7`"),
+    ],
+)
+def test_corrupt_text_is_refused_before_lightgbm_reads_it(tmp_path, old, new, message):
+    text = train("regression").model_to_string()
+    assert re.search(old, text)
+    path = tmp_path / "model.txt"
+    path.write_text(re.sub(old, new, text, count=1))
+    with pytest.raises(ModelError, match=re.escape(message)):
+        load_model(path)
+
+
+def test_text_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "model.txt"
+    path.write_bytes(train("regression").model_to_string().encode() + b"\xff")
+    with pytest.raises(ModelError, match="is not UTF-8 text"):
+        load_model(path)

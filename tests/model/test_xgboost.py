@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -192,7 +193,119 @@ def test_missing_other_than_nan_is_refused():
 def test_bad_files_are_clear_errors(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps({"hello": 1}))
-    with pytest.raises(ModelError, match=r"broken\.json: XGBoost cannot load"):
+    with pytest.raises(
+        ModelError, match=r"broken\.json: not an XGBoost model \(`learner` is missing"
+    ):
         Ensemble.from_xgboost(path)
     with pytest.raises(ModelError, match="no such model file"):
         Ensemble.from_xgboost(tmp_path / "absent.json")
+
+
+def test_pruned_trees_drop_their_deleted_nodes(tmp_path):
+    # The exact method prunes with gamma and keeps the deleted nodes, unreachable, in the file.
+    params = {"tree_method": "exact", "gamma": 5.0, "max_depth": 6, "seed": 0}
+    booster = xgb.train(params, xgb.DMatrix(X, Y_REAL), 4)
+    trees = json.loads(booster.save_raw("json"))["learner"]["gradient_booster"]["model"]["trees"]
+    deleted = sum(int(tree["tree_param"]["num_deleted"]) for tree in trees)
+    stored = sum(int(tree["tree_param"]["num_nodes"]) for tree in trees)
+    assert deleted > 0
+    path = tmp_path / "pruned.ubj"
+    booster.save_model(path)
+    for model in (Ensemble.from_xgboost(booster), load_model(path)):
+        assert model.n_nodes == stored - deleted
+        assert_parity(model, margin(booster), probe_points(model, X))
+
+
+def test_nodes_in_any_order_are_renumbered(tmp_path):
+    # XGBoost numbers nodes as it likes; ours must have each child after its parent.
+    booster = train("reg:squarederror", rounds=3)
+    document = json.loads(booster.save_raw("json"))
+    tree = document["learner"]["gradient_booster"]["model"]["trees"][0]
+    n = len(tree["left_children"])
+    new_id = np.concatenate([[0], np.arange(n - 1, 0, -1)])  # the root stays first
+    old_id = np.argsort(new_id)
+    for key in ("left_children", "right_children", "parents"):
+        links = np.array(tree[key])
+        tree[key] = [int(new_id[i]) if 0 <= i < n else int(i) for i in links[old_id]]
+    for key, values in tree.items():
+        if (
+            isinstance(values, list)
+            and len(values) == n
+            and key
+            not in (
+                "left_children",
+                "right_children",
+                "parents",
+            )
+        ):
+            tree[key] = [values[i] for i in old_id]
+    path = tmp_path / "reordered.json"
+    path.write_text(json.dumps(document))
+    model = load_model(path)
+    reloaded = xgb.Booster(model_file=str(path))
+    assert np.array_equal(model.eval(X), Ensemble.from_xgboost(booster).eval(X))
+    assert_parity(model, margin(reloaded), probe_points(model, X))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda tree: tree["parents"].__setitem__(2, 10**6), "node 2: `parents` names 1000000"),
+        (lambda tree: tree["left_children"].__setitem__(0, 0), "tree 0, node 0 has two parents"),
+        (lambda tree: tree["left_children"].__setitem__(0, 10**6), "left child 1000000 is neither"),
+        (lambda tree: tree["right_children"].__setitem__(0, -1), "right child -1 is neither"),
+        (lambda tree: tree["split_indices"].__setitem__(0, 9), "node 0 splits on feature 9 of 5"),
+        (lambda tree: tree["split_type"].__setitem__(0, 1), "node 0 is a categorical split"),
+        (lambda tree: tree["split_conditions"].pop(), "has 24 entries, not 25"),
+        (lambda tree: tree["tree_param"].__setitem__("num_nodes", "x"), "`num_nodes` is 'x'"),
+        (lambda tree: tree.__setitem__("id", 3), "is not a tree with id 0"),
+        (lambda tree: tree["left_children"].__setitem__(1, 1.5), "not a list of whole numbers"),
+    ],
+)
+def test_corrupt_trees_are_refused_before_xgboost_reads_them(tmp_path, edit, message):
+    document = json.loads(train("reg:squarederror", rounds=2).save_raw("json"))
+    tree = document["learner"]["gradient_booster"]["model"]["trees"][0]
+    assert len(tree["left_children"]) == 25
+    edit(tree)
+    path = tmp_path / "corrupt.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ModelError, match=re.escape(message)):
+        load_model(path)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda learner: learner["learner_model_param"].update(num_feature="0"), "is 0, outside"),
+        (
+            lambda learner: learner["gradient_booster"]["model"]["tree_info"].__setitem__(0, 3),
+            "tree_info names an output beyond 1",
+        ),
+        (lambda learner: learner["gradient_booster"]["model"]["tree_info"].append(0), "tree_info"),
+        (
+            lambda learner: learner["learner_model_param"].update(base_score="[x]"),
+            "XGBoost cannot load this model",
+        ),
+        (lambda learner: learner.update(feature_names=["a"]), "1 feature_names for 5 features"),
+        (lambda learner: learner["gradient_booster"]["model"]["trees"].clear(), "no trees"),
+    ],
+)
+def test_corrupt_learners_are_refused(tmp_path, edit, message):
+    document = json.loads(train("reg:squarederror", rounds=2).save_raw("json"))
+    edit(document["learner"])
+    path = tmp_path / "corrupt.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ModelError, match=re.escape(message)):
+        load_model(path)
+
+
+def test_files_xgboost_cannot_read_are_refused_first(tmp_path):
+    # XGBoost quotes a bad file in its error message, and decoding that message failed.
+    path = tmp_path / "model.ubj"
+    path.write_bytes(b"\x80\x04\x95 a pickle")
+    with pytest.raises(ModelError, match="not an XGBoost model file"):
+        load_model(path, "xgboost")
+    path = tmp_path / "model.json"
+    path.write_bytes(b'{"lear\xffner": {}}')
+    with pytest.raises(ModelError, match="byte 6 is not UTF-8 text"):
+        load_model(path, "xgboost")

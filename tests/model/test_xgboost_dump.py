@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -52,12 +56,54 @@ def test_named_features_need_names(tmp_path):
     data = xgb.DMatrix(X[:, :2], Z[:, 0], feature_names=["age", "income"])
     booster = xgb.train({"max_depth": 2}, data, 3)
     dump = booster.get_dump(dump_format="json")
-    with pytest.raises(
-        ModelError, match=r"splits on feature `(age|income)`; give the feature names"
-    ):
+    first = json.loads(dump[0])["split"]  # the root of the first tree
+    with pytest.raises(ModelError, match=rf"splits on feature `{first}`; give the feature names"):
         Ensemble.from_xgboost_dump(dump)
     named = Ensemble.from_xgboost_dump(dump, feature_names=["age", "income"])
     assert named.feature_names == ("age", "income")
+
+
+def test_the_unknown_feature_named_is_the_same_on_every_run(tmp_path):
+    # The names were kept in a set: which one the message named changed with the hash seed.
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps([json.loads(named_tree(f"c{i}")) for i in range(12)]))
+    code = (
+        "from veritas_dsl.model import Ensemble, ModelError\n"
+        "try:\n"
+        f"    Ensemble.from_xgboost_dump({str(path)!r})\n"
+        "except ModelError as error:\n"
+        "    print(error)\n"
+    )
+    messages = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            check=True,
+        ).stdout
+        for seed in range(3)
+    }
+    assert len(messages) == 1 and "splits on feature `c0`" in messages.pop()
+
+
+def test_integer_split_ids_name_features(tmp_path):
+    # The treeVerification and RobustTrees dumps write `"split": 7` for feature f7.
+    booster = xgb.train({"max_depth": 3, "seed": 0}, xgb.DMatrix(X, Z[:, 0] - Z[:, 4]), 6)
+    texts = booster.get_dump(dump_format="json")
+    by_id = [re.sub(r'"split": "f(\d+)"', r'"split": \1', text) for text in texts]
+    assert '"split": 4' in "".join(by_id)
+    path = tmp_path / "dump.json"
+    path.write_text("[" + ",".join(by_id) + "]")
+    model = load_model(path, options={"features": 6})
+    reference = Ensemble.from_xgboost_dump(texts, n_features=6)
+    assert model.feature_names == tuple(f"f{i}" for i in range(6))
+    for P in probe_points(model, X).values():
+        assert np.array_equal(model.eval(P), reference.eval(P))
+
+
+def named_tree(name: str) -> str:
+    return tree("0.5").replace('"split": "f0"', f'"split": "{name}"')
 
 
 def tree(condition: str) -> str:
@@ -97,12 +143,41 @@ def test_thresholds_round_once_to_float32():
             "no split_condition",
         ),
         ("[]", "no trees"),
+        # `yes` leads back to the root: flattening looped forever, filling memory.
+        (
+            '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 0, "no": 1, "children": [{"nodeid": 1, "leaf": 1}]}]',
+            "node 0 is reached twice",
+        ),
+        (
+            '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "no": 1, "children": [{"nodeid": 1, "leaf": 1}]}]',
+            "node 1 is reached twice",
+        ),
+        # A missing or odd field was a KeyError or TypeError: an internal error.
+        (
+            '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "children": [{"nodeid": 1, "leaf": 1}]}]',
+            "`no` is None, not a node id",
+        ),
+        (
+            '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "no": 2, "children": {}}]',
+            "`children` is not a list",
+        ),
+        (
+            '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "no": 2, "children": [{"nodeid": 1, "leaf": 1}, {"nodeid": 1, "leaf": 0}]}]',
+            "two nodes have nodeid 1",
+        ),
+        ('[{"nodeid": 0, "leaf": [1]}]', "`leaf` is ['1'], not a number"),
+        ('[{"nodeid": 0, "leaf": "x"}]', "could not convert"),
+        ('[{"nodeid": 0, "leaf": 1e39}]', "has a leaf value that is not finite"),
+        ('[{"nodeid": 1.5, "leaf": 1}]', "not a node id"),
+        ("[1]", "JSON array of trees"),
+        (b'[{"nodeid": 0, "leaf": 1}]\xff', "byte 26 is not UTF-8 text"),
+        ("[" * 100_000, "not a JSON tree dump"),
     ],
 )
 def test_malformed_dumps(tmp_path, document, message):
     path = tmp_path / "dump.json"
-    path.write_text(document)
-    with pytest.raises(ModelError, match=message):
+    path.write_bytes(document if isinstance(document, bytes) else document.encode())
+    with pytest.raises(ModelError, match=re.escape(message)):
         Ensemble.from_xgboost_dump(path)
 
 

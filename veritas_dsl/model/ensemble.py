@@ -18,17 +18,31 @@ from typing import Literal
 
 import numpy as np
 
+from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.forest import check_forest, check_offsets, where
+
 Task = Literal["regression", "binary", "multiclass"]
 
 #: Tag written into the files of :meth:`Ensemble.save`; :meth:`Ensemble.load` refuses others.
 FILE_FORMAT = "veritas-dsl-ensemble"
 FILE_VERSION = 1
 
+#: More features than any model we know of; a larger count is a corrupt file, not a model.
+MAX_FEATURES = 1_000_000
+
 _EVAL_CHUNK_ROWS = 4096
-
-
-class ModelError(ValueError):
-    """A model cannot be imported or evaluated faithfully; the message says what and where."""
+_DOCUMENT_KEYS = (
+    "feature_names",
+    "task",
+    "class_threshold",
+    "base_score",
+    "tree_offsets",
+    "feature",
+    "threshold",
+    "left",
+    "right",
+    "value",
+)
 
 
 @dataclass(frozen=True)
@@ -115,44 +129,69 @@ class Ensemble:
             "base_score": np.float64,
         }
         for name, dtype in coerce.items():
-            array = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            array = _as_array(getattr(self, name), dtype, name)
             array.setflags(write=False)
             object.__setattr__(self, name, array)
         object.__setattr__(self, "feature_names", tuple(self.feature_names))
         self._check()
 
     def _check(self) -> None:
+        """Everything an engine relies on without checking it again: engines index these arrays
+        without bounds checks, so a corrupt model file must stop here (a byte-flipped file once
+        made the search read out of bounds)."""
         n = len(self.feature)
         if not (len(self.threshold) == len(self.left) == len(self.right) == n):
             raise ModelError("node arrays have different lengths")
-        if self.value.ndim != 2 or self.value.shape[0] != n:
+        if self.value.ndim != 2 or self.value.shape[0] != n or self.value.shape[1] < 1:
             raise ModelError("value must have shape (n_nodes, n_outputs)")
         if self.base_score.shape != (self.value.shape[1],):
             raise ModelError("base_score must have one entry per output")
-        offsets = self.tree_offsets
-        if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != n or np.any(np.diff(offsets) <= 0):
-            raise ModelError("tree_offsets must rise strictly from 0 to n_nodes")
-        leaf = self.feature < 0
-        if np.any(self.feature >= len(self.feature_names)):
-            raise ModelError("a split uses a feature index beyond feature_names")
-        if np.any((self.left[leaf] != -1) | (self.right[leaf] != -1)):
-            raise ModelError("a leaf has children")
-        tree_of = np.repeat(np.arange(self.n_trees), np.diff(offsets))
-        inner = ~leaf
-        for child in (self.left[inner], self.right[inner]):
-            parent_tree = tree_of[inner]
-            if np.any((child <= np.nonzero(inner)[0]) | (child >= n)):
-                raise ModelError("a child index does not point forward inside the node arrays")
-            if np.any(tree_of[child] != parent_tree):
-                raise ModelError("a child index points into another tree")
-        if np.any(np.isnan(self.threshold[inner])):
-            raise ModelError("a split threshold is NaN")
-        if not np.all(np.isfinite(self.value)) or not np.all(np.isfinite(self.base_score)):
-            raise ModelError("a leaf value or the base score is not finite")
-        if self.task == "binary" and self.n_outputs != 1:
-            raise ModelError("a binary model has exactly one output")
         if self.task not in ("regression", "binary", "multiclass"):
             raise ModelError(f"unknown task {self.task!r}")
+        if self.task == "binary" and self.n_outputs != 1:
+            raise ModelError("a binary model has exactly one output")
+        if not math.isfinite(self.class_threshold):
+            raise ModelError(f"the class threshold {self.class_threshold} is not finite")
+        self._check_names()
+        offsets = self.tree_offsets
+        check_offsets(offsets, n)
+        bad = np.nonzero((self.feature < -1) | (self.feature >= self.n_features))[0]
+        if len(bad):
+            raise ModelError(
+                f"{where(offsets, bad[0])} splits on feature {self.feature[bad[0]]}, but the model "
+                f"has {self.n_features} features (feature_names)"
+            )
+        leaf = self.feature < 0
+        check_forest(leaf, self.left, self.right, offsets)
+        bad = np.nonzero(~leaf & ~np.isfinite(self.threshold))[0]
+        if len(bad):
+            raise ModelError(f"{where(offsets, bad[0])} has threshold {self.threshold[bad[0]]}")
+        bad = np.nonzero(~np.all(np.isfinite(self.value), axis=1))[0]
+        if len(bad):
+            raise ModelError(f"{where(offsets, bad[0])} has a leaf value that is not finite")
+        bad = np.nonzero(~leaf & np.any(self.value != 0, axis=1))[0]
+        if len(bad):
+            raise ModelError(f"{where(offsets, bad[0])} is a split with a leaf value")
+        if not np.all(np.isfinite(self.base_score)):
+            raise ModelError(f"the base score {self.base_score.tolist()} is not finite")
+        # Engines add up leaf values in float64: no sum of them may overflow.
+        largest = np.maximum.reduceat(np.abs(self.value).max(axis=1), offsets[:-1])
+        with np.errstate(over="ignore"):
+            reach = np.abs(self.base_score).max() + largest.sum()
+        if not np.isfinite(reach):
+            raise ModelError("the leaf values are so large that the model's output overflows")
+
+    def _check_names(self) -> None:
+        if self.n_features > MAX_FEATURES:
+            raise ModelError(f"{self.n_features} features is more than {MAX_FEATURES:,}")
+        odd = [name for name in self.feature_names if not isinstance(name, str)]
+        if odd:
+            raise ModelError(f"feature name {odd[0]!r} is not a string")
+        seen: set[str] = set()
+        for name in self.feature_names:
+            if name in seen:
+                raise ModelError(f"feature name `{name}` appears twice")
+            seen.add(name)
 
     # -- shape -------------------------------------------------------------------------------
 
@@ -288,8 +327,8 @@ class Ensemble:
         """Read a file written by :meth:`save`."""
         path = Path(path)
         try:
-            document = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            document = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             raise ModelError(f"{path}: cannot read an ensemble file ({error})") from None
         return cls.from_document(document, where=str(path))
 
@@ -300,6 +339,12 @@ class Ensemble:
             raise ModelError(f"{where}: not a {FILE_FORMAT} file")
         if document.get("version") != FILE_VERSION:
             raise ModelError(f"{where}: unsupported version {document.get('version')!r}")
+        missing = [key for key in _DOCUMENT_KEYS if key not in document]
+        if missing:
+            raise ModelError(f"{where}: the ensemble file lacks `{missing[0]}`")
+        names = document["feature_names"]
+        if not isinstance(names, list):
+            raise ModelError(f"{where}: feature_names is not a list")
         try:
             value = np.asarray(document["value"], dtype=np.float64)
             return cls(
@@ -307,18 +352,18 @@ class Ensemble:
                 threshold=np.asarray(document["threshold"], dtype=np.float64),
                 left=document["left"],
                 right=document["right"],
-                value=value.reshape(len(value), -1),
+                value=value.reshape(value.shape[0] if value.ndim else 0, -1),
                 tree_offsets=document["tree_offsets"],
-                base_score=document["base_score"],
-                feature_names=tuple(document["feature_names"]),
-                task=document["task"],
+                base_score=np.asarray(document["base_score"], dtype=np.float64),
+                feature_names=tuple(names),
+                task=str(document["task"]),
                 class_threshold=float(document["class_threshold"]),
-                source=document.get("source", where),
+                source=str(document.get("source", where)),
             )
-        except (KeyError, TypeError, ValueError) as error:
-            if isinstance(error, ModelError):
-                raise ModelError(f"{where}: {error}") from None
-            raise ModelError(f"{where}: malformed ensemble file ({error!r})") from None
+        except ModelError as error:
+            raise ModelError(f"{where}: {error}") from None
+        except (TypeError, ValueError, OverflowError) as error:
+            raise ModelError(f"{where}: malformed ensemble file ({error})") from None
 
     # -- importers ---------------------------------------------------------------------------
 
@@ -351,6 +396,30 @@ class Ensemble:
         from veritas_dsl.model.lightgbm import from_lightgbm
 
         return from_lightgbm(model)
+
+
+def _as_array(values: object, dtype: type, name: str) -> np.ndarray:
+    """``values`` as a contiguous array of ``dtype``; integers must be whole and in range.
+
+    numpy would truncate 1.5 to 1 and wrap 2**40 around; a corrupt model file can hold either.
+    """
+    try:
+        array = np.asarray(values)
+        if np.issubdtype(dtype, np.integer) and array.size:
+            if array.dtype.kind not in "iuf" or (
+                array.dtype.kind == "f"
+                and not np.all(np.isfinite(array) & (array == np.round(array)))
+            ):
+                raise ModelError(f"{name} holds a value that is not a whole number")
+            info = np.iinfo(dtype)
+            if array.min() < info.min or array.max() > info.max:
+                raise ModelError(f"{name} holds a value beyond {np.dtype(dtype).name}")
+        with np.errstate(over="ignore"):  # a float32 beyond range is inf, refused by _check
+            return np.ascontiguousarray(array, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        if isinstance(error, ModelError):
+            raise
+        raise ModelError(f"{name} is not an array of numbers ({error})") from None
 
 
 def as_inputs(X: np.ndarray, n_features: int) -> np.ndarray:

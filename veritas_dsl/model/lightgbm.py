@@ -10,11 +10,14 @@ other way than its value would.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.model import lightgbm_text
 from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, Task, le_threshold_as_lt
+from veritas_dsl.model.forest import parent_first_order, reorder
 
 # LightGBM's kZeroThreshold (1e-35 as a float32). Its predictor reads every input with
 # |x| <= kZeroThreshold as exactly 0, and "Zero" missing_type splits send that region by default.
@@ -37,15 +40,20 @@ def from_lightgbm(model: object) -> Ensemble:
             "LightGBM is not installed (pip install 'veritas-dsl[lightgbm]')"
         ) from None
 
+    booster = None
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
+        where = str(path)
         if not path.is_file():
             raise ModelError(f"{path}: no such model file")
         try:
-            booster = lightgbm.Booster(model_file=str(path))
-        except lightgbm.basic.LightGBMError as error:
-            raise ModelError(f"{path}: LightGBM cannot load this model ({error})") from None
-        where = str(path)
+            text = path.read_bytes().decode("utf-8")
+        except OSError as error:
+            raise ModelError(f"{path}: cannot read the model file ({error.strerror})") from None
+        except UnicodeDecodeError as error:
+            raise ModelError(
+                f"{path}: not a LightGBM text model (byte {error.start} is not UTF-8 text)"
+            ) from None
     elif isinstance(model, lightgbm.LGBMModel):
         booster = model.booster_
         where = type(model).__name__
@@ -54,62 +62,105 @@ def from_lightgbm(model: object) -> Ensemble:
         where = "Booster"
     else:
         raise ModelError(f"expected a LightGBM Booster, LGBMModel or model path, got {type(model)}")
-    return _from_dump(booster.dump_model(), booster, where)
-
-
-def _from_dump(dump: dict, booster: object, where: str) -> Ensemble:
-    objective = str(dump.get("objective", "regression")).split()[0]
-    per_iteration = int(dump.get("num_tree_per_iteration", 1))
-    feature_names = tuple(str(n) for n in dump["feature_names"])
-    infos = dump["tree_info"]
-    if not infos:
-        raise ModelError(f"{where}: the model has no trees")
-
-    n_outputs = per_iteration
-    scale = 1.0
-    if dump.get("average_output"):
-        # Random-forest mode predicts the mean over iterations. LightGBM's raw_score is the plain
-        # sum even then, so the library margin we compare against is scaled the same way.
-        scale = per_iteration / len(infos)
-
-    columns: dict[str, list] = {"feature": [], "threshold": [], "left": [], "right": [], "leaf": []}
-    sizes = []
-    for t, info in enumerate(infos):
-        before = len(columns["feature"])
-        _flatten(info["tree_structure"], columns, t, where)
-        sizes.append(len(columns["feature"]) - before)
-
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    leaf_value = np.asarray(columns["leaf"], dtype=np.float64)
-    leaf = np.isfinite(leaf_value)
-    value = np.zeros((len(leaf_value), n_outputs))
-    output = np.repeat(np.arange(len(infos)) % per_iteration, sizes)
-    value[leaf, output[leaf]] = leaf_value[leaf] * scale
-    threshold = _zeroed_input_thresholds(np.asarray(columns["threshold"], dtype=np.float64))
-
-    task: Task = "regression"
-    if objective == "binary":
-        task = "binary"
-    elif objective in ("multiclass", "multiclassova"):
-        task = "multiclass"
+    if booster is not None:
+        text = booster.model_to_string()
+    parsed = lightgbm_text.parse(text, where)
+    ensemble = _ensemble(parsed, where)
+    if booster is None:
+        # LightGBM reads only the checked model, rewritten: it crashes on corrupt text.
+        try:
+            booster = lightgbm.Booster(model_str=lightgbm_text.canonical_text(parsed))
+        except Exception as error:  # LightGBMError, and worse, on odd input
+            raise ModelError(f"{where}: LightGBM cannot load this model ({error})") from None
+    scale = _scale(parsed)
 
     def raw_margin(X: np.ndarray) -> np.ndarray:
         return booster.predict(X, raw_score=True) * scale
 
-    return Ensemble(
-        feature=columns["feature"],
-        threshold=np.where(leaf, np.float32(0), le_threshold_as_lt(np.where(leaf, 0, threshold))),
-        left=columns["left"],
-        right=columns["right"],
-        value=value,
-        tree_offsets=offsets,
-        base_score=np.zeros(n_outputs),
-        feature_names=feature_names,
-        task=task,
-        class_threshold=0.0,
-        source=f"lightgbm {objective} ({where})",
-        library=LibraryModel("lightgbm", raw_margin, np.arange(len(feature_names))),
+    names = ensemble.feature_names
+    library = LibraryModel("lightgbm", raw_margin, np.arange(len(names)))
+    return replace(ensemble, library=library)
+
+
+def _scale(model: lightgbm_text.Model) -> float:
+    # Random-forest mode predicts the mean over iterations. LightGBM's raw_score is the plain
+    # sum even then, so the library margin we compare against is scaled the same way.
+    return model.per_iteration / len(model.trees) if model.average_output else 1.0
+
+
+def _ensemble(model: lightgbm_text.Model, where: str) -> Ensemble:
+    """The trees laid out as ours: each tree's splits in LightGBM's order, then its leaves."""
+    features, thresholds, lefts, rights, leaf_values, sizes = [], [], [], [], [], []
+    offset = 0
+    for t, tree in enumerate(model.trees):
+        _check_zero_as_missing(tree, f"{where}: tree {t}")
+        n_splits, n_leaves = len(tree.threshold), len(tree.leaf_value)
+        no_children = np.full(n_leaves, -1)
+        for children, out in ((tree.left_child, lefts), (tree.right_child, rights)):
+            out += [offset + np.where(children >= 0, children, n_splits + ~children), no_children]
+        features += [tree.split_feature, no_children]
+        thresholds += [tree.threshold, np.zeros(n_leaves)]
+        leaf_values += [np.full(n_splits, np.nan), tree.leaf_value]
+        sizes.append(n_splits + n_leaves)
+        offset += n_splits + n_leaves
+    left, right = np.concatenate(lefts), np.concatenate(rights)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    try:
+        order = parent_first_order(left, right, offsets)
+    except ModelError as error:
+        raise ModelError(f"{where}: {error}") from None
+    left, right, offsets = reorder(order, left, right, offsets)
+    feature = np.concatenate(features)[order]
+    leaf_value = np.concatenate(leaf_values)[order]
+    threshold = _zeroed_input_thresholds(np.concatenate(thresholds)[order])
+
+    leaf = np.isfinite(leaf_value)
+    value = np.zeros((len(leaf_value), model.per_iteration))
+    output = np.repeat(np.arange(len(model.trees)) % model.per_iteration, np.diff(offsets))
+    value[leaf, output[leaf]] = leaf_value[leaf] * _scale(model)
+
+    task: Task = "regression"
+    if model.objective == "binary":
+        task = "binary"
+    elif model.objective in ("multiclass", "multiclassova"):
+        task = "multiclass"
+    try:
+        return Ensemble(
+            feature=feature,
+            threshold=np.where(
+                leaf, np.float32(0), le_threshold_as_lt(np.where(leaf, 0, threshold))
+            ),
+            left=left,
+            right=right,
+            value=value,
+            tree_offsets=offsets,
+            base_score=np.zeros(model.per_iteration),
+            feature_names=model.feature_names,
+            task=task,
+            class_threshold=0.0,
+            source=f"lightgbm {model.objective} ({where})",
+        )
+    except ModelError as error:
+        raise ModelError(f"{where}: {error}") from None
+
+
+def _check_zero_as_missing(tree: lightgbm_text.Tree, where: str) -> None:
+    """Refuse a split that reads zero as missing and sends it the other way than its value.
+
+    LightGBM reads ``|x| <= kZeroThreshold`` as 0; a "Zero" missing-type split sends that region
+    the default way, which our ``x < t`` rule reproduces only when it is the way 0 goes anyway.
+    """
+    missing_zero = (tree.decision_type >> 2) & 3 == lightgbm_text.MISSING_ZERO
+    zero_goes_left = (tree.decision_type & 2) != 0
+    t = tree.threshold
+    moves = missing_zero & (
+        (zero_goes_left != (t >= _ZERO_THRESHOLD)) | (np.abs(t) < _ZERO_THRESHOLD)
     )
+    if np.any(moves):
+        raise ModelError(
+            f"{where}, split {int(np.nonzero(moves)[0][0])} sends zero (as missing) the other way "
+            "than its value would go; zero_as_missing splits like this are not supported"
+        )
 
 
 def _zeroed_input_thresholds(threshold: np.ndarray) -> np.ndarray:
@@ -125,43 +176,3 @@ def _zeroed_input_thresholds(threshold: np.ndarray) -> np.ndarray:
     t[(t >= 0) & (t < zero)] = zero
     t[(t >= -zero) & (t < 0)] = float(np.nextafter(np.float32(-zero), np.float32(-np.inf)))
     return t
-
-
-def _flatten(root: dict, columns: dict[str, list], t: int, where: str) -> None:
-    """Append one tree in preorder, so that children come after their parent."""
-    stack: list[tuple[dict, int, str]] = [(root, -1, "")]
-    while stack:
-        node, parent, side = stack.pop()
-        index = len(columns["feature"])
-        if parent >= 0:
-            columns[side][parent] = index
-        if "leaf_value" in node:
-            if node.get("leaf_coeff"):
-                leaf = node.get("leaf_index", index)
-                raise ModelError(
-                    f"{where}: tree {t}, leaf {leaf} is linear (linear_tree); not supported"
-                )
-            for key, item in (("feature", -1), ("threshold", np.nan), ("left", -1), ("right", -1)):
-                columns[key].append(item)
-            # A linear tree's leaf without coefficients predicts its constant term.
-            columns["leaf"].append(float(node.get("leaf_const", node["leaf_value"])))
-            continue
-        split = node.get("split_index", index)
-        if node.get("decision_type") != "<=":
-            raise ModelError(f"{where}: tree {t}, split {split} is categorical; not supported")
-        threshold = float(node["threshold"])
-        if node.get("missing_type") == "Zero":
-            zero_goes_left = bool(node.get("default_left"))
-            if zero_goes_left != (threshold >= _ZERO_THRESHOLD) or abs(threshold) < _ZERO_THRESHOLD:
-                raise ModelError(
-                    f"{where}: tree {t}, split {split} sends zero (as missing) the other way than "
-                    "its value would go; zero_as_missing splits like this are not supported"
-                )
-        columns["feature"].append(int(node["split_feature"]))
-        columns["threshold"].append(threshold)
-        columns["left"].append(-1)
-        columns["right"].append(-1)
-        columns["leaf"].append(np.nan)
-        # Right is pushed first so that the left subtree is laid out first.
-        stack.append((node["right_child"], index, "right"))
-        stack.append((node["left_child"], index, "left"))

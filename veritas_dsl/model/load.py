@@ -60,7 +60,15 @@ def load_model(
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
-    format = format or detect_format(path)
+    try:
+        return _load(path, format or detect_format(path), trust_pickle, options)
+    except OSError as error:
+        raise ModelError(
+            f"{path}: cannot read the model file ({error.strerror or error})"
+        ) from None
+
+
+def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]) -> Ensemble:
     if format == "xgboost":
         return Ensemble.from_xgboost(path)
     if format == "xgboost_dump":
@@ -75,7 +83,13 @@ def load_model(
     if format == "ensemble":
         return Ensemble.load(path)
     if format == "sklearn":
-        return Ensemble.from_sklearn(_load_sklearn(path, trust_pickle))
+        estimator = _load_sklearn(path, trust_pickle)
+        try:
+            return Ensemble.from_sklearn(estimator)
+        except ModelError as error:
+            raise ModelError(f"{path}: {error}") from None
+        except Exception as error:  # a corrupt file can rebuild an estimator with broken state
+            raise ModelError(f"{path}: the estimator in this file is broken ({error!r})") from None
     raise ModelError(f"unknown model format {format!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -86,14 +100,19 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
                 f"{path}: loading a pickle runs code from the file; save the model with skops "
                 "instead, or pass trust_pickle=True if you trust this file"
             )
-        if path.suffix.lower() == ".joblib":
-            import joblib
+        try:
+            if path.suffix.lower() == ".joblib":
+                import joblib
 
-            return joblib.load(path)
-        import pickle
+                return joblib.load(path)
+            import pickle
 
-        with path.open("rb") as handle:
-            return pickle.load(handle)
+            with path.open("rb") as handle:
+                return pickle.load(handle)
+        except OSError:
+            raise
+        except Exception as error:  # unpickling a corrupt file raises almost anything
+            raise ModelError(f"{path}: cannot unpickle this file ({error!r})") from None
     try:
         import skops.io
     except ImportError:
@@ -106,4 +125,7 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
     foreign = [name for name in untrusted if not name.startswith(("sklearn.", "numpy."))]
     if foreign:
         raise ModelError(f"{path}: the file holds types we do not trust: {', '.join(foreign)}")
-    return skops.io.load(path, trusted=untrusted)
+    try:
+        return skops.io.load(path, trusted=untrusted)
+    except Exception as error:  # as above
+        raise ModelError(f"{path}: not a readable skops file ({error})") from None

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, le_threshold_as_lt
+from veritas_dsl.model.ensemble import (
+    MAX_FEATURES,
+    Ensemble,
+    LibraryModel,
+    ModelError,
+    le_threshold_as_lt,
+)
 
 SUPPORTED_ESTIMATORS = (
     "DecisionTreeClassifier",
@@ -50,6 +56,8 @@ def from_sklearn(estimator: object) -> Ensemble:
         raise ModelError(f"{kind} predicts {estimator.n_outputs_} targets; only one is supported")
 
     n_features = int(estimator.n_features_in_)
+    if not 0 < n_features <= MAX_FEATURES:
+        raise ModelError(f"{kind} has {n_features} features, outside 1..{MAX_FEATURES:,}")
     names = getattr(estimator, "feature_names_in_", None)
     feature_names = (
         tuple(str(n) for n in names) if names is not None else _default_names(n_features)

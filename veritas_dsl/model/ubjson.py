@@ -27,7 +27,12 @@ class UBJSONError(ValueError):
 def loads(data: bytes) -> object:
     """Decode one UBJSON value. Typed numeric arrays become numpy arrays of their own dtype."""
     reader = _Reader(memoryview(bytes(data)))
-    value = reader.value()
+    try:
+        value = reader.value()
+    except RecursionError:
+        raise UBJSONError("containers nested too deeply") from None
+    except UnicodeDecodeError as error:
+        raise UBJSONError(f"a string is not UTF-8 ({error.reason})") from None
     if reader.pos != len(reader.data):
         raise UBJSONError(f"trailing bytes after the value at offset {reader.pos}")
     return value
@@ -89,8 +94,13 @@ class _Reader:
             marker = self.marker()
             if marker != b"#":
                 raise UBJSONError("a typed container must give its count")
+            if kind in (b"Z", b"T", b"F", b"N"):
+                # Elements of no size: a corrupt count would loop without reading anything.
+                raise UBJSONError(f"a container typed {kind!r} is not supported")
         if marker == b"#":
             count = self.length()
+            if count > len(self.data) - self.pos:
+                raise UBJSONError(f"a count of {count} is more than the bytes left")
         else:
             self.pos -= 1
         return kind, count

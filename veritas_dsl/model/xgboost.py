@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.model import ubjson
+from veritas_dsl.model import ubjson, xgboost_document
 from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, Task, logit
+from veritas_dsl.model.forest import parent_first_order, reorder
 
 # How XGBoost turns the stored base score into a margin, per objective (it stores the base score in
 # the space of the prediction: a probability for logistic objectives, a mean count for Poisson).
@@ -81,115 +82,103 @@ def from_xgboost(model: object) -> Ensemble:
         where = "Booster"
     else:
         raise ModelError(f"expected an XGBoost Booster, XGBModel or model path, got {type(model)}")
-    document = ubjson.loads(booster.save_raw(raw_format="ubj"))
+    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
+    try:
+        document = ubjson.loads(raw)
+    except ubjson.UBJSONError as error:
+        raise ModelError(f"{where}: cannot read the model XGBoost wrote ({error})") from None
     return _from_document(document, booster.copy(), rounds, where)
 
 
 def _load_file(path: Path) -> object:
+    """A booster of the model file at ``path``, loaded only once its document passed our checks
+    (XGBoost's loader crashes on some corrupt documents)."""
     import xgboost
 
     if not path.is_file():
         raise ModelError(f"{path}: no such model file")
+    data, document = xgboost_document.read_file(path)
+    xgboost_document.forest(document, str(path))
+    return _call_xgboost(lambda: xgboost.Booster(model_file=bytearray(data)), str(path))
+
+
+def _call_xgboost(call, where: str):
+    """``call()``, with XGBoost's errors as :class:`ModelError`."""
+    import xgboost
+
     try:
-        return xgboost.Booster(model_file=str(path))
+        return call()
     except xgboost.core.XGBoostError as error:
         lines = str(error).strip().splitlines() or ["unknown error"]
         # Drop XGBoost's "[time] source/file.h:88: " prefix; users need the reason, not our build.
         reason = re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", lines[0])
-        raise ModelError(f"{path}: XGBoost cannot load this model ({reason})") from None
+        raise ModelError(f"{where}: XGBoost cannot load this model ({reason})") from None
+    except UnicodeDecodeError:
+        # XGBoost quotes the file in its message, and decoding that message fails on binary data.
+        raise ModelError(f"{where}: XGBoost cannot load this model") from None
 
 
 def _from_document(document: object, booster: object, rounds: int | None, where: str) -> Ensemble:
-    try:
-        learner = document["learner"]
-        objective = learner["objective"]["name"]
-        params = learner["learner_model_param"]
-        gbm = learner["gradient_booster"]
-    except (KeyError, TypeError):
-        raise ModelError(f"{where}: not an XGBoost model document") from None
-
-    if gbm["name"] != "gbtree":
-        raise ModelError(
-            f"{where}: booster {gbm['name']!r} is not supported; only 'gbtree' (not 'dart' or "
-            "'gblinear') describes a fixed sum of trees"
-        )
+    trees = xgboost_document.forest(document, where)
+    learner = document["learner"]
+    objective = learner.get("objective")
+    objective = objective.get("name") if isinstance(objective, dict) else None
     if objective not in _LINK:
         raise ModelError(
             f"{where}: objective {objective!r} is not supported; supported objectives are "
             + ", ".join(SUPPORTED_OBJECTIVES)
         )
-    if int(params.get("num_target", 1)) > 1:
-        raise ModelError(f"{where}: multi-target models are not supported")
+    params = learner["learner_model_param"]
+    names = learner.get("feature_names", [])
+    feature_names = tuple(names) if names else tuple(f"f{i}" for i in range(trees.n_features))
+    n_outputs = max(trees.n_classes, 1)
 
-    n_features = int(params["num_feature"])
-    names = [str(name) for name in learner.get("feature_names", [])]
-    feature_names = tuple(names) if names else tuple(f"f{i}" for i in range(n_features))
-    n_classes = int(params.get("num_class", 0))
-    n_outputs = max(n_classes, 1)
-
-    model = gbm["model"]
-    trees = model["trees"]
-    tree_info = np.asarray(model["tree_info"], dtype=np.int64)
+    offsets, tree_info = trees.tree_offsets, trees.tree_info
     if rounds is not None:
-        indptr = np.asarray(model["iteration_indptr"], dtype=np.int64)
+        indptr = trees.iteration_indptr
+        if indptr is None:
+            raise ModelError(f"{where}: the model does not record its iterations")
         n_kept = int(indptr[min(rounds, len(indptr) - 1)])
-        trees, tree_info = trees[:n_kept], tree_info[:n_kept]
-    if not trees:
-        raise ModelError(f"{where}: the model has no trees")
-
-    arrays = [_tree_arrays(tree, t, where) for t, tree in enumerate(trees)]
-    sizes = [len(a[0]) for a in arrays]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    shift = np.repeat(offsets[:-1], sizes)
-    feature = np.concatenate([a[0] for a in arrays])
-    threshold = np.concatenate([a[1] for a in arrays])
-    left = np.concatenate([a[2] for a in arrays])
-    right = np.concatenate([a[3] for a in arrays])
+        offsets, tree_info = offsets[: n_kept + 1], tree_info[:n_kept]
+    n_nodes = int(offsets[-1])
+    # Pruned trees keep deleted nodes that nothing reaches; they are dropped here.
+    left, right = trees.left[:n_nodes], trees.right[:n_nodes]
+    order = parent_first_order(left, right, offsets)
+    left, right, new_offsets = reorder(order, left, right, offsets)
     leaf = left < 0
-    left = np.where(leaf, -1, left + shift)
-    right = np.where(leaf, -1, right + shift)
-    value = np.zeros((len(feature), n_outputs))
-    target = np.repeat(tree_info, sizes)
-    value[leaf, target[leaf]] = threshold[leaf]
-    feature = np.where(leaf, -1, feature)
-    threshold = np.where(leaf, np.float32(0), threshold)
+    condition = trees.condition[:n_nodes][order]
+    value = np.zeros((len(order), n_outputs))
+    target = np.repeat(tree_info, np.diff(new_offsets))
+    value[leaf, target[leaf]] = condition[leaf]
 
-    base = _base_margin(params["base_score"], objective, n_outputs, where)
+    base = _base_margin(params.get("base_score"), objective, n_outputs, where)
     library = _library_model(booster, len(feature_names), n_outputs, rounds)
-    return Ensemble(
-        feature=feature,
-        threshold=threshold,
-        left=left,
-        right=right,
-        value=value,
-        tree_offsets=offsets,
-        base_score=base,
-        feature_names=feature_names,
-        task=_TASK.get(objective, "regression"),
-        class_threshold=0.0,
-        source=f"xgboost {objective} ({where})",
-        library=library,
-    )
-
-
-def _tree_arrays(tree: dict, t: int, where: str) -> tuple[np.ndarray, ...]:
-    if int(tree["tree_param"].get("size_leaf_vector", 1)) > 1:
-        raise ModelError(f"{where}: tree {t} has vector leaves (multi_output_tree)")
-    split_type = np.asarray(tree.get("split_type", []))
-    if np.any(split_type != 0):
-        node = int(np.nonzero(split_type != 0)[0][0])
-        raise ModelError(f"{where}: tree {t}, node {node} is a categorical split; not supported")
-    return (
-        np.asarray(tree["split_indices"], dtype=np.int32),
-        np.asarray(tree["split_conditions"], dtype=np.float32),
-        np.asarray(tree["left_children"], dtype=np.int64),
-        np.asarray(tree["right_children"], dtype=np.int64),
-    )
+    try:
+        return Ensemble(
+            feature=np.where(leaf, -1, trees.feature[:n_nodes][order]),
+            threshold=np.where(leaf, np.float32(0), condition),
+            left=left,
+            right=right,
+            value=value,
+            tree_offsets=new_offsets,
+            base_score=base,
+            feature_names=feature_names,
+            task=_TASK.get(objective, "regression"),
+            class_threshold=0.0,
+            source=f"xgboost {objective} ({where})",
+            library=library,
+        )
+    except ModelError as error:
+        raise ModelError(f"{where}: {error}") from None
 
 
 def _base_margin(text: object, objective: str, n_outputs: int, where: str) -> np.ndarray:
     """Parse XGBoost's base score (``"5E-1"`` or ``"[1E-1,2E-1]"``) and map it to margin space."""
-    values = [float(np.float32(v)) for v in str(text).strip("[]").split(",") if v.strip()]
+    try:
+        with np.errstate(over="ignore"):
+            values = [float(np.float32(v)) for v in str(text).strip("[]").split(",") if v.strip()]
+    except ValueError:
+        raise ModelError(f"{where}: base score {text!r} is not a number") from None
     if len(values) == 1:
         values = values * n_outputs
     if len(values) != n_outputs:

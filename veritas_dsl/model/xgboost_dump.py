@@ -1,7 +1,7 @@
 """Import XGBoost JSON tree dumps (``Booster.dump_model(path, dump_format="json")``).
 
 Much of the robustness literature ships its models only in this form. A dump is a JSON array of
-trees; a node has ``nodeid``, ``split`` (``"f7"`` or a feature name), ``split_condition``,
+trees; a node has ``nodeid``, ``split`` (``"f7"``, ``7`` or a feature name), ``split_condition``,
 ``yes`` (taken when ``x < split_condition``), ``no``, ``missing`` and ``children``; a leaf has
 ``leaf``. Numbers are decimal text, parsed straight to the float32 XGBoost holds. A dump carries
 no base score, objective or class count: they are given by the caller.
@@ -18,12 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from veritas_dsl.ir.float32 import parse_float32
-from veritas_dsl.model.ensemble import Ensemble, ModelError
+from veritas_dsl.model.ensemble import MAX_FEATURES, Ensemble, ModelError
 
-_INDEXED = re.compile(r"f(\d+)$")
-
-#: More features than any dump we know of; a larger count is a typo, not a model.
-MAX_FEATURES = 1_000_000
+_INDEXED = re.compile(r"f?([0-9]+)")
 
 
 def from_xgboost_dump(
@@ -54,20 +51,24 @@ def from_xgboost_dump(
         raise ModelError(f"{where}: classes must be 1 (one output) or at least 3, got {n_classes}")
     if not trees:
         raise ModelError(f"{where}: the dump has no trees")
-    index = _feature_index(trees, feature_names, where)
 
     nodes: list[dict] = []
     sizes = []
     for t, tree in enumerate(trees):
         before = len(nodes)
-        _flatten(tree, t, where, nodes)
+        _flatten(tree, f"{where}: tree {t}", nodes)
         sizes.append(len(nodes) - before)
+    index = _feature_index(nodes, feature_names, where)
     is_leaf = np.array(["leaf" in n for n in nodes])
-    numbers = parse_float32(
-        [str(n["leaf"] if "leaf" in n else n["split_condition"]) for n in nodes]
-    )
+    try:
+        with np.errstate(over="ignore"):
+            numbers = parse_float32(
+                [n["leaf"] if "leaf" in n else n["split_condition"] for n in nodes]
+            )
+    except ValueError as error:
+        raise ModelError(f"{where}: {error}") from None
     feature = np.array(
-        [-1 if leaf else index[str(n["split"])] for n, leaf in zip(nodes, is_leaf, strict=True)]
+        [-1 if leaf else index[n["split"]] for n, leaf in zip(nodes, is_leaf, strict=True)]
     )
     width = int(feature.max(initial=-1)) + 1
     if n_features is None:
@@ -89,19 +90,22 @@ def from_xgboost_dump(
     value = np.zeros((len(nodes), n_classes))
     output = np.repeat(np.arange(len(trees)) % n_classes, sizes)
     value[is_leaf, output[is_leaf]] = numbers[is_leaf]
-    return Ensemble(
-        feature=feature,
-        threshold=np.where(is_leaf, np.float32(0), numbers),
-        left=[n.get("left", -1) for n in nodes],
-        right=[n.get("right", -1) for n in nodes],
-        value=value,
-        tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
-        base_score=np.broadcast_to(np.asarray(base_score, dtype=np.float64), (n_classes,)),
-        feature_names=names,
-        task="binary" if n_classes == 1 else "multiclass",
-        class_threshold=0.0,
-        source=f"xgboost dump ({where})",
-    )
+    try:
+        return Ensemble(
+            feature=feature,
+            threshold=np.where(is_leaf, np.float32(0), numbers),
+            left=[n.get("left", -1) for n in nodes],
+            right=[n.get("right", -1) for n in nodes],
+            value=value,
+            tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+            base_score=np.broadcast_to(np.asarray(base_score, dtype=np.float64), (n_classes,)),
+            feature_names=names,
+            task="binary" if n_classes == 1 else "multiclass",
+            class_threshold=0.0,
+            source=f"xgboost dump ({where})",
+        )
+    except ModelError as error:
+        raise ModelError(f"{where}: {error}") from None
 
 
 def _read(source) -> tuple[list[dict], str]:
@@ -114,68 +118,106 @@ def _read(source) -> tuple[list[dict], str]:
         if not path.is_file():
             raise ModelError(f"{path}: no such model file")
         try:
-            document = load(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            document = load(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ModelError(
+                f"{path}: not a JSON tree dump (byte {error.start} is not UTF-8 text)"
+            ) from None
+        except (OSError, json.JSONDecodeError, RecursionError) as error:
             raise ModelError(f"{path}: not a JSON tree dump ({error})") from None
         if not isinstance(document, list) or not all(isinstance(t, dict) for t in document):
             raise ModelError(f"{path}: a tree dump is a JSON array of trees")
         return document, str(path)
     try:
-        return [load(text) for text in source], "dump"
-    except json.JSONDecodeError as error:
+        trees = [load(text) for text in source]
+    except (json.JSONDecodeError, RecursionError) as error:
         raise ModelError(f"dump: a tree is not valid JSON ({error})") from None
+    if not all(isinstance(t, dict) for t in trees):
+        raise ModelError("dump: a tree is not a JSON object")
+    return trees, "dump"
 
 
-def _feature_index(trees: list[dict], names: Sequence[str] | None, where: str) -> dict[str, int]:
-    used = set()
-    stack = list(trees)
-    while stack:
-        node = stack.pop()
-        if "split" in node:
-            used.add(str(node["split"]))
-        stack += node.get("children", [])
+def _feature_index(nodes: list[dict], names: Sequence[str] | None, where: str) -> dict[str, int]:
+    """Feature index of every split name: a given feature name, ``f7`` or ``7`` (feature 7).
+
+    Names are looked at in the order the splits come, so any message is the same on every run.
+    """
+    position = {}
     if names is not None:
         position = {name: i for i, name in enumerate(names)}
         position.update({f"f{i}": i for i in range(len(names))})
-    else:
-        position = {}
-    for name in used:
+    for name in dict.fromkeys(n["split"] for n in nodes if "split" in n):
         if name in position:
             continue
-        match = _INDEXED.match(name)
+        match = _INDEXED.fullmatch(name)
         if not match:
-            raise ModelError(
-                f"{where}: the dump splits on feature `{name}`; give the feature names"
-            )
+            hint = "it is not among the feature names" if names else "give the feature names"
+            raise ModelError(f"{where}: the dump splits on feature `{name}`; {hint}")
+        if len(match.group(1)) > 7:  # beyond MAX_FEATURES; int() of a huge text is slow
+            raise ModelError(f"{where}: the dump splits on feature {name}, beyond {MAX_FEATURES:,}")
         position[name] = int(match.group(1))
     return position
 
 
-def _flatten(tree: dict, t: int, where: str, nodes: list[dict]) -> None:
-    """Append tree ``t`` in preorder, with ``left``/``right`` as absolute positions."""
+def _flatten(tree: dict, where: str, nodes: list[dict]) -> None:
+    """Append a tree in preorder, with ``left``/``right`` as absolute positions.
+
+    Nodes are found by ``nodeid``, each reachable once from the root through ``yes``/``no``.
+    """
     by_id = {}
     stack = [tree]
     while stack:
         node = stack.pop()
-        by_id[int(node["nodeid"])] = node
-        stack += node.get("children", [])
+        if not isinstance(node, dict):
+            raise ModelError(f"{where}: a node is not a JSON object")
+        node_id = _whole(node, "nodeid", where)
+        if node_id in by_id:
+            raise ModelError(f"{where}: two nodes have nodeid {node_id}")
+        by_id[node_id] = node
+        children = node.get("children", [])
+        if not isinstance(children, list):
+            raise ModelError(f"{where}, node {node_id}: `children` is not a list")
+        stack += children
     order = [(0, -1, "")]
+    seen = set()
     while order:
         node_id, parent, side = order.pop()
         if node_id not in by_id:
-            raise ModelError(f"{where}: tree {t} refers to node {node_id}, which it lacks")
+            raise ModelError(f"{where} refers to node {node_id}, which it lacks")
+        if node_id in seen:
+            raise ModelError(f"{where}: node {node_id} is reached twice (a cycle or a shared node)")
+        seen.add(node_id)
         node = by_id[node_id]
         position = len(nodes)
         if parent >= 0:
             nodes[parent][side] = position
         if "leaf" in node:
-            nodes.append({"leaf": node["leaf"]})
+            nodes.append({"leaf": _number(node, "leaf", node_id, where)})
             continue
         if "split_condition" not in node:
             raise ModelError(
-                f"{where}: tree {t}, node {node_id} has no split_condition "
+                f"{where}, node {node_id} has no split_condition "
                 "(a categorical split?); not supported"
             )
-        nodes.append({"split": node["split"], "split_condition": node["split_condition"]})
-        order.append((int(node["no"]), position, "right"))
-        order.append((int(node["yes"]), position, "left"))
+        split = node.get("split")
+        if not isinstance(split, str):
+            raise ModelError(f"{where}, node {node_id}: `split` is not a feature name or number")
+        condition = _number(node, "split_condition", node_id, where)
+        nodes.append({"split": split, "split_condition": condition})
+        order.append((_whole(node, "no", where), position, "right"))
+        order.append((_whole(node, "yes", where), position, "left"))
+
+
+def _whole(node: dict, key: str, where: str) -> int:
+    """A node id, parsed as text (see :func:`_read`)."""
+    text = node.get(key)
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > 9:
+        raise ModelError(f"{where}: `{key}` is {text!r}, not a node id")
+    return int(text)
+
+
+def _number(node: dict, key: str, node_id: int, where: str) -> str:
+    text = node.get(key)
+    if not isinstance(text, str):
+        raise ModelError(f"{where}, node {node_id}: `{key}` is {text!r}, not a number")
+    return text
