@@ -60,11 +60,12 @@ def term_extreme(query: Query, term: OutputTerm, up: bool) -> float:
         highest = (atom.coef > 0) == up
         extremes = _leaf_extremes(model, atom.output, highest)
         values = np.append(extremes, model.base_score[atom.output])
-        parts.extend((atom.coef * values.astype(np.float64)).tolist())
+        with np.errstate(over="ignore"):  # a product beyond float64 bounds nothing
+            parts.extend((atom.coef * values.astype(np.float64)).tolist())
         operations += 2 * len(values)
     try:
         value = math.fsum(parts)
-    except OverflowError:
+    except (OverflowError, ValueError):  # beyond float64, or infinities of both signs
         value = math.inf
     slack = 2 * operations * _U * sum(abs(v) for v in parts)
     bound = value + slack if up else value - slack
