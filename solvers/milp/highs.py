@@ -7,6 +7,7 @@ HiGHS calls often during branch and bound (its logging callback stays silent whe
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -37,6 +38,29 @@ OPTIONS = {
 CHECKS_DISTANCES = True
 
 
+def silent_highs():
+    """A new ``highspy.Highs`` that writes nothing to stdout or stderr, from its construction on.
+
+    HiGHS prints its banner at the first call that logs while ``output_flag`` is on, and
+    highspy's constructor makes such a call (it enables callbacks) before any option can be set.
+    The subclass switches output off in ``enableCallbacks``, which the constructor calls once the
+    solver object exists, so no HiGHS output reaches the terminal (`ver run --json` is JSON).
+    """
+    return _silent_class()()
+
+
+@functools.cache
+def _silent_class():
+    import highspy
+
+    class SilentHighs(highspy.Highs):
+        def enableCallbacks(self):
+            self.setOptionValue("output_flag", False)
+            super().enableCallbacks()
+
+    return SilentHighs
+
+
 def available() -> bool:
     try:
         import highspy  # noqa: F401
@@ -61,7 +85,7 @@ def solve(
     start = time.monotonic()
     if program.n_cols == 0:
         return Outcome(Status.OPTIMAL, np.zeros(0), program.offset, program.offset)
-    h = highspy.Highs()
+    h = silent_highs()
     for option, value in OPTIONS.items():
         h.setOptionValue(option, value)
     if timeout_s is not None:

@@ -195,8 +195,9 @@ class _Program:
     def solve(self) -> np.ndarray | None:
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        from veritas_dsl.solvers.milp.highs import silent_highs
+
+        h = silent_highs()
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.0)
         # Box ends one float32 step apart must stay apart: tolerances far below a step.
