@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from veritas_dsl.solvers.astar.jit import internal, kernel
 
 # -- modes, statuses, slots --------------------------------------------------------------------
 
@@ -84,11 +85,6 @@ N_PARAMS = 8
 
 NO_INCUMBENT = np.int64(-(2**62))
 FLT_MAX = 3.4028234663852886e38
-
-#: Kernels called only by other kernels: without the wrappers that let Python call them, which
-#: Numba would otherwise generate and compile for each (a third of the machine code).
-_internal = njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-
 _SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 N_PARTIALS = 128
 
@@ -99,7 +95,7 @@ KIND_L1 = 2
 # -- arrays ---------------------------------------------------------------------------------------
 
 
-@_internal
+@internal
 def _lower_bound(a, lo, hi, x):
     """The first index in ``lo:hi`` where sorted ``a`` is ``>= x`` (``hi`` when none), as
     ``np.searchsorted``, whose generic comparisons take seconds to compile."""
@@ -112,7 +108,7 @@ def _lower_bound(a, lo, hi, x):
     return lo
 
 
-@_internal
+@internal
 def _copy(dst, src):
     """``dst[:len(src)] = src``. A slice assignment would check shapes and format its error
     message, which makes Numba compile string formatting into every kernel that has one."""
@@ -123,7 +119,7 @@ def _copy(dst, src):
 # -- exact arithmetic ----------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def two_sum(a, b):
     """``a + b == s + e`` exactly (Knuth), for finite float64 ``a``, ``b`` without overflow."""
     s = a + b
@@ -132,14 +128,14 @@ def two_sum(a, b):
     return s, e
 
 
-@_internal
+@internal
 def _split(a):
     c = _SPLITTER * a
     hi = c - (c - a)
     return hi, a - hi
 
 
-@njit(cache=True)
+@kernel
 def two_prod(a, b):
     """``a * b == p + e`` exactly (Dekker), barring overflow and underflow."""
     p = a * b
@@ -149,7 +145,7 @@ def two_prod(a, b):
     return p, e
 
 
-@njit(cache=True)
+@kernel
 def msum_add(partials, n, x):
     """Add ``x`` to the exact sum held in ``partials[:n]`` (non-overlapping, increasing); return
     the new count. This is the inner loop of CPython's ``math.fsum``."""
@@ -168,7 +164,7 @@ def msum_add(partials, n, x):
     return i + 1
 
 
-@njit(cache=True)
+@kernel
 def msum_round(partials, n):
     """The exact sum of ``partials[:n]`` correctly rounded to float64 (CPython's ``fsum`` end)."""
     if n == 0:
@@ -194,7 +190,7 @@ def msum_round(partials, n):
     return hi
 
 
-@njit(cache=True)
+@kernel
 def encode_distance(d):
     """A non-negative int64 that orders like the non-negative float64 ``d`` (0 for 0): the IEEE
     layout, biased exponent then the 52 fraction bits. Distances here are never subnormal."""
@@ -204,7 +200,7 @@ def encode_distance(d):
     return np.int64(e + 1022) * np.int64(2**52) + np.int64((2.0 * m - 1.0) * 4503599627370496.0)
 
 
-@njit(cache=True)
+@kernel
 def decode_distance(key):
     """Inverse of :func:`encode_distance`."""
     if key <= 0:
@@ -217,12 +213,12 @@ def decode_distance(key):
 # -- heap of open states: max on (key, tie) ----------------------------------------------------
 
 
-@_internal
+@internal
 def _better(k1, t1, k2, t2):
     return k1 > k2 or (k1 == k2 and t1 > t2)
 
 
-@_internal
+@internal
 def heap_push(hp_key, hp_tie, hp_state, size, key, tie, state):
     """Insert ``state``; return the new size."""
     i = size
@@ -240,7 +236,7 @@ def heap_push(hp_key, hp_tie, hp_state, size, key, tie, state):
     return size + 1
 
 
-@_internal
+@internal
 def heap_pop(hp_key, hp_tie, hp_state, size):
     """Remove the best entry; return ``(state, new size)``."""
     top = hp_state[0]
@@ -271,7 +267,7 @@ def heap_pop(hp_key, hp_tie, hp_state, size):
 # -- trees in a box ------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, stack):
     """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``, reached at
     leaf ``arg[k]``.
@@ -321,7 +317,7 @@ def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out,
     return out
 
 
-@_internal
+@internal
 def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
     """Whether ``leaf`` is reachable in box ``row`` (its box meets the row's on every variable)."""
     for e in range(lf_start[leaf], lf_end[leaf]):
@@ -331,7 +327,7 @@ def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
     return True
 
 
-@_internal
+@internal
 def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     """True when exactly one leaf of the tree is reachable in box ``row``."""
     node = root
@@ -346,7 +342,7 @@ def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     return True
 
 
-@_internal
+@internal
 def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack):
     """Write the leaves reachable in box ``row`` into ``leaves``; return their number."""
     count = 0
@@ -373,14 +369,14 @@ def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, s
 # -- constraints lifted to boxes -----------------------------------------------------------------
 
 
-@_internal
+@internal
 def var_range(row, v, n_vars, cell_ptr, cell_lo, cell_hi):
     """The float32 interval ``(lo, hi)`` variable ``v`` spans in box ``row``."""
     base = cell_ptr[v]
     return cell_lo[base + row[v]], cell_hi[base + row[n_vars + v]]
 
 
-@_internal
+@internal
 def one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
     """False when some one-hot group is forced all-false or has two variables forced true."""
     for g in range(oh_ptr.shape[0] - 1):
@@ -397,7 +393,7 @@ def one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
     return True
 
 
-@_internal
+@internal
 def linear_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coef, ln_rhs, parts):
     """False when some ``sum(coef * x) <= rhs`` has no point in the box, decided exactly.
 
@@ -419,7 +415,7 @@ def linear_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coe
     return True
 
 
-@_internal
+@internal
 def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
     """Exact smallest distance ``s + e`` of variable a's interval to the reference (variable b's
     interval when ``b >= 0``, else the constant ``c``), and whether every value differs from it."""
@@ -442,7 +438,7 @@ def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
     return 0.0, 0.0, 0
 
 
-@_internal
+@internal
 def _group_cost(
     g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, i0, i1
 ):
@@ -473,7 +469,7 @@ def _group_cost(
     return best
 
 
-@njit(cache=True)
+@kernel
 def resource_cost(
     r,
     bound,
@@ -550,7 +546,7 @@ def resource_cost(
     return total, exceeds
 
 
-@njit(cache=True)
+@kernel
 def box_alive(row, goal, problem, parts):
     """Whether the box meets every lifted input constraint; and the goal resource's least value
     (0 when there is no goal resource)."""
@@ -612,7 +608,7 @@ def box_alive(row, goal, problem, parts):
 # -- keys ------------------------------------------------------------------------------------------
 
 
-@_internal
+@internal
 def terms_slack(u, term_thr, term_cons):
     """Least ``u[k] - thr[k]`` over constraint terms (0 when there are none)."""
     slack = np.int64(2**62)
@@ -626,7 +622,7 @@ def terms_slack(u, term_thr, term_cons):
     return slack if found else np.int64(0)
 
 
-@_internal
+@internal
 def terms_verdict(u, term_thr, term_sure, term_cons):
     """-1 when some constraint term surely fails (``u[k] < thr[k]``), 1 when all surely hold
     (``u[k] >= sure[k]``), 0 when the model's own float64 sum could go either way (the caller
@@ -641,7 +637,7 @@ def terms_verdict(u, term_thr, term_sure, term_cons):
     return verdict
 
 
-@_internal
+@internal
 def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
     """Priority ``(key, tie)`` of a state: larger is better."""
     if mode == MODE_MAXIMIZE:
@@ -654,7 +650,7 @@ def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
 # -- the search --------------------------------------------------------------------------------
 
 
-@_internal
+@internal
 def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
     """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
@@ -667,7 +663,7 @@ def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
             u[k] += out[k]
 
 
-@njit(cache=True)
+@kernel
 def push_root(trees, problem, terms, params, root, dynamic, ctx):
     """Create the root state (box ``root``) and push it when it is alive; return whether it
     was."""
@@ -697,7 +693,7 @@ def push_root(trees, problem, terms, params, root, dynamic, ctx):
     return True
 
 
-@njit(cache=True)
+@kernel
 def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     """Run up to ``budget`` expansions of best-first search with greedy dives; return a status.
 
@@ -952,7 +948,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     return STATUS_BUDGET
 
 
-@_internal
+@internal
 def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
     """Cells of each variable whose exact distance to the goal's row is below ``radius``, as a
     range per variable (empty when none); variables measured against another instance or in a
@@ -981,7 +977,7 @@ def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
         ball_hi[a] = last
 
 
-@_internal
+@internal
 def _affected_trees(
     leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, mark,
     ctx, affected,
@@ -1017,7 +1013,7 @@ def _affected_trees(
     return n_aff
 
 
-@_internal
+@internal
 def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, have_inc, floor_key):
     """Record complete state ``s`` as a solution when it can improve; return a status."""
     term_thr, term_sure, term_cons, _ = terms
@@ -1051,7 +1047,7 @@ def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, h
 # -- preparation -----------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def compact_trees(
     nd_var, nd_rank, nd_left, nd_right, job_a, job_b, root_lo, root_hi, job_cap, out_cap
 ):
@@ -1225,14 +1221,14 @@ def compact_trees(
     return o_var, o_rank, o_left, o_right, o_src_a, o_src_b, job_root, n_out
 
 
-@_internal
+@internal
 def _grow(a, cap):
     b = np.empty(cap, dtype=a.dtype)
     _copy(b, a)
     return b
 
 
-@njit(cache=True)
+@kernel
 def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
     """Each leaf's box as entries (variable, first cell, last cell), one per variable on its path.
 
@@ -1304,7 +1300,7 @@ def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
     return lf_start, lf_end, lf_var[:n].copy(), lf_lo[:n].copy(), lf_hi[:n].copy()
 
 
-@njit(cache=True)
+@kernel
 def subtree_max(nd_left, nd_right, nd_val):
     """Fill internal nodes of ``nd_val`` (int64, (n_nodes, K); leaves set) with the best value
     of each term in their subtree. Trees are in pre-order, so children come after parents."""
@@ -1315,7 +1311,7 @@ def subtree_max(nd_left, nd_right, nd_val):
     return nd_val
 
 
-@njit(cache=True)
+@kernel
 def node_depth(nd_left, nd_right):
     """Depth of every node of trees stored in pre-order (children after their parent)."""
     depth = np.zeros(nd_left.shape[0], dtype=np.int32)
@@ -1326,7 +1322,7 @@ def node_depth(nd_left, nd_right):
     return depth
 
 
-@njit(cache=True)
+@kernel
 def eval_margins(feature, threshold, left, right, value, roots, base, x):
     """The model's raw outputs at float32 point ``x``: base plus leaf values in tree order, in
     float64, exactly as ``Ensemble.eval`` adds them."""
