@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from veritas_dsl.solvers.astar.jit import internal, kernel
 
 # -- modes, statuses, slots --------------------------------------------------------------------
 
@@ -91,10 +92,34 @@ KIND_CHANGED = 0
 KIND_LINF = 1
 KIND_L1 = 2
 
+# -- arrays ---------------------------------------------------------------------------------------
+
+
+@internal
+def _lower_bound(a, lo, hi, x):
+    """The first index in ``lo:hi`` where sorted ``a`` is ``>= x`` (``hi`` when none), as
+    ``np.searchsorted``, whose generic comparisons take seconds to compile."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@internal
+def _copy(dst, src):
+    """``dst[:len(src)] = src``. A slice assignment would check shapes and format its error
+    message, which makes Numba compile string formatting into every kernel that has one."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
 # -- exact arithmetic ----------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def two_sum(a, b):
     """``a + b == s + e`` exactly (Knuth), for finite float64 ``a``, ``b`` without overflow."""
     s = a + b
@@ -103,14 +128,14 @@ def two_sum(a, b):
     return s, e
 
 
-@njit(cache=True)
+@internal
 def _split(a):
     c = _SPLITTER * a
     hi = c - (c - a)
     return hi, a - hi
 
 
-@njit(cache=True)
+@kernel
 def two_prod(a, b):
     """``a * b == p + e`` exactly (Dekker), barring overflow and underflow."""
     p = a * b
@@ -120,7 +145,7 @@ def two_prod(a, b):
     return p, e
 
 
-@njit(cache=True)
+@kernel
 def msum_add(partials, n, x):
     """Add ``x`` to the exact sum held in ``partials[:n]`` (non-overlapping, increasing); return
     the new count. This is the inner loop of CPython's ``math.fsum``."""
@@ -139,7 +164,7 @@ def msum_add(partials, n, x):
     return i + 1
 
 
-@njit(cache=True)
+@kernel
 def msum_round(partials, n):
     """The exact sum of ``partials[:n]`` correctly rounded to float64 (CPython's ``fsum`` end)."""
     if n == 0:
@@ -165,7 +190,7 @@ def msum_round(partials, n):
     return hi
 
 
-@njit(cache=True)
+@kernel
 def encode_distance(d):
     """A non-negative int64 that orders like the non-negative float64 ``d`` (0 for 0): the IEEE
     layout, biased exponent then the 52 fraction bits. Distances here are never subnormal."""
@@ -175,7 +200,7 @@ def encode_distance(d):
     return np.int64(e + 1022) * np.int64(2**52) + np.int64((2.0 * m - 1.0) * 4503599627370496.0)
 
 
-@njit(cache=True)
+@kernel
 def decode_distance(key):
     """Inverse of :func:`encode_distance`."""
     if key <= 0:
@@ -188,12 +213,12 @@ def decode_distance(key):
 # -- heap of open states: max on (key, tie) ----------------------------------------------------
 
 
-@njit(cache=True)
+@internal
 def _better(k1, t1, k2, t2):
     return k1 > k2 or (k1 == k2 and t1 > t2)
 
 
-@njit(cache=True)
+@internal
 def heap_push(hp_key, hp_tie, hp_state, size, key, tie, state):
     """Insert ``state``; return the new size."""
     i = size
@@ -211,7 +236,7 @@ def heap_push(hp_key, hp_tie, hp_state, size, key, tie, state):
     return size + 1
 
 
-@njit(cache=True)
+@internal
 def heap_pop(hp_key, hp_tie, hp_state, size):
     """Remove the best entry; return ``(state, new size)``."""
     top = hp_state[0]
@@ -242,7 +267,7 @@ def heap_pop(hp_key, hp_tie, hp_state, size):
 # -- trees in a box ------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, stack):
     """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``, reached at
     leaf ``arg[k]``.
@@ -292,7 +317,7 @@ def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out,
     return out
 
 
-@njit(cache=True)
+@internal
 def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
     """Whether ``leaf`` is reachable in box ``row`` (its box meets the row's on every variable)."""
     for e in range(lf_start[leaf], lf_end[leaf]):
@@ -302,7 +327,7 @@ def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
     return True
 
 
-@njit(cache=True)
+@internal
 def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     """True when exactly one leaf of the tree is reachable in box ``row``."""
     node = root
@@ -317,7 +342,7 @@ def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     return True
 
 
-@njit(cache=True)
+@internal
 def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack):
     """Write the leaves reachable in box ``row`` into ``leaves``; return their number."""
     count = 0
@@ -344,14 +369,14 @@ def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, s
 # -- constraints lifted to boxes -----------------------------------------------------------------
 
 
-@njit(cache=True)
+@internal
 def var_range(row, v, n_vars, cell_ptr, cell_lo, cell_hi):
     """The float32 interval ``(lo, hi)`` variable ``v`` spans in box ``row``."""
     base = cell_ptr[v]
     return cell_lo[base + row[v]], cell_hi[base + row[n_vars + v]]
 
 
-@njit(cache=True)
+@internal
 def one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
     """False when some one-hot group is forced all-false or has two variables forced true."""
     for g in range(oh_ptr.shape[0] - 1):
@@ -368,14 +393,14 @@ def one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
     return True
 
 
-@njit(cache=True)
+@internal
 def linear_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coef, ln_rhs, parts):
     """False when some ``sum(coef * x) <= rhs`` has no point in the box, decided exactly.
 
     An unbounded end counts as the largest float32, since inputs are finite float32 values.
     """
     for c in range(ln_ptr.shape[0] - 1):
-        n = 0
+        n = np.int64(0)
         for i in range(ln_ptr[c], ln_ptr[c + 1]):
             lo, hi = var_range(row, ln_var[i], n_vars, cell_ptr, cell_lo, cell_hi)
             a = ln_coef[i]
@@ -390,7 +415,7 @@ def linear_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coe
     return True
 
 
-@njit(cache=True)
+@internal
 def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
     """Exact smallest distance ``s + e`` of variable a's interval to the reference (variable b's
     interval when ``b >= 0``, else the constant ``c``), and whether every value differs from it."""
@@ -413,7 +438,7 @@ def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
     return 0.0, 0.0, 0
 
 
-@njit(cache=True)
+@internal
 def _group_cost(
     g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, pr_unit, i0, i1
 ):
@@ -447,7 +472,7 @@ def _group_cost(
     return best
 
 
-@njit(cache=True)
+@kernel
 def resource_cost(
     r,
     bound,
@@ -477,7 +502,7 @@ def resource_cost(
     kind = rs_kind[r]
     total = 0.0
     exceeds = False
-    n = 0
+    n = np.int64(0)
     counted = -1
     i = rs_ptr[r]
     end = rs_ptr[r + 1]
@@ -489,7 +514,7 @@ def resource_cost(
                 j += 1
             cost = _group_cost(
                 g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c,
-                pr_unit, i, j,
+                pr_unit, np.int64(i), np.int64(j),
             )  # fmt: skip
             if kind == KIND_LINF:
                 total = max(total, cost)
@@ -528,7 +553,7 @@ def resource_cost(
     return total, exceeds
 
 
-@njit(cache=True)
+@kernel
 def box_alive(row, goal, problem, parts):
     """Whether the box meets every lifted input constraint; and the goal resource's least value
     (0 when there is no goal resource)."""
@@ -592,7 +617,7 @@ def box_alive(row, goal, problem, parts):
 # -- keys ------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@internal
 def terms_slack(u, term_thr, term_cons):
     """Least ``u[k] - thr[k]`` over constraint terms (0 when there are none)."""
     slack = np.int64(2**62)
@@ -606,7 +631,7 @@ def terms_slack(u, term_thr, term_cons):
     return slack if found else np.int64(0)
 
 
-@njit(cache=True)
+@internal
 def terms_verdict(u, term_thr, term_sure, term_cons):
     """-1 when some constraint term surely fails (``u[k] < thr[k]``), 1 when all surely hold
     (``u[k] >= sure[k]``), 0 when the model's own float64 sum could go either way (the caller
@@ -621,7 +646,7 @@ def terms_verdict(u, term_thr, term_sure, term_cons):
     return verdict
 
 
-@njit(cache=True)
+@internal
 def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
     """Priority ``(key, tie)`` of a state: larger is better."""
     if mode == MODE_MAXIMIZE:
@@ -634,11 +659,11 @@ def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
 # -- the search --------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@internal
 def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
     """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
-    u[:] = u_base
+    _copy(u, u_base)
     for t in range(tr_root.shape[0]):
         tree_max(
             tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
@@ -647,7 +672,7 @@ def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
             u[k] += out[k]
 
 
-@njit(cache=True)
+@kernel
 def push_root(trees, problem, terms, params, root, dynamic, ctx):
     """Create the root state (box ``root``) and push it when it is alive; return whether it
     was."""
@@ -668,16 +693,16 @@ def push_root(trees, problem, terms, params, root, dynamic, ctx):
         return False
     ctx[C_FREE] -= 1
     s = free[ctx[C_FREE]]
-    box[s, :] = root
-    st_u[s, :] = u
+    _copy(box[s], root)
+    _copy(st_u[s], u)
     st_ptr[s] = 0
-    key, tie = state_key(params[P_MODE], u, goal_cost, 0, term_thr, term_cons)
-    ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, s)
+    key, tie = state_key(params[P_MODE], u, goal_cost, np.int64(0), term_thr, term_cons)
+    ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(s))
     ctx[C_PUSHED] += 1
     return True
 
 
-@njit(cache=True)
+@kernel
 def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     """Run up to ``budget`` expansions of best-first search with greedy dives; return a status.
 
@@ -807,7 +832,9 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                     ctx[C_FREE] += 1
                     ctx[C_PRUNED] += 1
                     continue
-                key, tie = state_key(mode, st_u[s], goal_cost, st_ptr[s], term_thr, term_cons)
+                key, tie = state_key(
+                    mode, st_u[s], goal_cost, np.int64(st_ptr[s]), term_thr, term_cons
+                )
                 if not diving and ctx[C_HEAP] > 0 and _better(hp_key[0], hp_tie[0], key, tie):
                     # no longer the best open state: back in line with its new bound
                     ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, s)
@@ -853,7 +880,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
             ctx[C_FREE] -= 1
             c = free[ctx[C_FREE]]
             crow = box[c]
-            crow[:] = row
+            _copy(crow, row)
             for e in range(lf_start[leaf], lf_end[leaf]):
                 v = lf_var[e]
                 crow[v] = max(row[v], lf_lo[e])
@@ -866,7 +893,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                     leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree,
                     first, child_stamp, ctx, affected,
                 )  # fmt: skip
-                u[:] = st_u[s]
+                _copy(u, st_u[s])
                 for ai in range(n_aff):
                     t = affected[ai]
                     if parent_stamp[t] != expansion_stamp:
@@ -900,7 +927,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                 ctx[C_FREE] += 1
                 ctx[C_PRUNED] += 1
                 continue
-            st_u[c, :] = u
+            _copy(st_u[c], u)
             st_ptr[c] = child_first
             ctx[C_PUSHED] += 1
             if diving:
@@ -909,15 +936,16 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
                 if best < 0 or _better(score, score_tie, best_score, best_score_tie):
                     if best >= 0:
                         ctx[C_HEAP] = heap_push(
-                            hp_key, hp_tie, hp_state, ctx[C_HEAP], best_key, best_tie, best
-                        )
+                            hp_key, hp_tie, hp_state, ctx[C_HEAP], best_key, best_tie,
+                            np.int64(best),
+                        )  # fmt: skip
                     best = c
                     best_score = score
                     best_score_tie = score_tie
                     best_key = key
                     best_tie = tie
                     continue
-            ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, c)
+            ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(c))
         free[ctx[C_FREE]] = s
         ctx[C_FREE] += 1
         if best >= 0:
@@ -929,7 +957,7 @@ def search(trees, problem, terms, params, dynamic, solutions, ctx, budget):
     return STATUS_BUDGET
 
 
-@njit(cache=True)
+@internal
 def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
     """Cells of each variable whose exact distance to the goal's row is below ``radius``, as a
     range per variable (empty when none); variables measured against another instance or in a
@@ -948,7 +976,9 @@ def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
         last = -1
         for j in range(cell_ptr[a + 1] - cell_ptr[a]):
             c = cell_ptr[a] + j
-            s, e, _ = pair_gap(cell_lo[c], cell_hi[c], -1, 0.0, 0.0, pr_c[i], var_int[a] != 0)
+            s, e, _ = pair_gap(
+                cell_lo[c], cell_hi[c], np.int32(-1), 0.0, 0.0, pr_c[i], var_int[a] != 0
+            )
             if s < radius or (s == radius and e < 0.0):
                 first = min(first, j)
                 last = j
@@ -956,7 +986,7 @@ def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
         ball_hi[a] = last
 
 
-@njit(cache=True)
+@internal
 def _affected_trees(
     leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, mark,
     ctx, affected,
@@ -970,7 +1000,7 @@ def _affected_trees(
     for e in range(lf_start[leaf], lf_end[leaf]):
         v = lf_var[e]
         base = vs_ptr[v]
-        ranks = vs_rank[base : vs_ptr[v + 1]]
+        end = vs_ptr[v + 1]
         for side in range(2):
             # splits at ranks lo_r..hi_r went from undecided to decided
             if side == 0:
@@ -981,8 +1011,8 @@ def _affected_trees(
                 hi_r = np.int64(row[n_vars + v]) - 1
             if hi_r < lo_r:
                 continue
-            i0 = base + np.searchsorted(ranks, lo_r)
-            i1 = base + np.searchsorted(ranks, hi_r, side="right")
+            i0 = _lower_bound(vs_rank, base, end, lo_r)
+            i1 = _lower_bound(vs_rank, base, end, hi_r + 1)  # ranks are integers
             for i in range(i0, i1):
                 t = vs_tree[i]
                 if t >= t_first and mark[t] != stamp:
@@ -992,7 +1022,7 @@ def _affected_trees(
     return n_aff
 
 
-@njit(cache=True)
+@internal
 def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, have_inc, floor_key):
     """Record complete state ``s`` as a solution when it can improve; return a status."""
     term_thr, term_sure, term_cons, _ = terms
@@ -1004,12 +1034,12 @@ def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, h
     goal_cost = 0.0
     if mode == MODE_DISTANCE:
         _, goal_cost = box_alive(row, goal, problem, parts)
-    key, _ = state_key(mode, u, goal_cost, 0, term_thr, term_cons)
+    key, _ = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
     if have_inc and key <= floor_key:
         return STATUS_BUDGET
     i = ctx[C_NSOL]
-    sol_box[i, :] = row
-    sol_u[i, :] = u
+    _copy(sol_box[i], row)
+    _copy(sol_u[i], u)
     sol_key[i] = key
     sol_flag[i] = verdict
     sol_cost[i] = goal_cost
@@ -1026,7 +1056,7 @@ def _complete(s, row, mode, goal, problem, terms, st_u, solutions, ctx, parts, h
 # -- preparation -----------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@kernel
 def compact_trees(
     nd_var, nd_rank, nd_left, nd_right, job_a, job_b, root_lo, root_hi, job_cap, out_cap
 ):
@@ -1193,21 +1223,21 @@ def compact_trees(
                 top += 1
         if overflow:
             n_out = start
-            lo[:] = root_lo
-            hi[:] = root_hi
+            _copy(lo, root_lo)
+            _copy(hi, root_hi)
         else:
             job_root[j] = start
     return o_var, o_rank, o_left, o_right, o_src_a, o_src_b, job_root, n_out
 
 
-@njit(cache=True)
+@internal
 def _grow(a, cap):
     b = np.empty(cap, dtype=a.dtype)
-    b[: a.shape[0]] = a
+    _copy(b, a)
     return b
 
 
-@njit(cache=True)
+@kernel
 def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
     """Each leaf's box as entries (variable, first cell, last cell), one per variable on its path.
 
@@ -1279,7 +1309,7 @@ def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
     return lf_start, lf_end, lf_var[:n].copy(), lf_lo[:n].copy(), lf_hi[:n].copy()
 
 
-@njit(cache=True)
+@kernel
 def subtree_max(nd_left, nd_right, nd_val):
     """Fill internal nodes of ``nd_val`` (int64, (n_nodes, K); leaves set) with the best value
     of each term in their subtree. Trees are in pre-order, so children come after parents."""
@@ -1290,7 +1320,7 @@ def subtree_max(nd_left, nd_right, nd_val):
     return nd_val
 
 
-@njit(cache=True)
+@kernel
 def node_depth(nd_left, nd_right):
     """Depth of every node of trees stored in pre-order (children after their parent)."""
     depth = np.zeros(nd_left.shape[0], dtype=np.int32)
@@ -1301,7 +1331,7 @@ def node_depth(nd_left, nd_right):
     return depth
 
 
-@njit(cache=True)
+@kernel
 def eval_margins(feature, threshold, left, right, value, roots, base, x):
     """The model's raw outputs at float32 point ``x``: base plus leaf values in tree order, in
     float64, exactly as ``Ensemble.eval`` adds them."""

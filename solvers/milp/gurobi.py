@@ -26,11 +26,16 @@ ERROR_SIZE_LIMIT = 10010
 
 @functools.cache
 def _environment():
-    """One silent Gurobi environment per process (starting one checks the licence)."""
+    """One silent Gurobi environment per process (starting one checks the licence).
+
+    Output is switched off before ``start``, which would otherwise print the licence banner;
+    every model, the licence probe's included, is built in this environment.
+    """
     import gurobipy
 
     env = gurobipy.Env(empty=True)
     env.setParam("OutputFlag", 0)
+    env.setParam("LogToConsole", 0)
     env.start()
     return env
 

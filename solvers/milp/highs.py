@@ -9,6 +9,7 @@ its own, :mod:`~veritas_dsl.solvers.interrupt`).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -58,6 +59,29 @@ TIME_SHARE = 0.8
 SECONDS_PER_NONZERO = 2e-6
 
 
+def silent_highs():
+    """A new ``highspy.Highs`` that writes nothing to stdout or stderr, from its construction on.
+
+    HiGHS prints its banner at the first call that logs while ``output_flag`` is on, and
+    highspy's constructor makes such a call (it enables callbacks) before any option can be set.
+    The subclass switches output off in ``enableCallbacks``, which the constructor calls once the
+    solver object exists, so no HiGHS output reaches the terminal (`ver run --json` is JSON).
+    """
+    return _silent_class()()
+
+
+@functools.cache
+def _silent_class():
+    import highspy
+
+    class SilentHighs(highspy.Highs):
+        def enableCallbacks(self):
+            self.setOptionValue("output_flag", False)
+            super().enableCallbacks()
+
+    return SilentHighs
+
+
 def available() -> bool:
     try:
         import highspy  # noqa: F401
@@ -86,7 +110,7 @@ def solve(
         return Outcome(Status.OPTIMAL, np.zeros(0), program.offset, program.offset)
     if timeout_s is not None and timeout_s < SECONDS_PER_NONZERO * program.n_nonzeros:
         return Outcome(Status.TIME_LIMIT)
-    h = highspy.Highs()
+    h = silent_highs()
     for option, value in OPTIONS.items():
         h.setOptionValue(option, value)
     if max_nodes is not None:
