@@ -44,6 +44,9 @@ class Expressions(Symbols):
         return t.EitherOf(tuple(pairs)) if negated else t.AllOf(tuple(pairs))
 
     def compare(self, left, op, right, span, cond: ast.Compare, scope, negated) -> t.Condition:
+        """One comparison, typed by the kind of its left side. Long (over 80 lines) because each
+        kind (linear, distance, changed count, class, tie, one-hot group) has its own rules and
+        errors; a table of handlers would scatter what one reads together."""
         movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance
         if isinstance(right, movable) and not isinstance(left, type(right)):
             left, right, op = right, left, _MIRRORED[op]

@@ -25,6 +25,8 @@ class Queries(Environment):
     """Checks each query in the environment its declarations built."""
 
     def query(self, decl: ast.QueryDecl) -> t.CheckedQuery:
+        """A query or property. Long (over 80 lines) because its statements are checked in one
+        pass in source order, so that the errors come out in the order they are written."""
         scope = Scope()
         batch = self.batch(decl.batch, scope) if decl.batch else None
         body = decl.body
