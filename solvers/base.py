@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from veritas_dsl.errors import UserError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.query import CONSTRUCTS, Query
 from veritas_dsl.result import Result, Termination, TracePoint
@@ -103,7 +104,7 @@ class Deadline:
             raise OutOfTime
 
 
-class UnsupportedQuery(ValueError):
+class UnsupportedQuery(UserError, ValueError):
     """An engine was asked for a construct it does not support, or a problem beyond its size."""
 
 

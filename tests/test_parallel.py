@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 from veritas_dsl import parse
 from veritas_dsl.parallel import run_all
 from veritas_dsl.run import RunOptions
+from veritas_dsl.spec import lowered_queries
 
 SPEC = """model m = ensemble "m.json"
 data rows = csv "rows.csv"
@@ -25,7 +28,7 @@ def test_two_processes_agree_with_one(tmp_path, two_trees):
     path = str(tmp_path / "spec.ver")
     spec = parse(SPEC, path)
     lowered = list(spec.lowered())
-    source = (SPEC, path, False, False)
+    source = functools.partial(lowered_queries, SPEC, path, False, False)
     alone = run_all(lowered, RunOptions(), 1, source)
     finished = []
     together = run_all(

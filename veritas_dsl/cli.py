@@ -14,17 +14,16 @@ import traceback
 from pathlib import Path
 
 from veritas_dsl.diagnostics import SpecError, render
-from veritas_dsl.model import FORMATS, ModelError, load_model
+from veritas_dsl.errors import SoundnessError, UserError
+from veritas_dsl.model import FORMATS, load_model
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
+from veritas_dsl.outcome import Interrupted
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
 from veritas_dsl.result import Termination
-from veritas_dsl.run import EngineDisagreement, Interrupted
 from veritas_dsl.solvers import registry
-from veritas_dsl.solvers.base import UnsupportedQuery
-from veritas_dsl.validate import WitnessMismatch
 
 
 class ExitCode(enum.IntEnum):
@@ -41,7 +40,7 @@ class ExitCode(enum.IntEnum):
     """Ctrl-C stopped the run (the shell's convention, 128 + SIGINT); what finished is shown."""
 
 
-class _OutputError(Exception):
+class _OutputError(UserError):
     """An output file could not be written."""
 
 
@@ -51,25 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     _check_arguments(args)
     try:
         return int(args.handler(args))
-    except SpecError as error:
-        sources = getattr(error, "sources", None)
-        for diagnostic in error.diagnostics:
-            print(render(diagnostic, sources) + "\n", file=sys.stderr)
-        count = len(error.diagnostics)
-        print(f"{count} error{'s' if count != 1 else ''}; nothing was run", file=sys.stderr)
+    except UserError as error:  # the spec, a model, an engine choice, an output file
+        print(error.render(), file=sys.stderr)
         return ExitCode.ERROR
-    except ModelError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ExitCode.ERROR
-    except UnsupportedQuery as error:
-        print(f"error: {error}", file=sys.stderr)
-        return ExitCode.ERROR
-    except (WitnessMismatch, EngineDisagreement) as error:
+    except SoundnessError as error:
         # A wrong answer is the worst bug we can have: say so plainly.
         print(f"error: soundness check failed, please report this bug: {error}", file=sys.stderr)
-        return ExitCode.ERROR
-    except _OutputError as error:
-        print(f"error: {error}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:  # before any query ran (loading models, say)
         print("interrupted", file=sys.stderr)

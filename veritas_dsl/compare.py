@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from veritas_dsl.ir.lower import Lowered
+from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.outcome import Interrupted, goal_kind
 from veritas_dsl.result import Result, Termination
-from veritas_dsl.run import EngineDisagreement, Interrupted, cross_check, goal_kind, solve
+from veritas_dsl.run import EngineDisagreement, cross_check, solve
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import parse_float32
+from veritas_dsl.float32 import parse_float32
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from veritas_dsl.errors import UserError
+
 
 @dataclass(frozen=True)
 class Span:
@@ -57,12 +59,20 @@ class Diagnostic:
     severity: Severity = Severity.ERROR
 
 
-class SpecError(Exception):
-    """One or more diagnostics that stop a spec from running."""
+class SpecError(UserError):
+    """One or more diagnostics that stop a spec from running. ``sources`` (set by whoever holds
+    the spec's text) lets :meth:`render` show the offending lines."""
+
+    sources: Sources | None = None
 
     def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics = tuple(diagnostics)
         super().__init__("; ".join(d.message for d in self.diagnostics))
+
+    def render(self) -> str:
+        count = len(self.diagnostics)
+        shown = [render(d, self.sources) + "\n" for d in self.diagnostics]
+        return "\n".join([*shown, f"{count} error{'s' if count != 1 else ''}; nothing was run"])
 
     def __reduce__(self):
         # Crosses process boundaries (parallel batches) with its diagnostics intact.

@@ -1,8 +1,9 @@
 """Queries solved across processes (``--jobs N``), for batches of rows.
 
-Each worker loads the spec once and lowers it the same way as the parent, so a task is only an
-index; back come the engines' Results and the checks, which the parent joins to its own lowered
-queries. Workers are spawned, not forked: the engines' native libraries hold threads.
+Each worker rebuilds the parent's list of lowered queries once (with a picklable function the
+caller gives, which loads the spec and lowers it the same way), so a task is only an index; back
+come the engines' Results and the checks, which the parent joins to its own lowered queries.
+Workers are spawned, not forked: the engines' native libraries hold threads.
 
 Ctrl-C reaches every process of the terminal's group. Workers are born ignoring it, so that one
 starting up or waiting for a task stays quiet, and listen to it only while they solve: the
@@ -21,8 +22,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
-from veritas_dsl.ir.lower import Lowered
-from veritas_dsl.run import Interrupted, QueryRun, RunOptions, run_lowered
+from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.outcome import Interrupted, QueryRun
+from veritas_dsl.run import RunOptions, run_lowered
 
 #: Processes pay off only when the queries left would take longer than this in one process:
 #: each worker spends seconds importing, loading the spec and the compiled engines.
@@ -36,14 +38,12 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _start_worker(text: str, path: str, trust_pickle: bool, checks_only: bool, stop, pids) -> None:
-    from veritas_dsl.spec import parse
-
+def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids) -> None:
     global _worker_lowered, _worker_stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # in case it was not ignored from birth
     pids.put(os.getpid())
     _worker_stop = stop
-    _worker_lowered = list(parse(text, path, trust_pickle).lowered(checks_only))
+    _worker_lowered = rebuild()
 
 
 def _interrupt_once(signum, frame) -> None:
@@ -67,16 +67,17 @@ def run_all(
     lowered: list[Lowered],
     options: RunOptions,
     jobs: int,
-    source: tuple[str, str, bool, bool],
+    rebuild: Callable[[], list[Lowered]],
     done: Callable[[QueryRun, int, int], None] | None = None,
     worth_it_s: float = _WORTH_IT_S,
 ) -> list[QueryRun]:
     """Run every lowered query, in order; on ``jobs`` processes when that pays off.
 
-    ``source`` is ``(text, path, trust_pickle, checks_only)``, from which workers rebuild the same
-    list of lowered queries. ``done(run, finished, total)`` is called as runs complete.
+    ``rebuild`` gives, in a worker process, the same list of lowered queries; it must pickle
+    (a module-level function, or a ``functools.partial`` of one). ``done(run, finished, total)``
+    is called as runs complete.
 
-    Ctrl-C stops the run: raises :class:`~veritas_dsl.run.Interrupted` whose ``partial`` holds
+    Ctrl-C stops the run: raises :class:`~veritas_dsl.outcome.Interrupted` whose ``partial`` holds
     the runs finished so far, in order, the interrupted ones (with their bounds so far) included.
     """
     total = len(lowered)
@@ -107,20 +108,20 @@ def run_all(
             record(next_index, run_lowered(lowered[next_index], options))
             next_index += 1
         if next_index < total:
-            _run_pool(lowered, options, jobs, source, next_index, record, runs)
+            _run_pool(lowered, options, jobs, rebuild, next_index, record, runs)
     except KeyboardInterrupt:
         raise Interrupted([run for run in runs if run is not None]) from None
     return runs
 
 
-def _run_pool(lowered, options, jobs, source, first, record, runs) -> None:
+def _run_pool(lowered, options, jobs, rebuild, first, record, runs) -> None:
     """Run queries ``first`` onwards on ``jobs - 1`` workers and this process."""
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
     pids = context.SimpleQueue()
     plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay in this process
     pool = ProcessPoolExecutor(
-        jobs - 1, mp_context=context, initializer=_start_worker, initargs=(*source, stop, pids)
+        jobs - 1, mp_context=context, initializer=_start_worker, initargs=(rebuild, stop, pids)
     )
     futures: dict[Future, int] = {}
     try:

@@ -90,7 +90,7 @@ class VerItem(pytest.Item):
 
     def runtest(self) -> None:
         from veritas_dsl.diagnostics import render
-        from veritas_dsl.ir.lower import lower
+        from veritas_dsl.lang.lower import lower
         from veritas_dsl.run import RunOptions, run_lowered
         from veritas_dsl.vacuity import warnings
 

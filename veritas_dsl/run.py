@@ -1,32 +1,29 @@
 """Run lowered queries on engines: choose engines, solve, validate witnesses, cross-check engines,
 and judge expectations and properties.
 
-The outcome of one lowered query is a :class:`QueryRun`; reports render those.
+The outcome of one lowered query is a :class:`~veritas_dsl.outcome.QueryRun`; reports render those.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from veritas_dsl import vacuity
-from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.diagnostics import Diagnostic, SpecError
+from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.empty import Emptiness
-from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import (
-    Find,
-    Maximize,
-    Minimize,
-    MinimizeDistance,
     Prove,
     constructs,
 )
 from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.outcome import NOT_RUN, Check, QueryRun, Verdict
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
@@ -39,99 +36,8 @@ DEFAULT_TIMEOUT_S = 60.0
 AGREEMENT = 1e-6
 
 
-class EngineDisagreement(RuntimeError):
+class EngineDisagreement(SoundnessError, RuntimeError):
     """Two engines gave different exact answers: one of them is wrong."""
-
-
-class Verdict(enum.Enum):
-    """The verdict of one check."""
-
-    HOLDS = "holds"
-    """The property or expectation is proven."""
-    FAILED = "failed"
-    """It is refuted (a counterexample, or bounds that break it)."""
-    VACUOUS = "vacuous"
-    """It holds only because no input satisfies its premise: it proves nothing, so it fails."""
-    UNDECIDED = "undecided"
-    """The engine stopped at a limit before it could tell; it counts as not holding."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a run. ``partial`` holds what finished before, in order, and last the run
-    the interrupt stopped (its engine's bounds so far), when there is one."""
-
-    def __init__(self, partial: list) -> None:
-        super().__init__()
-        self.partial = partial
-
-
-@dataclass(frozen=True)
-class Check:
-    """The verdict of one expectation or property, and the fact it rests on (``detail``)."""
-
-    text: str
-    verdict: Verdict
-    detail: str
-    span: Span
-
-    @property
-    def holds(self) -> bool | None:
-        """True when it holds, None when undecided, False when it fails or is vacuous."""
-        if self.verdict is Verdict.UNDECIDED:
-            return None
-        return self.verdict is Verdict.HOLDS
-
-
-@dataclass
-class QueryRun:
-    """One lowered query, its results (one per engine; the first is reported), and its checks."""
-
-    lowered: Lowered
-    results: list[Result] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.lowered.query.name
-
-    @property
-    def result(self) -> Result:
-        return self.results[0]
-
-    @property
-    def kind(self) -> str:
-        return goal_kind(self.lowered.query.goal)
-
-    @property
-    def feature_names(self) -> tuple[str, ...]:
-        """The features in the order of every witness vector."""
-        return tuple(f.name for f in self.lowered.query.features)
-
-    @property
-    def failed(self) -> bool:
-        return any(check.holds is not True for check in self.checks)
-
-    @property
-    def errored(self) -> bool:
-        """An engine failed or refused the query: the run did not do what was asked."""
-        return any(r.termination in _NOT_RUN for r in self.results)
-
-    @property
-    def interrupted(self) -> bool:
-        return any(r.termination is Termination.INTERRUPTED for r in self.results)
-
-
-_NOT_RUN = (Termination.ERROR, Termination.UNSUPPORTED)
-
-
-def goal_kind(goal) -> str:
-    return {
-        Maximize: "maximize",
-        Minimize: "minimize",
-        MinimizeDistance: "minimize_distance",
-        Find: "find",
-        Prove: "prove",
-    }[type(goal)]
 
 
 @dataclass(frozen=True)
@@ -430,7 +336,7 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
     holds = _compare(bound, e.op, value)
-    if (holds and result.termination not in _NOT_RUN) or result.exact:  # errors promise nothing
+    if (holds and result.termination not in NOT_RUN) or result.exact:  # errors promise nothing
         return Check(text, _verdict(holds), detail, e.span)
     return Check(
         text, Verdict.UNDECIDED, f"{detail}, not established ({result.termination.value})", e.span

@@ -3,16 +3,19 @@ then ``.run()``."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
-from veritas_dsl.ir.lower import Lowered, lower
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
+from veritas_dsl.lang.lower import Lowered, lower
 from veritas_dsl.lang.parser import parse_text
-from veritas_dsl.run import Interrupted, QueryRun, RunOptions, preflight
+from veritas_dsl.outcome import FileOutcome, Interrupted, QueryRun
+from veritas_dsl.parallel import run_all
+from veritas_dsl.run import RunOptions, preflight
 from veritas_dsl.solvers import registry
 
 
@@ -65,16 +68,16 @@ class Spec:
         each finished run.
 
         Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
-        :class:`~veritas_dsl.run.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
+        :class:`~veritas_dsl.outcome.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
         ``partial`` holds the runs finished so far, the interrupted one last.
         """
-        from veritas_dsl.parallel import run_all
-
         options = RunOptions(solver, timeout_s, progress)
         lowered = list(self.lowered(checks_only))
         preflight(lowered, options)
-        source = (self.text, self.path, self.trust_pickle, checks_only)
-        return run_all(lowered, options, jobs, source, done)
+        again = functools.partial(
+            lowered_queries, self.text, self.path, self.trust_pickle, checks_only
+        )
+        return run_all(lowered, options, jobs, again, done)
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
         """The batch row a run was made for, by feature name (None outside batches)."""
@@ -126,6 +129,12 @@ def _universal_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def lowered_queries(text: str, path: str, trust_pickle: bool, checks_only: bool) -> list[Lowered]:
+    """The lowered queries of spec text, as :meth:`Spec.lowered` gives them: how a worker
+    process rebuilds the parent's list (see :mod:`veritas_dsl.parallel`)."""
+    return list(parse(text, path, trust_pickle).lowered(checks_only))
+
+
 def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
     """Parse and check spec text; ``path`` names it in messages and anchors relative paths."""
     return Spec(text, path, trust_pickle)
@@ -142,8 +151,6 @@ def check_file(
     """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
     each warning before anything runs (they are kept in the outcome too). After Ctrl-C,
     ``outcome.interrupted`` is set and ``outcome.runs`` holds the runs finished so far."""
-    from veritas_dsl.report.checks import FileOutcome
-
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)

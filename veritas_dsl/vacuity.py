@@ -23,8 +23,8 @@ from dataclasses import replace
 
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span
 from veritas_dsl.ir.empty import Conflict, Emptiness, emptiness
-from veritas_dsl.ir.lower import Lowered
 from veritas_dsl.ir.query import Constraint, Find, OutputConstraint, Query, VoteMargin, walk
+from veritas_dsl.lang.lower import Lowered
 
 #: A conjunction of conditions no input satisfies.
 EMPTY_CONDITIONS = "V601"

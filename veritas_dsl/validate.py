@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.evaluate import (
     as_point,
     domain_violations,
@@ -26,7 +27,7 @@ from veritas_dsl.result import Witness
 TOLERANCE = 1e-5
 
 
-class WitnessMismatch(AssertionError):
+class WitnessMismatch(SoundnessError, AssertionError):
     """A witness does not reproduce on the original model, or breaks the query's constraints."""
 
 

@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import ball_interval, ceil32, floor32, next_up
+from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_up
 from veritas_dsl.ir.query import (
     AtMostKChanged,
     Ball,

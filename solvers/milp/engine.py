@@ -21,8 +21,8 @@ from typing import Literal
 
 import numpy as np
 
+from veritas_dsl.float32 import next_down
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
     Ball,

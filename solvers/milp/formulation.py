@@ -55,7 +55,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import ball_interval, ceil32, floor32, next_down, next_up
+from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_down, next_up
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     AnyOf,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.float32 import as_float32, ball_interval, ceil32, floor32
 from veritas_dsl.ir.evaluate import (
     distance,
     domain_violations,
@@ -34,7 +35,6 @@ from veritas_dsl.ir.evaluate import (
     reference_point,
     term_value,
 )
-from veritas_dsl.ir.float32 import as_float32, ball_interval, ceil32, floor32
 from veritas_dsl.ir.query import (
     Ball,
     Linear,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import ball_interval, ceil32, floor32
+from veritas_dsl.float32 import ball_interval, ceil32, floor32
 from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie
 
 

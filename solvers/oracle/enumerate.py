@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.float32 import next_down
 from veritas_dsl.ir.evaluate import leaf_votes
-from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import Prove, Query, VoteMargin, output_terms, vote_labels, walk
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.solvers.base import UnsupportedQuery

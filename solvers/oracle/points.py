@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.float32 import ball_interval
 from veritas_dsl.ir.evaluate import distance, holds, reference_point
-from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,

@@ -17,8 +17,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl.float32 import as_float32, ceil32_exact, floor32_exact
 from veritas_dsl.ir.evaluate import exact_distance, holds, reference_point
-from veritas_dsl.ir.float32 import as_float32, ceil32_exact, floor32_exact
 from veritas_dsl.ir.query import Ball, Linear, MinimizeDistance, Query
 from veritas_dsl.solvers.oracle.boxes import Region, Space
 from veritas_dsl.solvers.oracle.rational import Program

@@ -31,8 +31,8 @@ from fractions import Fraction
 import numpy as np
 from pysat.card import CardEnc, EncType
 
+from veritas_dsl.float32 import ball_interval
 from veritas_dsl.ir.evaluate import leaf_votes
-from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,

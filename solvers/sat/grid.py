@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from veritas_dsl.ir.float32 import ceil32, floor32, next_down, next_up
+from veritas_dsl.float32 import ceil32, floor32, next_down, next_up
 from veritas_dsl.ir.query import DomainKind, Feature
 
 #: Above this magnitude every float32 is an integer, so the next integer is the next float32.

@@ -20,8 +20,8 @@ from odd_engines import register
 from veritas_dsl import parse
 from veritas_dsl.cli import ExitCode, main
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.outcome import Interrupted
 from veritas_dsl.result import Termination
-from veritas_dsl.run import Interrupted
 
 from conftest import build
 

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import ceil32, floor32, next_down
+from veritas_dsl.float32 import ceil32, floor32, next_down
 
 
 def candidate_values(

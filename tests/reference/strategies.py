@@ -13,6 +13,7 @@ import math
 
 from hypothesis import strategies as st
 
+from veritas_dsl.float32 import next_down
 from veritas_dsl.ir import (
     AnyOf,
     AtMostKChanged,
@@ -34,7 +35,6 @@ from veritas_dsl.ir import (
     VoteMargin,
     change_units,
 )
-from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import vote_labels, vote_wins
 
 from conftest import build

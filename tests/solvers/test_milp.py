@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from veritas_dsl.float32 import as_float32, next_down
 from veritas_dsl.ir import (
     AnyOf,
     AtMostKChanged,
@@ -40,7 +41,6 @@ from veritas_dsl.ir import (
     change_units,
 )
 from veritas_dsl.ir.evaluate import distance, holds
-from veritas_dsl.ir.float32 import as_float32, next_down
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Availability, Limits, UnsupportedQuery

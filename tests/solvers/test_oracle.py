@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from veritas_dsl import parse
 from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.float32 import next_down
 from veritas_dsl.ir import (
     AtMostKChanged,
     Ball,
@@ -32,7 +33,6 @@ from veritas_dsl.ir import (
     Tie,
 )
 from veritas_dsl.ir.evaluate import holds
-from veritas_dsl.ir.float32 import next_down
 from veritas_dsl.ir.query import change_units, constructs
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar.engine import AStarEngine

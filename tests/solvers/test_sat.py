@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from veritas_dsl.float32 import ball_interval
 from veritas_dsl.ir import (
     Ball,
     Find,
@@ -28,7 +29,6 @@ from veritas_dsl.ir import (
 )
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import vote_counts
-from veritas_dsl.ir.float32 import ball_interval
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import vote_wins
 from veritas_dsl.result import Termination

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import ball_interval, ceil32, floor32
+from veritas_dsl.float32 import ball_interval, ceil32, floor32
 from veritas_dsl.ir.query import (
     AnyOf,
     Ball,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.ir.float32 import parse_float32
+from veritas_dsl.float32 import parse_float32
 from veritas_dsl.model.ensemble import MAX_FEATURES, Ensemble, ModelError
 
 _INDEXED = re.compile(r"f?([0-9]+)")

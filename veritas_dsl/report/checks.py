@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 
-from veritas_dsl.diagnostics import Diagnostic, render
+from veritas_dsl.diagnostics import render
+from veritas_dsl.outcome import Check, FileOutcome, QueryRun, Verdict
 from veritas_dsl.report.json import diagnostic_entry
 from veritas_dsl.report.table import bounds_text, failure_text, times_text, witness_table
 from veritas_dsl.report.terminal import counts
-from veritas_dsl.run import Check, QueryRun, Verdict
-
-
-@dataclass
-class FileOutcome:
-    """What checking one spec file gave: its runs, or the diagnostics that stopped it."""
-
-    path: str
-    runs: list[QueryRun] = field(default_factory=list)
-    errors: tuple[Diagnostic, ...] = ()
-    warnings: tuple[Diagnostic, ...] = ()
-    reference_rows: dict[int, dict[str, float]] = field(default_factory=dict)
-    interrupted: bool = False
 
 
 def _items(outcome: FileOutcome):

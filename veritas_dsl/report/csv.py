@@ -6,8 +6,8 @@ from __future__ import annotations
 import csv
 import io
 
+from veritas_dsl.outcome import QueryRun, Verdict
 from veritas_dsl.report.table import float32_text
-from veritas_dsl.run import QueryRun, Verdict
 
 #: A run's verdict is that of its worst check, in this order.
 _WORST_FIRST = (Verdict.FAILED, Verdict.VACUOUS, Verdict.UNDECIDED, Verdict.HOLDS)

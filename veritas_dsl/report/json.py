@@ -19,8 +19,8 @@ import math
 from collections.abc import Sequence
 
 from veritas_dsl.diagnostics import Diagnostic
+from veritas_dsl.outcome import QueryRun
 from veritas_dsl.result import Result
-from veritas_dsl.run import QueryRun
 
 
 def _number(value: float | None):

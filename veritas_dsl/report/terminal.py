@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from veritas_dsl.outcome import Check, QueryRun, Verdict
 from veritas_dsl.report.table import failure_text, float32_text, times_text
 from veritas_dsl.result import Result, Termination
-from veritas_dsl.run import Check, QueryRun, Verdict
 
 _MARK = {
     Verdict.HOLDS: "ok",

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from veritas_dsl.ir.float32 import ball_interval, ceil32, floor32, next_down, next_up
+from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_down, next_up
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=64)
 

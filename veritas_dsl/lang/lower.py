@@ -16,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.float32 import ceil32_exact, floor32_exact, next_down, next_up
 from veritas_dsl.ir.evaluate import vote_counts
-from veritas_dsl.ir.float32 import ceil32_exact, floor32_exact, next_down, next_up
 from veritas_dsl.ir.logic import drop_infinite, negate
 from veritas_dsl.ir.query import (
     AnyOf,

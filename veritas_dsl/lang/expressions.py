@@ -1,0 +1,433 @@
+"""Typing of expressions and conditions: each AST expression becomes a typed value (a linear
+form over outputs, features and constants, an instance, a distance, a class...) and each
+condition a typed comparison, with a located error for anything the language does not allow.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.lang import arith, ast
+from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope, Symbols
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+class Expressions(Symbols):
+    """Types expressions and conditions against the names declared so far."""
+
+    # -- conditions -------------------------------------------------------------------------
+
+    def condition(self, cond: ast.Cond, scope: Scope, negated: bool = False) -> t.Condition:
+        if isinstance(cond, ast.Not):
+            return self.condition(cond.part, scope, not negated)
+        if isinstance(cond, ast.And | ast.Or):
+            parts = tuple(self.condition(p, scope, negated) for p in cond.parts)
+            conjunctive = isinstance(cond, ast.And) != negated
+            return t.AllOf(parts) if conjunctive else t.EitherOf(parts)
+        values = [self.value(operand, scope) for operand in cond.operands]
+        if cond.excepted and (len(cond.ops) != 1 or cond.ops[0] != "=="):
+            raise self.error("V312", "`except` follows `a == b` between two instances", cond.span)
+        pairs = []
+        for k, op in enumerate(cond.ops):
+            span = join(cond.operands[k].span, cond.operands[k + 1].span)
+            pairs.append(self.compare(values[k], op, values[k + 1], span, cond, scope, negated))
+        if len(pairs) == 1:
+            return pairs[0]
+        # not (a < b < c) is (a >= b) or (b >= c)
+        return t.EitherOf(tuple(pairs)) if negated else t.AllOf(tuple(pairs))
+
+    def compare(self, left, op, right, span, cond: ast.Compare, scope, negated) -> t.Condition:
+        """One comparison, typed by the kind of its left side. Long (over 80 lines) because each
+        kind (linear, distance, changed count, class, tie, one-hot group) has its own rules and
+        errors; a table of handlers would scatter what one reads together."""
+        movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance
+        if isinstance(right, movable) and not isinstance(left, type(right)):
+            left, right, op = right, left, _MIRRORED[op]
+        if negated:
+            op = _NEGATED[op]
+        if isinstance(left, t.Lin) and isinstance(right, t.Lin):
+            diff = self.arith(arith.plus, span, left, right, -1.0)
+            if diff.kind == "mixed":
+                raise self.error(
+                    "V313",
+                    "this compares model outputs with input features",
+                    span,
+                    help="compare outputs with numbers, and features with numbers",
+                )
+            return t.LinCompare(diff, op, span)
+        if isinstance(left, t.Distance):
+            self.need_constant(right, span, "a distance")
+            if op != "<=":
+                help = (
+                    "distances are exact; write <= (a strict bound is the same as <= a smaller one)"
+                )
+                if op in (">", ">=") or negated:
+                    help = (
+                        "only upper bounds on a distance are supported (the region must be convex)"
+                    )
+                raise self.error(
+                    "V314", f"a distance can be bounded with <=, not {op}", span, help=help
+                )
+            return t.DistanceAtMost(left, right, span)
+        if isinstance(left, t.Changed):
+            self.need_constant(right, span, "a count of changed features")
+            if op not in ("<=", "<"):
+                raise self.error(
+                    "V314", f"a count of changed features is bounded with <= or <, not {op}", span
+                )
+            return t.ChangedAtMost(left, right, op == "<", span)
+        if isinstance(left, t.ClassOf):
+            if op not in ("==", "!="):
+                raise self.error("V315", f"classes are compared with == or !=, not {op}", span)
+            if isinstance(right, t.Lin):
+                self.need_constant(right, span, "a class")
+                if not right.row_dependent:
+                    k = right.constant_value()
+                    n = max(2, self.n_outputs(left.model))
+                    if not k.is_integer() or not 0 <= k < n:
+                        raise self.error("V315", f"class {k:g} is not one of 0..{n - 1}", span)
+            elif not isinstance(right, t.ClassOf):
+                raise self.error(
+                    "V315",
+                    f"a class is compared with a class or a number, not {self.describe(right)}",
+                    span,
+                )
+            return t.ClassCompare(left, right, op == "==", span)
+        if isinstance(left, t.Instance) and isinstance(right, t.Instance | t.RowValue):
+            if op != "==":
+                raise self.error(
+                    "V316",
+                    f"an instance is tied with ==, not compared with {op}",
+                    span,
+                    help="compare features instead, e.g. x1.age < x2.age",
+                )
+            if right == left:
+                raise self.error("V316", "an instance is always equal to itself", span)
+            excepted = set()
+            for name in cond.excepted:
+                if name.id in self.groups:
+                    excepted.update(self.groups[name.id])
+                elif name.id in self.members:  # its tied partners would pin it: nothing freed
+                    group = self.members[name.id][0]
+                    raise self.error(
+                        "V317",
+                        f"`{name.id}` is a member of one-hot group `{group}`, "
+                        "which `except` frees as a whole",
+                        name.span,
+                        help=f"write `except {group}`",
+                    )
+                else:
+                    excepted.add(self.feature_of(name.id, name.span))
+            if isinstance(right, t.RowValue):
+                return t.SameAsRow(left.name, right, frozenset(excepted), span)
+            return t.TieAll(left.name, right.name, frozenset(excepted), span)
+        if isinstance(left, t.GroupRef) and isinstance(right, t.Member):
+            if right.group != left.group:
+                raise self.error(
+                    "V317",
+                    f"`{self.features[right.feature].name}` is not in group `{left.group}`",
+                    span,
+                    help=suggest(
+                        self.features[right.feature].name,
+                        [self.features[f].name for f in self.groups[left.group]],
+                    ),
+                )
+            if op not in ("==", "!="):
+                raise self.error(
+                    "V317", f"a one-hot group is compared with == or !=, not {op}", span
+                )
+            return t.GroupIs(left.instance, right.feature, op == "==", span)
+        raise self.error(
+            "V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span
+        )
+
+    def need_constant(self, value, span, what) -> None:
+        if not isinstance(value, t.Lin) or value.kind != "constant":
+            raise self.error("V319", f"{what} is compared with a number", span)
+
+    def outputs_only(self, cond: t.Condition, span: Span) -> None:
+        if isinstance(cond, t.AllOf | t.EitherOf):
+            for part in cond.parts:
+                self.outputs_only(part, span)
+        elif isinstance(cond, t.LinCompare) and cond.lin.kind in ("outputs", "constant"):
+            return
+        elif not isinstance(cond, t.ClassCompare):
+            raise self.error(
+                "V320",
+                "the conclusion of a property may only constrain model outputs",
+                getattr(cond, "span", span),
+                help="move conditions on inputs before `=>`",
+            )
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def constant(self, expr: ast.Expr, scope: Scope) -> float:
+        value = self.value(expr, scope)
+        if not isinstance(value, t.Lin) or value.kind != "constant" or value.row_dependent:
+            raise self.error(
+                "V321", "a number is expected here", expr.span, f"this is {self.describe(value)}"
+            )
+        return value.constant_value()
+
+    def value(self, expr: ast.Expr, scope: Scope) -> t.Value:
+        if isinstance(expr, ast.Number):
+            self.arith(arith.literal, expr.span, expr.text, expr.value)
+            return t.Lin.constant(expr.value)
+        if isinstance(expr, ast.Name):
+            return self.name(expr, scope)
+        if isinstance(expr, ast.Attr):
+            return self.attr(expr, scope)
+        if isinstance(expr, ast.Index):
+            return self.index(expr, scope)
+        if isinstance(expr, ast.Call):
+            return self.call(expr, scope, output=None)
+        if isinstance(expr, ast.Neg):
+            return self.linear(expr.operand, scope).times(-1.0)
+        if isinstance(expr, ast.Arith):
+            return self.arithmetic(expr, scope)
+        raise AssertionError(f"unknown expression {expr!r}")
+
+    def arithmetic(self, expr: ast.Arith, scope: Scope) -> t.Lin:
+        """A chain, left to right, in a loop: a sum of 10,000 terms is no deeper than one."""
+        first = expr.operands[0]
+        result = self.linear(first, scope)
+        for op, operand in zip(expr.ops, expr.operands[1:], strict=True):
+            right = self.linear(operand, scope)
+            span = join(first.span, operand.span)
+            if op in "+-":
+                result = self.arith(arith.plus, span, result, right, 1.0 if op == "+" else -1.0)
+            elif op == "*":
+                if not (arith.is_number(right) or arith.is_number(result)):
+                    raise self.error(
+                        "V322",
+                        "only a number can multiply",
+                        span,
+                        help="the language is linear: scale outputs and features by numbers",
+                    )
+                if not arith.is_number(right):
+                    result, right = right, result
+                result = self.arith(arith.times, span, result, right.constant_value())
+            else:
+                if not arith.is_number(right):
+                    raise self.error("V322", "division is by a non-zero number", operand.span)
+                divisor = right.constant_value()
+                at = operand.span if divisor == 0 or math.isinf(divisor) else span
+                result = self.arith(arith.divide, at, result, divisor)
+        return result
+
+    def arith(self, operation, span: Span, *args):
+        """``operation(*args)`` (one of :mod:`arith`'s), its problem located at ``span``."""
+        try:
+            return operation(*args)
+        except arith.NumberError as error:
+            raise self.error(error.code, error.message, span, help=error.help) from None
+
+    def linear(self, expr: ast.Expr, scope: Scope) -> t.Lin:
+        value = self.value(expr, scope)
+        if not isinstance(value, t.Lin):
+            raise self.error(
+                "V323", f"{self.describe(value)} cannot be used in arithmetic", expr.span
+            )
+        return value
+
+    def name(self, expr: ast.Name, scope: Scope) -> t.Value:
+        name = expr.id
+        if name in scope.instances:
+            return t.Instance(name)
+        if name == scope.batch:
+            return t.RowValue(scope.batch_data, None, name)
+        if name in self.constants:
+            return t.Lin.constant(self.constants[name])
+        if name in self.models:
+            return t.ModelRef(name)
+        if name in self.datasets:
+            raise self.error(
+                "V211", f"`{name}` is a data set; pick a row", expr.span, help=f"e.g. {name}[0]"
+            )
+        if name in self.members:
+            group, f = self.members[name]
+            return t.Member(group, f)
+        if name in self.broken or name in self.broken_groups or self.features_unknown:
+            raise Failed  # a failed declaration, or maybe a feature of a model that failed
+        if name in self.feature_index:
+            raise self.error(
+                "V212",
+                f"`{name}` is a feature; say whose",
+                expr.span,
+                help=f"e.g. {min(scope.instances, default='x')}.{_written(name)}",
+            )
+        known = [*scope.instances, *self.constants, *self.models, *self.datasets, *self.members]
+        if scope.batch:
+            known.append(scope.batch)
+        raise self.error(
+            "V213", f"unknown name `{name}`", expr.span, "not declared", help=suggest(name, known)
+        )
+
+    def attr(self, expr: ast.Attr, scope: Scope) -> t.Value:
+        obj = self.value(expr.obj, scope)
+        if isinstance(obj, t.Instance):
+            if expr.name in self.groups:
+                return t.GroupRef(obj.name, expr.name)
+            if expr.name in self.broken_groups and expr.name not in self.feature_index:
+                raise Failed
+            f = self.feature_of(expr.name, expr.name_span)
+            return t.Lin.of({("feat", obj.name, f): 1.0})
+        if isinstance(obj, t.RowValue):
+            dataset = self.datasets[obj.data]
+            if expr.name not in dataset.columns:
+                raise self.error(
+                    "V214",
+                    f"data `{obj.data}` has no column `{expr.name}`",
+                    expr.name_span,
+                    help=suggest(expr.name, dataset.columns),
+                )
+            if obj.index is None:
+                return t.Lin.of({("rowcol", expr.name): 1.0})
+            return t.Lin.constant(
+                float(dataset.values[obj.index, dataset.columns.index(expr.name)])
+            )
+        raise self.error("V215", f"{self.describe(obj)} has no features", expr.span)
+
+    def index(self, expr: ast.Index, scope: Scope) -> t.Value:
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.models:
+            k = self.constant(expr.index, scope)
+            n = self.n_outputs(expr.obj.func)
+            if not k.is_integer() or not 0 <= k < n:
+                raise self.error(
+                    "V324", f"model `{expr.obj.func}` has outputs 0..{n - 1}", expr.index.span
+                )
+            return self.call(expr.obj, scope, output=int(k))
+        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.datasets:
+            data = expr.obj.id
+            i = self.row_index(expr.index, len(self.datasets[data]))
+            return t.RowValue(data, i, f"{data}[{i}]")
+        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.broken:
+            raise Failed
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.broken:
+            raise Failed
+        raise self.error(
+            "V325",
+            "only data sets (rows) and model outputs can be indexed",
+            expr.span,
+            help="e.g. test[3], or clf(x)[2] for output 2",
+        )
+
+    def call(self, expr: ast.Call, scope: Scope, output: int | None) -> t.Value:
+        func = expr.func
+        args = expr.args
+        if func in self.broken:
+            raise Failed
+        if func in self.models:
+            if len(args) != 1:
+                raise self.error("V326", f"model `{func}` takes one input", expr.span)
+            subject = self.value(args[0], scope)
+            if output is None:
+                if self.n_outputs(func) > 1:
+                    raise self.error(
+                        "V324",
+                        f"model `{func}` has {self.n_outputs(func)} outputs; pick one",
+                        expr.span,
+                        help=f"e.g. {func}({_text(args[0])})[0]",
+                    )
+                output = 0
+            if isinstance(subject, t.Instance):
+                return t.Lin.of({("out", func, subject.name, output): 1.0})
+            if isinstance(subject, t.RowValue):
+                if subject.index is None:
+                    return t.Lin.of({("rowout", func, output): 1.0})
+                row = self.row_point(subject)
+                return t.Lin.constant(float(np.atleast_1d(self.models[func].eval(row))[output]))
+            raise self.error(
+                "V326",
+                f"model `{func}` takes an instance or a data row, not {self.describe(subject)}",
+                args[0].span,
+            )
+        if func in ("class", "vote"):
+            if len(args) != 2:
+                raise self.error(
+                    "V326", f"{func} takes a model and an input: {func}(clf, x)", expr.span
+                )
+            model = self.value(args[0], scope)
+            if not isinstance(model, t.ModelRef):
+                raise self.error("V326", f"the first argument of {func} is a model", args[0].span)
+            if self.models[model.name].task == "regression":
+                raise self.error(
+                    "V327",
+                    f"model `{model.name}` is a regression model; it has no class",
+                    args[0].span,
+                )
+            subject = self.value(args[1], scope)
+            if not isinstance(subject, t.Instance | t.RowValue):
+                raise self.error(
+                    "V326",
+                    f"the second argument of {func} is an instance or a data row",
+                    args[1].span,
+                )
+            return t.ClassOf(model.name, subject, vote=func == "vote")
+        if func in ("linf", "l1", "changed"):
+            if len(args) != 2:
+                raise self.error("V326", f"{func} takes two inputs: {func}(x, test[0])", expr.span)
+            a, b = self.value(args[0], scope), self.value(args[1], scope)
+            if isinstance(b, t.Instance) and not isinstance(a, t.Instance):
+                a, b = b, a
+            if not isinstance(a, t.Instance) or not isinstance(b, t.Instance | t.RowValue):
+                raise self.error(
+                    "V326", f"{func} relates an instance with an instance or a data row", expr.span
+                )
+            if func == "changed":
+                return t.Changed(a.name, b)
+            return t.Distance(func, a.name, b)
+        known = [*self.models, *BUILTINS]
+        raise self.error(
+            "V216",
+            f"unknown function `{func}`",
+            expr.func_span,
+            help=suggest(func, known) or f"models are {', '.join(self.models) or 'none'}",
+        )
+
+    def row_index(self, expr: ast.Expr, limit: int) -> int:
+        value = self.constant(expr, Scope())
+        if not value.is_integer() or not 0 <= value < limit:
+            raise self.error("V306", f"row index {value:g} is not in 0..{limit - 1}", expr.span)
+        return int(value)
+
+    def describe(self, value) -> str:
+        if isinstance(value, t.Lin):
+            return {
+                "constant": "a number",
+                "features": "input features",
+                "outputs": "model outputs",
+                "mixed": "a mix of outputs and features",
+            }[value.kind]
+        return {
+            t.Instance: "an instance",
+            t.RowValue: "a data row",
+            t.ModelRef: "a model",
+            t.GroupRef: "a one-hot group",
+            t.Member: "a one-hot member",
+            t.Distance: "a distance",
+            t.Changed: "a count of changed features",
+            t.ClassOf: "a class",
+        }.get(type(value), "this")
+
+
+def join(a: Span, b: Span) -> Span:
+    return Span(a.file, a.line, a.column, b.end_line, b.end_column)
+
+
+def _written(name: str) -> str:
+    """A name as a spec writes it: in backquotes unless it is a plain identifier."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name) else f"`{name}`"
+
+
+def _text(expr: ast.Expr) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return "x"

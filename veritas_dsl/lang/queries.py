@@ -1,0 +1,283 @@
+"""Queries and properties: their instances, batch, conditions, goal, expectations and engines,
+checked in the spec's environment.
+"""
+
+from __future__ import annotations
+
+import math
+
+from veritas_dsl.diagnostics import suggest
+from veritas_dsl.lang import ast
+from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.environment import Environment
+from veritas_dsl.lang.symbols import Failed, Scope
+
+OPTIONS = {
+    "timeout": "a duration such as 10s",
+    "steps": "a whole number",
+    "memory": "a size such as 2GB",
+}
+_SECONDS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+_BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+class Queries(Environment):
+    """Checks each query in the environment its declarations built."""
+
+    def query(self, decl: ast.QueryDecl) -> t.CheckedQuery:
+        """A query or property. Long (over 80 lines) because its statements are checked in one
+        pass in source order, so that the errors come out in the order they are written."""
+        scope = Scope()
+        batch = self.batch(decl.batch, scope) if decl.batch else None
+        body = decl.body
+        inputs = [s for s in body if isinstance(s, ast.Input)]
+        foralls = [s for s in body if isinstance(s, ast.Forall)]
+        for extra in inputs[1:]:
+            self.error("V206", "instances are declared once, with one `input`", extra.span)
+        for extra in foralls[1:]:
+            self.error("V206", "a property has one `forall`", extra.span)
+        if decl.is_property and not foralls:
+            raise self.error(
+                "V207",
+                f"property `{decl.name}` states no `forall`",
+                decl.span,
+                help="write: forall x: <premise> => <conclusion>",
+            )
+        if foralls and not decl.is_property:
+            raise self.error(
+                "V207",
+                "`forall` belongs in a `property`",
+                foralls[0].span,
+                help=f"write `property {decl.name}` instead of `query {decl.name}`",
+            )
+        if inputs and foralls:
+            raise self.error(
+                "V206",
+                "the instances of a property are those of its `forall`",
+                inputs[0].span,
+                help="remove this `input`",
+            )
+        names = inputs[0].names if inputs else foralls[0].names if foralls else ()
+        if not names:
+            raise self.error(
+                "V208",
+                f"query `{decl.name}` declares no input",
+                decl.span,
+                help="add `input x` (or `input x1, x2` for two instances)",
+            )
+        instances = []
+        for name in names:
+            if name.id in scope.instances or name.id in self.declared or name.id == scope.batch:
+                raise self.error(
+                    "V201",
+                    f"`{name.id}` is already a name here",
+                    name.span,
+                    help="choose another name for the instance",
+                )
+            scope.instances.add(name.id)
+            instances.append(name.id)
+
+        constraints: list[t.Condition] = []
+        goal: t.Goal | None = None
+        expects = []
+        engines: tuple[t.EngineChoice, ...] = ()
+        failed = goal_failed = False
+        for statement in body:
+            try:
+                if isinstance(statement, ast.Where):
+                    constraints.append(self.condition(statement.cond, scope))
+                elif isinstance(statement, ast.Forall):
+                    if statement.premise is not None:
+                        constraints.append(self.condition(statement.premise, scope))
+                    conclusion = self.condition(statement.conclusion, scope)
+                    self.outputs_only(conclusion, statement.conclusion.span)
+                    goal = t.ProveThat(conclusion, statement.span)
+                elif isinstance(statement, ast.Objective | ast.FindStmt):
+                    if goal is not None:
+                        raise self.error(
+                            "V209",
+                            "a query has one objective",
+                            statement.span,
+                            help="split it into two queries",
+                        )
+                    goal = self.objective(statement, scope)
+                elif isinstance(statement, ast.SolveWith):
+                    engines = self.solve_with(statement)
+            except Failed:
+                failed = True
+                goal_failed = goal_failed or not isinstance(statement, ast.Where | ast.SolveWith)
+        # A goal that failed is unknown (None): expectations are not judged against a guess.
+        goal = goal or (None if goal_failed else t.FindAny(None))
+        for statement in body:
+            if isinstance(statement, ast.Expect):
+                try:
+                    expects.append(self.expectation(statement, goal, decl, scope))
+                except Failed:
+                    failed = True
+        if failed:
+            raise Failed
+        return t.CheckedQuery(
+            decl.name,
+            decl.is_property,
+            tuple(instances),
+            batch,
+            tuple(constraints),
+            goal,
+            tuple(expects),
+            engines,
+            decl.span,
+        )
+
+    def batch(self, batch: ast.Batch, scope: Scope) -> t.Batch:
+        data = batch.data.id
+        if data not in self.datasets:
+            if data in self.broken:
+                raise Failed
+            raise self.error(
+                "V210",
+                f"unknown data set `{data}`",
+                batch.data.span,
+                help=suggest(data, self.datasets) or 'declare it: data d = csv "file.csv"',
+            )
+        n = len(self.datasets[data])
+        start = 0 if batch.start is None else self.row_index(batch.start, n + 1)
+        stop = n if batch.stop is None else self.row_index(batch.stop, n + 1)
+        if start >= stop:
+            raise self.error("V305", f"the rows {data}[{start}:{stop}] are empty", batch.span)
+        scope.batch = batch.name
+        scope.batch_data = data
+        return t.Batch(batch.name, data, start, stop)
+
+    def objective(self, statement, scope: Scope) -> t.Goal:
+        if isinstance(statement, ast.FindStmt):
+            return t.FindAny(statement.span)
+        value = self.value(statement.expr, scope)
+        if isinstance(value, t.Distance):
+            if statement.sense == "maximize":
+                raise self.error(
+                    "V307",
+                    "maximizing a distance is not supported",
+                    statement.expr.span,
+                    help="minimize a distance, or bound it in `where`",
+                )
+            return t.ClosestDistance(value, statement.span)
+        if isinstance(value, t.Lin) and value.kind == "outputs":
+            if any(math.isinf(c) for _, c in value.coefs):
+                raise self.error(
+                    "V308",
+                    f"cannot {statement.sense} an infinite value",
+                    statement.expr.span,
+                    help="leave inf out of objectives",
+                )
+            return t.OptimizeOutputs(statement.sense, value, statement.span)
+        raise self.error(
+            "V308",
+            f"cannot {statement.sense} {self.describe(value)}",
+            statement.expr.span,
+            help="objectives are model outputs such as clf(x) or clf(x2) - clf(x1), "
+            "or a distance to minimize",
+        )
+
+    def expectation(
+        self, statement: ast.Expect, goal: t.Goal | None, decl: ast.QueryDecl, scope
+    ) -> t.Expectation:
+        """An ``expect`` line, checked against the query's goal (None when it failed)."""
+        subject = statement.subject
+        text = f"expect {subject}" + (f" {statement.op} ..." if statement.op else "")
+        if decl.is_property:
+            raise self.error("V309", "a property needs no `expect`: it must hold", statement.span)
+        if subject in ("upper", "lower"):
+            if statement.op is None:
+                raise self.error(
+                    "V310",
+                    f"`expect {subject}` needs a comparison",
+                    statement.span,
+                    help=f"e.g. expect {subject} <= 0.5",
+                )
+            if statement.op in ("==", "!="):
+                raise self.error(
+                    "V310",
+                    f"compare a bound with <, <=, > or >=, not {statement.op}",
+                    statement.span,
+                )
+            if isinstance(goal, t.FindAny | t.ProveThat):
+                raise self.error(
+                    "V310",
+                    f"`{subject}` is a bound of an objective; this query has none",
+                    statement.subject_span,
+                    help="add maximize/minimize, or use `expect found`",
+                )
+            value = self.value(statement.value, scope)
+            if not isinstance(value, t.Lin) or value.kind != "constant":
+                raise self.error("V310", "a bound is compared with a number", statement.value.span)
+            return t.Expectation(subject, statement.op, value, text, statement.span)
+        if subject in ("found", "none"):
+            if statement.op is not None:
+                raise self.error("V310", f"`expect {subject}` takes no comparison", statement.span)
+            if goal is not None and not isinstance(goal, t.FindAny):
+                raise self.error(
+                    "V310",
+                    f"`expect {subject}` is for queries that find an input",
+                    statement.subject_span,
+                    help="bound an objective with `expect upper <= ...`",
+                )
+            return t.Expectation(subject, None, None, text, statement.span)
+        raise self.error(
+            "V311",
+            f"unknown expectation `{subject}`",
+            statement.subject_span,
+            help=suggest(subject, ("upper", "lower", "found", "none"))
+            or "expect upper|lower <op> <number>, expect found, or expect none",
+        )
+
+    def solve_with(self, statement: ast.SolveWith) -> tuple[t.EngineChoice, ...]:
+        choices = []
+        for engine in statement.engines:
+            if engine.name not in self.engines:
+                raise self.error(
+                    "V501",
+                    f"unknown engine `{engine.name}`",
+                    engine.span,
+                    help=suggest(engine.name, self.engines)
+                    or f"engines are {', '.join(self.engines)}",
+                )
+            limits = {"timeout": None, "steps": None, "memory": None}
+            for option in engine.options:
+                if option.name not in OPTIONS:
+                    raise self.error(
+                        "V502",
+                        f"unknown engine option `{option.name}`",
+                        option.span,
+                        help=suggest(option.name, OPTIONS) or f"options are {', '.join(OPTIONS)}",
+                    )
+                limits[option.name] = self.option_value(option)
+            choices.append(
+                t.EngineChoice(
+                    engine.name, limits["timeout"], limits["steps"], limits["memory"], engine.span
+                )
+            )
+        return tuple(choices)
+
+    def option_value(self, option: ast.Option):
+        value = option.value
+        expected = OPTIONS[option.name]
+        if isinstance(value, ast.Quantity):
+            units = (
+                _SECONDS if option.name == "timeout" else _BYTES if option.name == "memory" else {}
+            )
+            if value.unit not in units:
+                raise self.error("V502", f"`{option.name}` is {expected}", value.span)
+            amount = value.value * units[value.unit]
+        elif isinstance(value, ast.Text):
+            raise self.error("V502", f"`{option.name}` is {expected}, not a string", value.span)
+        else:
+            amount = self.constant(value, Scope())
+        if amount <= 0:
+            raise self.error("V502", f"`{option.name}` must be positive", option.span)
+        if not math.isfinite(amount):
+            raise self.error("V502", f"`{option.name}` must be finite", option.span)
+        if option.name == "steps":
+            if not float(amount).is_integer():
+                raise self.error("V502", "`steps` is a whole number", option.span)
+            return int(amount)
+        return int(amount) if option.name == "memory" else float(amount)

@@ -1,0 +1,99 @@
+"""What a spec's declarations made known while it is checked, and how problems are reported.
+
+:class:`Symbols` holds the models, data sets, constants and features by name; each problem is
+one located :class:`Diagnostic`, and :class:`Failed` stops the construct it was found in (its
+cause is reported once). Loading declarations is :mod:`veritas_dsl.lang.environment`'s job.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from veritas_dsl.data import Dataset
+from veritas_dsl.diagnostics import Diagnostic, Span, suggest
+from veritas_dsl.ir.query import Feature
+from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.ast import SpecFile
+from veritas_dsl.model.ensemble import Ensemble
+
+#: Names the language gives a meaning; a declaration may not take them.
+BUILTINS = ("class", "vote", "linf", "l1", "changed")
+
+
+class Failed(Exception):
+    """An expression already reported an error; stop checking the enclosing construct."""
+
+
+class Scope:
+    """Names local to one query: its instances and the batch row variable."""
+
+    def __init__(self) -> None:
+        self.instances: set[str] = set()
+        self.batch: str | None = None
+        self.batch_data: str | None = None
+
+
+class Symbols:
+    """The names of one spec, filled in declaration by declaration, and its diagnostics."""
+
+    def __init__(self, spec: SpecFile, engines: tuple[str, ...], trust_pickle: bool) -> None:
+        self.spec = spec
+        self.base = Path(spec.path).resolve().parent if spec.path != "<string>" else Path.cwd()
+        self.engines = engines
+        self.trust_pickle = trust_pickle
+        self.diagnostics: list[Diagnostic] = []
+        self.declared: dict[str, Span] = {}
+        self.models: dict[str, Ensemble] = {}
+        self.model_paths: dict[str, str] = {}
+        self.broken: set[str] = set()  # declared names whose declaration failed
+        self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
+        # No model loaded: the features are unknown, and so is whether a name is one.
+        self.features_unknown = False
+        self.datasets: dict[str, Dataset] = {}
+        self.constants: dict[str, float] = {"inf": math.inf}
+        self.features: tuple[Feature, ...] = ()
+        self.feature_index: dict[str, int] = {}
+        self.groups: dict[str, tuple[int, ...]] = {}
+        self.members: dict[str, tuple[str, int]] = {}
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def error(self, code, message, span, label="", help="", notes=()) -> Failed:
+        self.diagnostics.append(Diagnostic(code, message, span, label, tuple(notes), help))
+        return Failed()
+
+    def declare(self, name: str, span: Span, what: str) -> bool:
+        if name in self.declared or name in BUILTINS or name == "inf":
+            first = self.declared.get(name)
+            notes = [f"first declared at {first}"] if first else [f"`{name}` is a built-in name"]
+            self.error(
+                "V201", f"`{name}` is declared twice", span, f"this {what}", help="", notes=notes
+            )
+            return False
+        self.declared[name] = span
+        return True
+
+    def feature_of(self, name: str, span: Span) -> int:
+        if self.features_unknown:
+            raise Failed  # the failed model's error says it all
+        if name not in self.feature_index:
+            raise self.error(
+                "V204",
+                f"unknown feature `{name}`",
+                span,
+                "not a feature of the models",
+                help=suggest(name, self.feature_index),
+            )
+        return self.feature_index[name]
+
+    def row_point(self, row: t.RowValue) -> np.ndarray:
+        dataset = self.datasets[row.data]
+        columns = [dataset.columns.index(f.name) for f in self.features]
+        model_order = dataset.values[row.index, columns]
+        return model_order[None, :]
+
+    def n_outputs(self, model: str) -> int:
+        return self.models[model].n_outputs
