@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 import pytest
@@ -54,6 +55,14 @@ def test_table_and_plot(spec, tmp_path, capsys):
     assert out[3].split()[:3] == ["any", "oracle", "infeasible"]
     assert out[-1] == f"plot: 2 panels written to {png}"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_a_user_error(spec, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    png = tmp_path / "bounds.png"
+    assert main(["compare", str(spec), "--solvers", "oracle", "--plot", str(png)]) == 2
+    assert "error: plotting needs matplotlib" in capsys.readouterr().err
+    assert not png.exists()
 
 
 def test_unknown_engine(spec, capsys):

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from veritas_dsl.compare import Comparison
+from veritas_dsl.errors import UserError
 from veritas_dsl.result import Result
 
 
@@ -85,7 +86,7 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import NullFormatter
     except ImportError:
-        raise RuntimeError("plotting needs matplotlib: pip install 'veritas-dsl[plot]'") from None
+        raise UserError("plotting needs matplotlib: pip install 'veritas-dsl[plot]'") from None
     panels = [c for c in comparisons if c.kind not in ("find", "prove") and _finite(c)]
     if not panels:
         return 0
