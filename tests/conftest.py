@@ -24,6 +24,12 @@ settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+def examples(weight: float) -> int:
+    """``max_examples`` for a test worth ``weight`` times the profile's number of examples, so
+    that every test follows the profile (``ci`` asks more of each than ``dev``)."""
+    return max(1, round(weight * settings().max_examples))
+
+
 #: Engines whose library is an optional dependency; every other engine must be available.
 OPTIONAL_ENGINES = {"gurobi": "gurobipy with a licence"}
 

@@ -25,7 +25,7 @@ from veritas_dsl.ir import (
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import model_outputs, term_value
 
-from conftest import build
+from conftest import build, examples
 
 # two trees over (x0, x1): leaves 1, 3, -2 and 0.5, 4, -1 (the conftest's two_trees)
 MODEL = build([(0, 1.0, 1.0, (1, 2.0, 3.0, -2.0)), (1, 1.0, (0, 2.0, 0.5, 4.0), -1.0)], 2)
@@ -69,7 +69,7 @@ def test_huge_leaves_give_an_infinite_bound_not_a_wrong_one():
     assert trivial_bounds(q)[1] == math.inf
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(2.4))
 @given(
     values=st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=12, max_size=12),
     base=st.floats(-10, 10, width=32),

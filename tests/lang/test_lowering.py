@@ -35,6 +35,7 @@ from veritas_dsl.ir.query import vote_wins
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 
 from conftest import build
+from reference.agreement import check_witnesses, verdict
 
 ORACLE = OracleEngine()
 
@@ -66,8 +67,13 @@ def lowered(folder, body):
 
 
 def same_answer(ver_query: Query, ir_query: Query) -> None:
+    """The oracle answers both alike, and each one's witness is a witness of the other: the same
+    verdict, and for find and prove, inputs that satisfy both queries."""
     a, b = ORACLE.solve(ver_query), ORACLE.solve(ir_query)
     assert (a.termination, a.lower, a.upper) == (b.termination, b.lower, b.upper)
+    assert verdict(a) == verdict(b)
+    for query, result in ((ir_query, a), (ver_query, b)):
+        check_witnesses(query, result)
 
 
 def ir(folder, constraints, goal, instances=("x",), features=None):
@@ -86,6 +92,18 @@ def test_maximize_with_box(folder):
     expected = ir(folder, [Interval("x", 0, 0.0, 1.5)], Maximize(OutputTerm((out(),))))
     same_answer(q, expected)
     assert ORACLE.solve(q).lower == 3.5
+
+
+def test_find_with_box_and_output(folder):
+    (q,) = lowered(folder, "query q { input x  where 0 <= x.x0 <= 1.5 and m(x) > 3  find }")
+    expected = ir(
+        folder,
+        [Interval("x", 0, 0.0, 1.5), OutputConstraint(OutputTerm((out(),)), ">", 3.0)],
+        Find(),
+    )
+    same_answer(q, expected)  # the 3.5 region: a witness of each is a witness of the other
+    (q,) = lowered(folder, "query q { input x  where x.x0 <= 0.5 and m(x) > 3  find }")
+    assert ORACLE.solve(q).termination.value == "infeasible"
 
 
 def test_strict_bounds_move_to_the_next_float32(folder):

@@ -14,6 +14,7 @@ from veritas_dsl import SpecError, parse
 from veritas_dsl.run import RunOptions, choose_engines
 
 from .specs import DOCS, doc_examples, example_files
+from conftest import examples
 
 BASES = [(str(DOCS), text) for _, text in doc_examples()]
 #: The issue's example: a division by a subnormal number raised OverflowError.
@@ -151,7 +152,7 @@ def mutants(draw):
     return path, text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(mutants())
 def test_mutants_fail_only_with_located_diagnostics(mutant):
     path, text = mutant
@@ -204,7 +205,7 @@ def _numbers(value):
             stack += [(getattr(value, f.name), name, f.name) for f in dataclasses.fields(value)]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(extreme_numbers())
 @example((str(DOCS), OVERFLOWED))
 def test_extreme_numbers_give_a_located_error_or_a_finite_query(mutant):
