@@ -40,6 +40,7 @@ from veritas_dsl.ir.query import constructs
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.solvers.solve import solve
 from veritas_dsl.validate import validate_witness
 
 from conftest import build, require
@@ -641,7 +642,7 @@ def test_hand_case(name, case, request):
     query = query_of(case, request)
     if name in case.refused_by or not constructs(query) <= engine.capabilities.constructs:
         with pytest.raises(UnsupportedQuery):
-            engine.solve(query, Limits(timeout_s=30))
+            solve(engine, query, Limits(timeout_s=30))
         return
     result = engine.solve(query, Limits(timeout_s=30))
     for witness in result.witnesses:
