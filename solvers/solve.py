@@ -9,6 +9,7 @@ carries it. Limits and Ctrl-C are the engine's own business: it reports them in 
 
 from __future__ import annotations
 
+import logging
 import time
 
 from veritas_dsl.ir.bounds import trivial_bounds
@@ -16,6 +17,8 @@ from veritas_dsl.ir.query import Query
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
+
+logger = logging.getLogger("veritas_dsl")
 
 
 def check(engine: Engine, query: Query, limits: Limits) -> None:
@@ -32,7 +35,8 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
     :func:`check`) or while it prepares (a combination it cannot decide, a problem too large:
     the message then names the other engines that declare the query's constructs).
     Any other exception of the engine gives an ``error`` Result with the trivial bounds, its
-    message naming the exception and ``error`` holding it. ``progress`` is handed to the engine
+    message naming the exception and ``error`` holding it; its traceback is logged (debug level,
+    logger ``veritas_dsl``: ``ver --debug`` shows it). ``progress`` is handed to the engine
     (see :class:`~veritas_dsl.solvers.base.Engine`).
     """
     limits = limits or Limits()
@@ -46,6 +50,7 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
         hint = f"; engines that can: {', '.join(others)}" if others else ""
         raise UnsupportedQuery(f"{refusal}{hint}") from None
     except Exception as error:  # an engine's fault is reported, never raised
+        logger.debug("engine %s failed on query %s", engine.name, query.name, exc_info=error)
         return _fault(query, engine.name, error, time.monotonic() - start)
 
 
