@@ -111,6 +111,12 @@ class UnsupportedQuery(UserError, ValueError):
 class Engine(Protocol):
     """The engine interface. ``solve`` never raises for a limit; it reports it in the Result.
 
+    Callers run an engine through :func:`veritas_dsl.solvers.solve.solve`, which checks
+    ``capabilities`` (constructs and limits) before ``solve`` runs, so ``solve`` may assume its
+    query and limits are within them, and which turns any exception ``solve`` raises, other than
+    :class:`UnsupportedQuery` (a refusal found while preparing) and ``KeyboardInterrupt``, into
+    an ``error`` Result. Engines never import the registry.
+
     Every engine stops within about 10 % (plus half a second) of its time limit, whatever phase
     it is in, and then reports the best bounds it has: never less than
     :func:`veritas_dsl.ir.bounds.trivial_bounds`. Ctrl-C (``KeyboardInterrupt``) during ``solve``

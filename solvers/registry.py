@@ -31,17 +31,23 @@ def get(name: str) -> Engine:
         ) from None
 
 
+def able(query: Query, but: Engine | None = None) -> list[str]:
+    """The engines (other than ``but``) that declare every construct of ``query``."""
+    needed = constructs(query)
+    return [
+        name
+        for name, other in ENGINES.items()
+        if other is not but and needed <= other.capabilities.constructs
+    ]
+
+
 def check_supports(engine: Engine, query: Query) -> None:
     """Raise :class:`UnsupportedQuery` naming the constructs ``engine`` lacks and who has them."""
     missing = sorted(constructs(query) - engine.capabilities.constructs)
     if not missing:
         return
-    able = [
-        name
-        for name, other in ENGINES.items()
-        if constructs(query) <= other.capabilities.constructs
-    ]
-    hint = f"; engines that can: {', '.join(able)}" if able else "; no engine supports all of them"
+    names = ", ".join(able(query))
+    hint = f"; engines that can: {names}" if names else "; no engine supports all of them"
     raise UnsupportedQuery(
         f"query {query.name}: engine {engine.name} does not support {', '.join(missing)}{hint}"
     )

@@ -8,7 +8,7 @@ an engine (:mod:`veritas_dsl.solvers`), a :class:`Result`, a report. The model l
 from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.model import Ensemble, ModelError, load_model
 from veritas_dsl.outcome import Check, Interrupted, QueryRun, Verdict
-from veritas_dsl.result import Result, Termination, TracePoint, Witness
+from veritas_dsl.result import Result, Solution, Termination, TracePoint, Witness
 from veritas_dsl.spec import Spec, load, parse
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "ModelError",
     "QueryRun",
     "Result",
+    "Solution",
     "Spec",
     "SpecError",
     "Termination",

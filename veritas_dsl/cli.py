@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import enum
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     _check_arguments(args)
+    with _engine_tracebacks(args.debug):
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except UserError as error:  # the spec, a model, an engine choice, an output file
@@ -74,11 +80,31 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.ERROR
 
 
+@contextlib.contextmanager
+def _engine_tracebacks(shown: bool):
+    """With ``--debug``, the library's debug log on stderr meanwhile: an engine's fault becomes
+    an ``error`` result, and its traceback is logged there."""
+    if not shown:
+        yield
+        return
+    logger = logging.getLogger("veritas_dsl")
+    handler, level = logging.StreamHandler(sys.stderr), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ver", description="Verify properties of tree ensembles, or find counterexamples."
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of internal errors and engine faults"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run every query of a .ver file")

@@ -10,6 +10,7 @@ from veritas_dsl.result import Result, Termination
 from veritas_dsl.run import EngineDisagreement, cross_check, solve
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.solvers.solve import check
 
 
 @dataclass
@@ -58,15 +59,16 @@ def compare(lowered_queries, engines: list[str], timeout_s: float) -> list[Compa
 def _solve(comparison: Comparison, name: str, timeout_s: float) -> bool:
     """Run one engine on one query, or note why it cannot; False when Ctrl-C stopped it."""
     engine = registry.get(name)
+    limits = Limits(timeout_s=timeout_s)
     try:
-        registry.check_supports(engine, comparison.lowered.query)
+        check(engine, comparison.lowered.query, limits)
     except UnsupportedQuery as error:
         comparison.skipped[name] = str(error).split(": ", 1)[-1]
         return True
     if not engine.available():
         comparison.skipped[name] = f"not available ({engine.available().value})"
         return True
-    result = solve(comparison.lowered, name, Limits(timeout_s=timeout_s))
+    result = solve(comparison.lowered, name, limits)
     if result.termination is Termination.UNSUPPORTED:  # refused while solving (too large, ...)
         comparison.skipped[name] = result.message
         return True

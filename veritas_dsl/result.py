@@ -11,16 +11,19 @@ import numpy as np
 
 
 class Termination(enum.Enum):
-    """Why an engine stopped. Limits are never merged: each has its own member."""
+    """Why an engine stopped (Pyomo's ``TerminationCondition``); what it found is
+    :attr:`Result.solution`. Limits are never merged: each has its own member."""
 
     OPTIMAL = "optimal"
-    """The question is answered exactly: the optimum is proven (``lower == upper``), or for
-    find and prove a witness (a counterexample, for prove) was found."""
+    """The engine finished its work: the optimum is proven (``lower == upper``), or for find and
+    prove a witness (a counterexample, for prove) was found and the engine stopped on it."""
     INFEASIBLE = "infeasible"
     """No input satisfies the constraints; for prove, no counterexample exists, so it holds if
     some input satisfies its premise (the run checks that: ``veritas_dsl.vacuity``)."""
     TIME_LIMIT = "time_limit"
-    """The time limit was reached; the bounds are valid but may not meet."""
+    """The time limit was reached; the bounds are valid but may not meet. A witness found
+    before keeps its worth: for find and prove it answers the question (see
+    :class:`Solution`)."""
     STEP_LIMIT = "step_limit"
     """The step (node, expansion) limit was reached."""
     MEMORY_LIMIT = "memory_limit"
@@ -30,11 +33,28 @@ class Termination(enum.Enum):
     INTERRUPTED = "interrupted"
     """The user interrupted the run."""
     ERROR = "error"
-    """The engine failed; ``Result.message`` says why."""
+    """The engine failed; ``Result.message`` says why and ``Result.error`` holds the exception
+    when one was raised. Its bounds promise nothing beyond the trivial ones."""
     UNSUPPORTED = "unsupported"
     """The engine refused the query and did not run (a ``--solver`` for the whole file that
     lacks a construct of this query); ``Result.message`` names the construct and the engines
     that can."""
+
+
+class Solution(enum.Enum):
+    """What an engine found, whatever it stopped for (Pyomo's ``SolutionStatus``); derived from
+    a Result's termination, bounds and witnesses by :attr:`Result.solution`."""
+
+    NONE = "none"
+    """No witness, and nothing proven: the engine stopped (or failed) before."""
+    FEASIBLE = "feasible"
+    """A witness of an objective or distance goal, not proven optimal: ``lower`` and ``upper``
+    bound the optimum."""
+    OPTIMAL = "optimal"
+    """The answer: a proven optimum; for find and prove (no objective) any witness, even one
+    found just before a limit stopped the engine."""
+    INFEASIBLE = "infeasible"
+    """Proven: no input satisfies the constraints (for prove, no counterexample exists)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,10 @@ class Witness:
 
     inputs: Mapping[str, np.ndarray]
     value: float | None = None
+
+
+#: Terminations whose Result promises nothing it found.
+_FAILED = (Termination.ERROR, Termination.UNSUPPORTED)
 
 
 @dataclass(frozen=True)
@@ -82,6 +106,9 @@ class Result:
         Wall time of the solve.
     message : str
         A human note: the error, or a change of engine.
+    error : BaseException or None
+        The exception of an ``error`` Result, when the engine raised one (with its traceback,
+        for a caller to inspect; not compared, and not sent between processes).
     """
 
     query: str
@@ -94,11 +121,30 @@ class Result:
     stats: dict[str, float | int | str] = field(default_factory=dict)
     time_s: float = 0.0
     message: str = ""
+    error: BaseException | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def solution(self) -> Solution:
+        """What the engine found, kept apart from why it stopped (:attr:`termination`)."""
+        if self.termination is Termination.INFEASIBLE:
+            return Solution.INFEASIBLE
+        if self.termination is Termination.OPTIMAL:
+            return Solution.OPTIMAL
+        if self.witnesses and self.termination not in _FAILED:
+            # Find and prove (no objective, so no bounds) are answered by any witness.
+            return Solution.OPTIMAL if self.lower is None else Solution.FEASIBLE
+        return Solution.NONE
 
     @property
     def exact(self) -> bool:
-        """True when the engine answered the question, not stopped at a limit."""
-        return self.termination in (Termination.OPTIMAL, Termination.INFEASIBLE)
+        """True when the question is answered (:attr:`solution` optimal or infeasible), even if
+        a limit stopped the engine after a find's witness."""
+        return self.solution in (Solution.OPTIMAL, Solution.INFEASIBLE)
+
+    def __getstate__(self) -> dict:
+        # An exception may not survive pickling (``--jobs`` workers send Results back): keep
+        # its text only, which ``message`` already holds.
+        return {**self.__dict__, "error": None}
 
     @property
     def gap(self) -> float | None:

@@ -24,9 +24,10 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.lower import Lowered
 from veritas_dsl.outcome import NOT_RUN, Check, QueryRun, Verdict
-from veritas_dsl.result import Result, Termination
+from veritas_dsl.result import Result, Solution, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.solvers.solve import solve as run_engine
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 #: Engines tried in order when a query names none: the first that supports the query runs.
@@ -124,7 +125,8 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
     """Solve ``lowered`` on engine ``name`` and validate every witness on the library models.
 
     ``progress(query_name, engine_name, report)`` sees the engine's progress reports. An engine
-    that refuses the query while solving gives an ``unsupported`` Result; Ctrl-C that the engine
+    that refuses the query gives an ``unsupported`` Result, and one that fails an ``error``
+    Result (:func:`veritas_dsl.solvers.solve.solve`); Ctrl-C that the engine
     lets through (or that lands while witnesses are validated) gives an ``interrupted`` Result
     with the trivial bounds and no witness.
     """
@@ -138,7 +140,7 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
 
     start = time.monotonic()
     try:
-        result = engine.solve(lowered.query, limits, progress=report)
+        result = run_engine(engine, lowered.query, limits, report)
         for witness in result.witnesses:
             try:
                 validate_witness(lowered.query, witness)
@@ -272,17 +274,18 @@ def _solve_with_fallback(lowered: Lowered, first: str, limits: Limits, progress)
 
 
 def cross_check(name: str, results: list[Result]) -> None:
-    """Raise :class:`EngineDisagreement` when two exact answers differ."""
+    """Raise :class:`EngineDisagreement` when two exact answers differ (by what they found, not
+    why they stopped)."""
     exact = [r for r in results if r.exact]
     for other in exact[1:]:
         first = exact[0]
-        if first.termination != other.termination or not (
+        if first.solution != other.solution or not (
             _same(first.lower, other.lower) and _same(first.upper, other.upper)
         ):
             raise EngineDisagreement(
                 f"query {name}: engines disagree: "
-                f"{first.engine} says {first.termination.value} "
-                f"[{first.lower}, {first.upper}], {other.engine} says {other.termination.value} "
+                f"{first.engine} says {first.solution.value} "
+                f"[{first.lower}, {first.upper}], {other.engine} says {other.solution.value} "
                 f"[{other.lower}, {other.upper}]"
             )
 
@@ -307,7 +310,7 @@ def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
     text = f"property {checked.name}"
     if result.termination is Termination.INFEASIBLE:
         return Check(text, Verdict.HOLDS, "no counterexample exists", checked.span)
-    if result.termination is Termination.OPTIMAL and result.witnesses:
+    if result.solution is Solution.OPTIMAL and result.witnesses:  # even one found at a limit
         return Check(text, Verdict.FAILED, "counterexample found", checked.span)
     return Check(
         text,
@@ -319,7 +322,7 @@ def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
 
 def _expectation_check(e: t.Expectation, value: float | None, result: Result) -> Check:
     if e.subject in ("found", "none"):
-        found = result.termination is Termination.OPTIMAL and bool(result.witnesses)
+        found = result.solution is Solution.OPTIMAL and bool(result.witnesses)
         text = f"expect {e.subject}"
         if result.termination is Termination.INFEASIBLE:
             detail = "no input satisfies the query"

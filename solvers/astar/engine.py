@@ -105,12 +105,10 @@ class AStarEngine:
 
         ``progress``, when given, is called with a :class:`~anytime.Progress` at most ten times
         a second and once at the end (the CLI shows it as a live line). Raises
-        :class:`UnsupportedQuery` for a query outside the engine's reach; limits are reported in
-        the Result, never raised.
+        :class:`UnsupportedQuery` for a query outside the engine's reach within its declared
+        constructs (checked before, by :func:`veritas_dsl.solvers.solve.solve`); limits are
+        reported in the Result, never raised.
         """
-        from veritas_dsl.solvers.registry import check_supports  # the registry imports us
-
-        check_supports(self, query)
         _refuse_large_integers(query)
         limits = limits or Limits()
         start = time.monotonic()
@@ -216,5 +214,5 @@ def _refuse_large_integers(query: Query) -> None:
         if any(abs(b) >= _EXACT_INTEGERS for b in bounds):
             raise UnsupportedQuery(
                 f"query {query.name}: engine astar does not take int feature {feature.name} "
-                f"beyond {_EXACT_INTEGERS:.0f}, where float32 skips integers; try milp"
+                f"beyond {_EXACT_INTEGERS:.0f}, where float32 skips integers"
             )

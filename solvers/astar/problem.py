@@ -670,13 +670,9 @@ def _largest_sum(model, output: int) -> float:
 
 
 def _refuse(query: Query, what: str) -> UnsupportedQuery:
-    from veritas_dsl.solvers.registry import ENGINES  # the registry imports this engine
-
-    able = [name for name in ENGINES if name != "astar"]
-    return UnsupportedQuery(
-        f"query {query.name}: engine astar does not support {what}; engines that can: "
-        f"{', '.join(able)}"
-    )
+    """The refusal of ``what``; the entry point (``veritas_dsl.solvers.solve``) adds the
+    engines that can."""
+    return UnsupportedQuery(f"query {query.name}: engine astar does not support {what}")
 
 
 def _groups(query, constraints, var) -> tuple[tuple[int, ...], ...]:

@@ -44,9 +44,9 @@ from veritas_dsl.solvers.base import (
 )
 from veritas_dsl.solvers.milp import gurobi, highs
 from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
-from veritas_dsl.solvers.milp.outcome import Outcome, Status
+from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Infeasible, Program
-from veritas_dsl.solvers.milp.witness import Cuts, WitnessBug, read
+from veritas_dsl.solvers.milp.witness import Cuts, read
 
 logger = logging.getLogger("veritas_dsl")
 
@@ -58,20 +58,14 @@ CHECK_RESOLUTION = 1e-8
 #: (relative, at least absolute) before it is reported, so that it stays a bound.
 BOUND_SLACK = 1e-9
 
-_TERMINATION = {
-    Status.OPTIMAL: Termination.OPTIMAL,
-    Status.INFEASIBLE: Termination.INFEASIBLE,
-    Status.TIME_LIMIT: Termination.TIME_LIMIT,
-    Status.STEP_LIMIT: Termination.STEP_LIMIT,
-    Status.MEMORY_LIMIT: Termination.MEMORY_LIMIT,
-    Status.LICENCE_LIMIT: Termination.LICENCE_LIMIT,
-    Status.INTERRUPTED: Termination.INTERRUPTED,
-    Status.ERROR: Termination.ERROR,
-}
-
 #: A limit or Ctrl-C: a witness found before it is the best known, not a proven optimum (the
 #: check for anything closer did not finish).
-_STOPPED = (Status.TIME_LIMIT, Status.STEP_LIMIT, Status.MEMORY_LIMIT, Status.INTERRUPTED)
+_STOPPED = (
+    Termination.TIME_LIMIT,
+    Termination.STEP_LIMIT,
+    Termination.MEMORY_LIMIT,
+    Termination.INTERRUPTED,
+)
 
 Driver = Literal["auto", "highs", "gurobi"]
 
@@ -109,18 +103,12 @@ class MilpEngine:
         ``progress``, when given, sees the solver's own bounds while it runs, at most ten times a
         second: unchecked values, for a live display; the Result holds only checked ones.
         """
-        from veritas_dsl.solvers.registry import check_supports  # the registry imports us
-
-        check_supports(self, query)
         limits = limits or Limits()
         start = time.monotonic()
         live = _Live(start, progress) if progress is not None else None
         budget = _Budget.of(limits, start)
         try:
             result = self._solve(query, limits, budget, live)
-        except WitnessBug as error:
-            result = Result(query.name, self.name, Termination.ERROR, *trivial_bounds(query))
-            result.message = str(error)
         except KeyboardInterrupt:  # outside the solver, which stops itself with what it has
             result = unfinished(query, self.name, Termination.INTERRUPTED, start)
         result.time_s = time.monotonic() - start
@@ -248,10 +236,10 @@ class MilpEngine:
             while True:
                 elapsed = time.monotonic() - budget.start
                 if budget.deadline.passed():
-                    outcome = Outcome(Status.TIME_LIMIT)
+                    outcome = Outcome(Termination.TIME_LIMIT)
                     break
                 if budget.nodes is not None and budget.nodes <= 0:
-                    outcome = Outcome(Status.STEP_LIMIT)
+                    outcome = Outcome(Termination.STEP_LIMIT)
                     break
                 if (
                     driver == "gurobi"
@@ -266,21 +254,21 @@ class MilpEngine:
                 outcome = self._run(driver, program, budget, limits, live)
                 nodes += int(outcome.stats.get("nodes", 0))
                 budget.spend(int(outcome.stats.get("nodes", 0)))
-                if outcome.status is Status.LICENCE_LIMIT and self.driver == "auto":
+                if outcome.status is Termination.LICENCE_LIMIT and self.driver == "auto":
                     driver = "highs"
                     notes.append(f"solved with HiGHS: {outcome.message}")
                     continue
                 progress.absorb(outcome, elapsed)
-                if outcome.status is not Status.OPTIMAL:
+                if outcome.status is not Termination.OPTIMAL:
                     break
                 reading = progress.read(outcome.solution)
                 if isinstance(reading, Cuts) and reading.undecided:
                     message = f"{reading.reason}; the answer is unknown"
-                    outcome = Outcome(Status.ERROR, message=message)
+                    outcome = Outcome(Termination.ERROR, message=message)
                     break
                 if isinstance(reading, Witness) and not progress.attains(reading):
                     outcome = Outcome(
-                        Status.ERROR,
+                        Termination.ERROR,
                         message="the closest float32 point found lies beyond the solver's bound "
                         "(variables with value columns); the bounds hold, the optimum is unknown",
                     )
@@ -305,14 +293,14 @@ class MilpEngine:
                 reasons.append(reading.reason)
                 if repairs > MAX_REPAIRS:
                     outcome = Outcome(
-                        Status.ERROR,
+                        Termination.ERROR,
                         message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reasons[-1]})",
                     )
                     break
                 program = program.with_rows(reading.rows)
 
         except KeyboardInterrupt:
-            outcome = Outcome(Status.INTERRUPTED)
+            outcome = Outcome(Termination.INTERRUPTED)
 
         result = progress.result(self.name, outcome, time.monotonic() - budget.start)
         result.stats.update(_size_stats(program))
@@ -443,7 +431,7 @@ class _Progress:
                 if isinstance(reading, Witness):
                     self._offer(reading)
             self._point(offset + t)
-        if outcome.bound is not None and outcome.status is not Status.INFEASIBLE:
+        if outcome.bound is not None and outcome.status is not Termination.INFEASIBLE:
             self.bound = max(self.bound, _loosen(outcome.bound))
 
     def attains(self, witness: Witness) -> bool:
@@ -489,14 +477,16 @@ class _Progress:
             if self.form.sense:
                 self.trace.append(TracePoint(time_s, value, value))
         elif not self.form.sense and self.best is not None:
-            # Find and prove are answered by any checked witness, even one found before a limit.
-            result = Result(query.name, engine, Termination.OPTIMAL, None, None, [self.best])
-        elif outcome.status is Status.INFEASIBLE and self.best is None:
+            # Find and prove are answered by any checked witness, even one found before a limit
+            # (which is still why the solver stopped: the Result's solution says it is answered).
+            termination = outcome.status if outcome.status in _STOPPED else Termination.OPTIMAL
+            result = Result(query.name, engine, termination, None, None, [self.best])
+        elif outcome.status is Termination.INFEASIBLE and self.best is None:
             bound = infeasible_optimum(query.goal)
             result = Result(query.name, engine, Termination.INFEASIBLE, bound, bound)
         else:
-            termination = _TERMINATION[outcome.status]
-            if outcome.status in (Status.OPTIMAL, Status.INFEASIBLE):
+            termination = outcome.status
+            if outcome.status in (Termination.OPTIMAL, Termination.INFEASIBLE):
                 # The solver's last word contradicts a checked witness: trust only the witness.
                 termination = Termination.ERROR
             lower, upper = self.bounds() if self.form.sense else (None, None)

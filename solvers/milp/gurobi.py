@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from veritas_dsl.result import Termination
 from veritas_dsl.solvers.base import Availability
-from veritas_dsl.solvers.milp.outcome import Outcome, Status
+from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Program
 
 #: Variables, and linear constraints, that the size-limited licence allows.
@@ -124,7 +125,7 @@ def solve(
         columns = x.tolist()
         for row, (index, values, lower, upper) in enumerate(program.rows()):
             if row % 1000 == 0 and timeout_s is not None and time.monotonic() > start + timeout_s:
-                return Outcome(Status.TIME_LIMIT)
+                return Outcome(Termination.TIME_LIMIT)
             expr = gurobipy.LinExpr(values.tolist(), [columns[j] for j in index])
             if lower == upper:
                 model.addLConstr(expr, GRB.EQUAL, lower)
@@ -168,16 +169,16 @@ def solve(
             model.optimize(callback)
         except gurobipy.GurobiError as error:
             if error.errno == ERROR_SIZE_LIMIT:
-                return Outcome(Status.LICENCE_LIMIT, message=size_message(program))
-            return Outcome(Status.ERROR, message=f"Gurobi: {error}")
-        status = _status_table().get(model.Status, Status.ERROR)
+                return Outcome(Termination.LICENCE_LIMIT, message=size_message(program))
+            return Outcome(Termination.ERROR, message=f"Gurobi: {error}")
+        status = _status_table().get(model.Status, Termination.ERROR)
         solution = objective = bound = None
-        if model.SolCount > 0 and status is not Status.INFEASIBLE:
+        if model.SolCount > 0 and status is not Termination.INFEASIBLE:
             solution = np.array(x.X, dtype=np.float64)
             objective = float(model.ObjVal)
-        if status is not Status.INFEASIBLE and model.IsMIP:
+        if status is not Termination.INFEASIBLE and model.IsMIP:
             bound = float(model.ObjBound)
-        elif status is Status.OPTIMAL:
+        elif status is Termination.OPTIMAL:
             bound = objective
         return Outcome(
             status=status,
@@ -186,7 +187,7 @@ def solve(
             bound=bound if bound is not None and math.isfinite(bound) else None,
             solutions=solutions,
             bounds=bounds,
-            message="" if status is not Status.ERROR else f"Gurobi status {model.Status}",
+            message="" if status is not Termination.ERROR else f"Gurobi status {model.Status}",
             stats={"nodes": int(model.NodeCount) if model.IsMIP else 0},
         )
     finally:
@@ -197,11 +198,11 @@ def _status_table():
     from gurobipy import GRB
 
     return {
-        GRB.OPTIMAL: Status.OPTIMAL,
-        GRB.INFEASIBLE: Status.INFEASIBLE,
-        GRB.INF_OR_UNBD: Status.INFEASIBLE,
-        GRB.TIME_LIMIT: Status.TIME_LIMIT,
-        GRB.NODE_LIMIT: Status.STEP_LIMIT,
-        GRB.MEM_LIMIT: Status.MEMORY_LIMIT,
-        GRB.INTERRUPTED: Status.INTERRUPTED,
+        GRB.OPTIMAL: Termination.OPTIMAL,
+        GRB.INFEASIBLE: Termination.INFEASIBLE,
+        GRB.INF_OR_UNBD: Termination.INFEASIBLE,
+        GRB.TIME_LIMIT: Termination.TIME_LIMIT,
+        GRB.NODE_LIMIT: Termination.STEP_LIMIT,
+        GRB.MEM_LIMIT: Termination.MEMORY_LIMIT,
+        GRB.INTERRUPTED: Termination.INTERRUPTED,
     }

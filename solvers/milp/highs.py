@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from veritas_dsl.result import Termination
 from veritas_dsl.solvers.interrupt import run_interruptible
-from veritas_dsl.solvers.milp.outcome import Outcome, Status
+from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Program
 
 #: Tolerances: two distances one float32 step apart (6e-8 near 0.5) must not look equal, neither
@@ -107,9 +108,9 @@ def solve(
     start = time.monotonic()
     deadline = math.inf if timeout_s is None else start + timeout_s
     if program.n_cols == 0:
-        return Outcome(Status.OPTIMAL, np.zeros(0), program.offset, program.offset)
+        return Outcome(Termination.OPTIMAL, np.zeros(0), program.offset, program.offset)
     if timeout_s is not None and timeout_s < SECONDS_PER_NONZERO * program.n_nonzeros:
-        return Outcome(Status.TIME_LIMIT)
+        return Outcome(Termination.TIME_LIMIT)
     h = silent_highs()
     for option, value in OPTIONS.items():
         h.setOptionValue(option, value)
@@ -170,20 +171,20 @@ def solve(
     run_interruptible(h.run, interrupted.set)  # HiGHS releases the GIL while it runs
     model_status = h.getModelStatus()
     info = h.getInfo()
-    status = _STATUS.get(model_status.name, Status.ERROR)
-    if status is Status.INTERRUPTED and not interrupted.is_set():
-        status = Status.TIME_LIMIT  # our callbacks stopped it at the deadline
+    status = _STATUS.get(model_status.name, Termination.ERROR)
+    if status is Termination.INTERRUPTED and not interrupted.is_set():
+        status = Termination.TIME_LIMIT  # our callbacks stopped it at the deadline
     if model_status.name == "kSolutionLimit" and max_nodes is None:
-        status = Status.ERROR
+        status = Termination.ERROR
     solution = None
     objective = None
     if info.primal_solution_status == 2:  # kSolutionStatusFeasible
         solution = np.array(h.getSolution().col_value, dtype=np.float64)
         objective = float(info.objective_function_value)
     bound = float(info.mip_dual_bound) if program.integer.any() else objective
-    if status is Status.OPTIMAL and solution is None:
-        status = Status.ERROR
-    if status is Status.INFEASIBLE:
+    if status is Termination.OPTIMAL and solution is None:
+        status = Termination.ERROR
+    if status is Termination.INFEASIBLE:
         solution = objective = bound = None
     return Outcome(
         status=status,
@@ -192,18 +193,20 @@ def solve(
         bound=bound if bound is not None and math.isfinite(bound) else None,
         solutions=solutions,
         bounds=bounds,
-        message=f"HiGHS: {h.modelStatusToString(model_status)}" if status is Status.ERROR else "",
+        message=f"HiGHS: {h.modelStatusToString(model_status)}"
+        if status is Termination.ERROR
+        else "",
         stats={"nodes": int(info.mip_node_count) if program.integer.any() else 0},
     )
 
 
 _STATUS = {
-    "kOptimal": Status.OPTIMAL,
-    "kModelEmpty": Status.OPTIMAL,
-    "kInfeasible": Status.INFEASIBLE,
-    "kUnboundedOrInfeasible": Status.INFEASIBLE,
-    "kTimeLimit": Status.TIME_LIMIT,
-    "kSolutionLimit": Status.STEP_LIMIT,
-    "kInterrupt": Status.INTERRUPTED,
-    "kMemoryLimit": Status.MEMORY_LIMIT,
+    "kOptimal": Termination.OPTIMAL,
+    "kModelEmpty": Termination.OPTIMAL,
+    "kInfeasible": Termination.INFEASIBLE,
+    "kUnboundedOrInfeasible": Termination.INFEASIBLE,
+    "kTimeLimit": Termination.TIME_LIMIT,
+    "kSolutionLimit": Termination.STEP_LIMIT,
+    "kInterrupt": Termination.INTERRUPTED,
+    "kMemoryLimit": Termination.MEMORY_LIMIT,
 }

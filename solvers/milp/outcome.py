@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 import numpy as np
 
-
-class Status(enum.Enum):
-    """Why a driver's solver stopped; mapped onto :class:`~veritas_dsl.result.Termination`."""
-
-    OPTIMAL = "optimal"
-    """Optimal within the solver's tolerances (gaps set to zero); for no objective, feasible."""
-    INFEASIBLE = "infeasible"
-    """No solution exists."""
-    TIME_LIMIT = "time_limit"
-    """The time limit was reached."""
-    STEP_LIMIT = "step_limit"
-    """The branch-and-bound node limit was reached."""
-    MEMORY_LIMIT = "memory_limit"
-    """The solver's memory limit was reached."""
-    LICENCE_LIMIT = "licence_limit"
-    """The licence does not allow a model of this size."""
-    INTERRUPTED = "interrupted"
-    """Interrupted by the user."""
-    ERROR = "error"
-    """Anything else; ``Outcome.message`` says what."""
+from veritas_dsl.result import Termination
 
 
 @dataclass
@@ -37,7 +17,10 @@ class Outcome:
 
     Attributes
     ----------
-    status : Status
+    status : Termination
+        Why the solver stopped. ``optimal``: optimal within the solver's tolerances (gaps set
+        to zero), or for no objective, feasible; ``error``: anything unexpected, ``message``
+        says what. The engine decides what the run as a whole reports.
     solution : float64 array of shape (n_cols,), or None
         The best solution found.
     objective, bound : float or None
@@ -50,7 +33,7 @@ class Outcome:
     stats : dict
     """
 
-    status: Status
+    status: Termination
     solution: np.ndarray | None = None
     objective: float | None = None
     bound: float | None = None

@@ -46,10 +46,9 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
 )
-from veritas_dsl.result import Witness
+from veritas_dsl.result import Termination, Witness
 from veritas_dsl.solvers.milp import highs
 from veritas_dsl.solvers.milp.formulation import Formulation
-from veritas_dsl.solvers.milp.outcome import Status
 from veritas_dsl.solvers.milp.program import Affine, Infeasible, ProgramBuilder
 
 #: Relative tightenings of a broken linear constraint or radius, tried in turn.
@@ -385,6 +384,6 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
     except Infeasible:
         return None
     outcome = highs.solve(p.freeze())
-    if outcome.status is not Status.OPTIMAL or outcome.solution is None:
+    if outcome.status is not Termination.OPTIMAL or outcome.solution is None:
         return None
     return {v: float(outcome.solution[col]) for v, col in cols.items()}

@@ -38,8 +38,6 @@ from veritas_dsl.solvers.base import Availability, Capabilities, Limits, Unsuppo
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
 from veritas_dsl.solvers.oracle.enumerate import Combination, combinations, reachable_counts
 from veritas_dsl.solvers.oracle.points import choices, find_point
-from veritas_dsl.solvers.oracle.program import GridError
-from veritas_dsl.solvers.oracle.rational import ProgramError
 
 #: The oracle refuses queries with more reachable leaf combinations than this.
 MAX_COMBINATIONS = 200_000
@@ -66,6 +64,11 @@ class OracleEngine:
     def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
         """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large.
 
+        An exact program it cannot finish or round onto float32 raises
+        :class:`~.program.GridError` or :class:`~.rational.ProgramError`, which the entry point
+        (:func:`veritas_dsl.solvers.solve.solve`) reports as an ``error`` Result, as it does
+        every engine's faults.
+
         Stopped by the time limit or Ctrl-C, it reports what the combinations tried so far
         prove: none better than the next one has an input (for a distance, than its box's).
         """
@@ -79,9 +82,6 @@ class OracleEngine:
             result = _unknown(query, Termination.TIME_LIMIT, known)
         except KeyboardInterrupt:
             result = _unknown(query, Termination.INTERRUPTED, known)
-        except (GridError, ProgramError) as error:
-            result = _unknown(query, Termination.ERROR, known)
-            result.message = str(error)
         result.time_s = time.monotonic() - start
         return result
 

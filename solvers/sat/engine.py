@@ -115,13 +115,10 @@ class SatEngine:
     ) -> Result:
         """Answer ``query`` exactly, or with valid bounds at the time limit.
 
-        ``progress``, when given, receives each new point of the trace as it is found.
+        ``progress``, when given, receives each new point of the trace as it is found. The
+        query's constructs are within :data:`SUPPORTED` (checked before, by
+        :func:`veritas_dsl.solvers.solve.solve`).
         """
-        missing = sorted(constructs(query) - SUPPORTED)
-        if missing:
-            raise UnsupportedQuery(
-                f"query {query.name}: engine sat does not support {', '.join(missing)}"
-            )
         limits = limits or Limits()
         start = time.monotonic()
         search = _Search(query, limits, progress, start)

@@ -1,6 +1,6 @@
-"""Engines that misbehave on purpose, registered for one test: one that fails, one that stands for
-Ctrl-C during a search (as every engine reports it), one that lets Ctrl-C escape, and one that is
-not installed."""
+"""Engines that misbehave on purpose, registered for one test: one that fails, one that raises, one
+that stands for Ctrl-C during a search (as every engine reports it), one that lets Ctrl-C escape,
+and one that is not installed."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ class Failing(OracleEngine):
         if upper is not None:
             lower = upper = 1e-9
         return Result(query.name, self.name, Termination.ERROR, lower, upper, message=FAILURE)
+
+
+class Raising(OracleEngine):
+    """Raises from ``solve``, as a bug in an engine would."""
+
+    name = "raising"
+
+    def solve(self, query, limits=None, *, progress=None):
+        raise ZeroDivisionError("a bug in the engine")
 
 
 class Stopped(OracleEngine):
@@ -58,5 +67,5 @@ class Absent(OracleEngine):
 
 def register(monkeypatch) -> None:
     """Register the engines above for one test."""
-    for engine in (Failing(), Stopped(), Escaping(), Absent()):
+    for engine in (Failing(), Raising(), Stopped(), Escaping(), Absent()):
         monkeypatch.setitem(registry.ENGINES, engine.name, engine)

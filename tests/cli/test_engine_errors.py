@@ -50,6 +50,29 @@ def test_run_exits_2_and_shows_every_result(spec, capsys):
     assert f"{spec}:4:1: broken: engine failing failed: {FAILURE}" in captured.err
 
 
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_an_engine_that_raises_is_an_engine_error_not_an_internal_error(spec, command, capsys):
+    spec.write_text(TWO.replace("solve with failing", "solve with raising"))
+    assert main([command, "--json", str(spec)]) == ExitCode.ERROR
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    broken, fine = document["results" if command == "run" else "checks"]
+    why = "ZeroDivisionError: a bug in the engine"
+    assert (broken["status"], broken["message"]) == ("error", why)
+    assert fine["status"] == "optimal"
+    assert "internal error" not in captured.err and "Traceback" not in captured.err
+
+
+def test_debug_shows_the_traceback_of_an_engine_that_raises(spec, capsys):
+    spec.write_text(TWO.replace("solve with failing", "solve with raising"))
+    assert main(["--debug", "run", str(spec)]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "engine raising failed on query broken\nTraceback" in err
+    assert "ZeroDivisionError: a bug in the engine" in err
+    assert main(["run", str(spec)]) == ExitCode.ERROR  # without --debug, no traceback
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_run_json_is_the_whole_document(spec, capsys):
     assert main(["run", "--json", str(spec)]) == ExitCode.ERROR
     broken, fine = json.loads(capsys.readouterr().out)["results"]

@@ -35,6 +35,7 @@ from veritas_dsl.solvers.astar.anytime import Progress
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
+from veritas_dsl.solvers.solve import solve as solve_checked
 from veritas_dsl.validate import validate_witness
 
 from conftest import build
@@ -81,7 +82,7 @@ def test_linear_equalities_are_refused(two_trees):
     terms = (LinearTerm(1.0, "x", 0), LinearTerm(1.0, "x", 1))
     q = query({"m": two_trees}, Maximize(term(out())), [Linear(terms, "==", 1.0)])
     with pytest.raises(UnsupportedQuery, match=r"linear equalities.*oracle"):
-        ENGINE.solve(q)
+        solve_checked(ENGINE, q)
 
 
 def test_integers_beyond_float32_precision_are_refused():
@@ -277,7 +278,7 @@ def test_refuses_what_it_cannot_decide_exactly(two_trees):
         Ball("l1", "x", Row((1.0, 1.0)), 2.0),
     ]
     with pytest.raises(UnsupportedQuery, match=r"different references.*oracle"):
-        ENGINE.solve(query({"m": two_trees}, Maximize(term(out())), mixed))
+        solve_checked(ENGINE, query({"m": two_trees}, Maximize(term(out())), mixed))
 
 
 def test_interrupt_keeps_the_bounds(hard_model):

@@ -36,6 +36,7 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
+from veritas_dsl.solvers.solve import solve as solve_checked
 from veritas_dsl.validate import validate_witness
 
 from conftest import build, examples
@@ -83,7 +84,7 @@ def test_registered():
 def test_inexpressible_constraints_are_refused(two_trees, constraint):
     query = query_of(two_trees, Maximize(term(out())), [constraint])
     with pytest.raises(UnsupportedQuery, match="engine sat does not support"):
-        SAT.solve(query)
+        solve_checked(SAT, query)
     with pytest.raises(UnsupportedQuery, match="engines that can: oracle"):
         registry.check_supports(SAT, query)
 
@@ -91,7 +92,7 @@ def test_inexpressible_constraints_are_refused(two_trees, constraint):
 def test_l1_distance_goal_is_refused(two_trees):
     query = query_of(two_trees, MinimizeDistance("l1", "x", Row((0.0, 0.0))))
     with pytest.raises(UnsupportedQuery, match="l1"):
-        SAT.solve(query)
+        solve_checked(SAT, query)
 
 
 def test_three_instances_compared_on_one_feature_are_refused(two_trees):

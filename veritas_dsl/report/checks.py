@@ -96,6 +96,7 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                     "verdict": check.verdict.value,
                     "detail": check.detail,
                     "status": run.result.termination.value,
+                    "solution": run.result.solution.value,
                     "message": "; ".join(r.message for r in run.results if r.message),
                     "time_s": run.result.time_s,
                     "witness": witness,

@@ -12,7 +12,18 @@ from veritas_dsl.report.table import float32_text
 #: A run's verdict is that of its worst check, in this order.
 _WORST_FIRST = (Verdict.FAILED, Verdict.VACUOUS, Verdict.UNDECIDED, Verdict.HOLDS)
 
-COLUMNS = ["query", "row", "kind", "engine", "status", "lower", "upper", "verdict", "time_s"]
+COLUMNS = [
+    "query",
+    "row",
+    "kind",
+    "engine",
+    "status",
+    "solution",
+    "lower",
+    "upper",
+    "verdict",
+    "time_s",
+]
 
 
 def dumps(runs: list[QueryRun]) -> str:
@@ -30,6 +41,7 @@ def dumps(runs: list[QueryRun]) -> str:
                 run.kind,
                 result.engine,
                 result.termination.value,
+                result.solution.value,
                 "" if result.lower is None else repr(result.lower),
                 "" if result.upper is None else repr(result.upper),
                 verdict,

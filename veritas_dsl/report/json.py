@@ -45,6 +45,7 @@ def result_entry(run: QueryRun, result: Result) -> dict:
     return {
         "solver": result.engine,
         "status": result.termination.value,
+        "solution": result.solution.value,
         "lower": _number(result.lower),
         "upper": _number(result.upper),
         "witness": witness_table(run, result),

@@ -6,7 +6,7 @@ import math
 
 from veritas_dsl.outcome import Check, QueryRun, Verdict
 from veritas_dsl.report.table import failure_text, float32_text, times_text
-from veritas_dsl.result import Result, Termination
+from veritas_dsl.result import Result, Solution, Termination
 
 _MARK = {
     Verdict.HOLDS: "ok",
@@ -32,19 +32,25 @@ def _bound(value: float | None) -> str:
 def _answer(run: QueryRun, result: Result) -> str:
     if result.termination in (Termination.UNSUPPORTED, Termination.ERROR):
         return result.termination.value  # an engine that failed promises no bound
-    if run.kind == "prove":
-        return {"infeasible": "no counterexample", "optimal": "counterexample found"}.get(
-            result.termination.value, result.termination.value
-        )
-    if run.kind == "find":
-        return {"infeasible": "no input satisfies it", "optimal": "found"}.get(
-            result.termination.value, result.termination.value
-        )
+    if run.kind in ("find", "prove"):
+        words = _FOUND[run.kind].get(result.solution)
+        if words is None:
+            return result.termination.value
+        if result.termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
+            return words
+        return f"{words} ({result.termination.value})"  # found, and then a limit stopped it
     if result.termination.value == "infeasible":
         return "infeasible: no input satisfies the constraints"
     if result.lower == result.upper:
         return f"{result.termination.value}, value {_bound(result.lower)}"
     return f"{result.termination.value}, in [{_bound(result.lower)}, {_bound(result.upper)}]"
+
+
+#: What a find or prove found, in words.
+_FOUND = {
+    "find": {Solution.INFEASIBLE: "no input satisfies it", Solution.OPTIMAL: "found"},
+    "prove": {Solution.INFEASIBLE: "no counterexample", Solution.OPTIMAL: "counterexample found"},
+}
 
 
 def _witness_lines(run: QueryRun, result: Result) -> list[str]:

@@ -1,0 +1,67 @@
+"""The one way to run an engine on a query: the engine contract, applied the same to every engine.
+
+Before the engine runs, its declared capabilities are checked: the query's constructs and the
+limits asked (a limit it would ignore is refused), each refusal naming the engines that can. While
+it runs, an exception of the engine (a fault, never an answer) becomes an ``error`` Result that
+carries it. Limits and Ctrl-C are the engine's own business: it reports them in its Result (a
+``KeyboardInterrupt`` it lets through is left to the caller, who knows what else was under way).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.query import Query
+from veritas_dsl.result import Result, Termination
+from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
+
+logger = logging.getLogger("veritas_dsl")
+
+
+def check(engine: Engine, query: Query, limits: Limits) -> None:
+    """Raise :class:`UnsupportedQuery` when ``engine`` lacks a construct of ``query`` or cannot
+    honour one of ``limits``, naming the engines that can."""
+    registry.check_supports(engine, query)
+    registry.check_limits(engine, limits)
+
+
+def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=None) -> Result:
+    """``engine``'s answer to ``query`` within ``limits``.
+
+    Raises :class:`UnsupportedQuery` when the engine refuses the query, before it runs (see
+    :func:`check`) or while it prepares (a combination it cannot decide, a problem too large:
+    the message then names the other engines that declare the query's constructs).
+    Any other exception of the engine gives an ``error`` Result with the trivial bounds, its
+    message naming the exception and ``error`` holding it; its traceback is logged (debug level,
+    logger ``veritas_dsl``: ``ver --debug`` shows it). ``progress`` is handed to the engine
+    (see :class:`~veritas_dsl.solvers.base.Engine`).
+    """
+    limits = limits or Limits()
+    check(engine, query, limits)
+    start = time.monotonic()
+    try:
+        # The engine's chain of reductions is applied here, and inverted on its Result.
+        return engine.solve(query, limits, progress=progress)
+    except UnsupportedQuery as refusal:
+        others = registry.able(query, but=engine)
+        hint = f"; engines that can: {', '.join(others)}" if others else ""
+        raise UnsupportedQuery(f"{refusal}{hint}") from None
+    except Exception as error:  # an engine's fault is reported, never raised
+        logger.debug("engine %s failed on query %s", engine.name, query.name, exc_info=error)
+        return _fault(query, engine.name, error, time.monotonic() - start)
+
+
+def _fault(query: Query, engine: str, error: Exception, time_s: float = 0.0) -> Result:
+    """The ``error`` Result of ``engine`` raising ``error`` on ``query``."""
+    return Result(
+        query.name,
+        engine,
+        Termination.ERROR,
+        *trivial_bounds(query),
+        time_s=time_s,
+        message=f"{type(error).__name__}: {error}",  # reports say which engine failed
+        error=error,
+    )
