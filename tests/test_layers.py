@@ -60,7 +60,6 @@ OVER_THE_LIMIT = {
     "solvers/astar/kernels.py": "split pending (issue 14)",
     "solvers/astar/problem.py": "split pending (issue 14)",
     "solvers/milp/formulation.py": "split pending (issue 14)",
-    "solvers/milp/engine.py": "split pending (issue 14)",
     "solvers/sat/encode.py": "split pending (issue 14)",
     "solvers/sat/engine.py": "split pending (issue 14)",
     "veritas_dsl/ir/query.py": "split pending (issue 14)",
@@ -75,15 +74,6 @@ CYCLES_PENDING = {
     ("veritas_dsl.model.ensemble", "veritas_dsl.model.xgboost_dump"): _FACADE,
     ("veritas_dsl.model.ensemble", "veritas_dsl.model.sklearn"): _FACADE,
     ("veritas_dsl.model.ensemble", "veritas_dsl.model.lightgbm"): _FACADE,
-    ("veritas_dsl.solvers.astar.engine", "veritas_dsl.solvers.registry"): (
-        "engines stop importing the registry (issue 14, one engine contract)"
-    ),
-    ("veritas_dsl.solvers.milp.engine", "veritas_dsl.solvers.registry"): (
-        "engines stop importing the registry (issue 14, one engine contract)"
-    ),
-    ("veritas_dsl.solvers.astar.problem", "veritas_dsl.solvers.registry"): (
-        "engines stop importing the registry (issue 14, one engine contract)"
-    ),
 }
 
 
