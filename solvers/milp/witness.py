@@ -39,7 +39,6 @@ from veritas_dsl.ir.query import (
     Ball,
     Linear,
     Maximize,
-    Minimize,
     MinimizeDistance,
     OutputConstraint,
     Query,
@@ -239,7 +238,7 @@ def _holds(form: Formulation, inputs, margins) -> bool:
 def _witness(query: Query, inputs, margins) -> Witness:
     goal = query.goal
     value = None
-    if isinstance(goal, Maximize | Minimize):
+    if isinstance(goal, Maximize):
         value = term_value(goal.term, margins)
     elif isinstance(goal, MinimizeDistance):
         value = distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))
