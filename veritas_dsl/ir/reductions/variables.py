@@ -81,13 +81,15 @@ def _attached(query: Query) -> Variables | None:
     return table if table is not None and table.source == _source(query) else None
 
 
-def variables_of(query: Query) -> Variables:
-    """The variable table, with static bounds, that :class:`MergeTies` and
-    :class:`StaticBounds` attached to ``query``; made now when none is attached, or when the
-    query was rewritten since (a table never describes other constraints than its query's)."""
+def variables_of(query: Query, bounds: bool = True) -> Variables:
+    """The variable table that :class:`MergeTies` (and :class:`StaticBounds`, when ``bounds``)
+    attached to ``query``; made now when none is attached, or when the query was rewritten
+    since (a table never describes other constraints than its query's)."""
     table = _attached(query)
-    if table is None or not table.bounded:
-        table = StaticBounds().apply(MergeTies().apply(query)[0])[0].variables
+    if table is None:
+        table = MergeTies().apply(query)[0].variables
+    if bounds and not table.bounded:
+        table = StaticBounds().apply(_with(query, table))[0].variables
     return table
 
 
