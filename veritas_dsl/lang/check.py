@@ -16,6 +16,7 @@ import numpy as np
 
 from veritas_dsl.data import DataError, Dataset, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError, suggest
+from veritas_dsl.ir.logic import MIRRORED, NEGATED
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
@@ -34,8 +35,6 @@ OPTIONS = {
     "steps": "a whole number",
     "memory": "a size such as 2GB",
 }
-_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _SECONDS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 _BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
@@ -675,9 +674,9 @@ class _Checker:
     def compare(self, left, op, right, span, cond: ast.Compare, scope, negated) -> t.Condition:
         movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance
         if isinstance(right, movable) and not isinstance(left, type(right)):
-            left, right, op = right, left, _MIRRORED[op]
+            left, right, op = right, left, MIRRORED[op]
         if negated:
-            op = _NEGATED[op]
+            op = NEGATED[op]
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
             diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":
