@@ -40,7 +40,7 @@ from veritas_dsl.ir.reductions import (
     branches,
     variables_of,
 )
-from veritas_dsl.result import Termination
+from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine
@@ -303,3 +303,21 @@ def test_nearest_is_the_closest_value_and_the_lower_of_a_tie(target, lo, hi, int
     best = min(abs(c - target) for c in inside) if inside else abs(value - target)
     assert abs(value - target) == best
     assert not any(abs(c - target) == best and c < value for c in inside)
+
+
+def test_minimize_to_maximize_inverts_bounds_that_have_not_met():
+    # An exact answer has lower == upper, so only a stopped search shows the swap.
+    model = build([(0, 0.5, -1.0, 3.0)], 2)
+    query = Query("q", two_features(), ("x",), {"m": model}, (), Minimize(term(out())))
+    step = MinimizeToMaximize()
+    reduced, inverse = step.apply(query)
+    assert reduced.goal == Maximize(term(out(coef=-1.0), constant=-0.0))
+    stopped = Result("q", "e", Termination.TIME_LIMIT, -3.0, 1.0)
+    stopped.trace = [TracePoint(0.5, -3.0, 1.0)]
+    stopped.witnesses = [Witness({"x": np.zeros(2, np.float32)}, -3.0)]
+    back = step.invert(stopped, inverse)
+    assert (back.lower, back.upper) == (-1.0, 3.0)
+    assert back.trace == [TracePoint(0.5, -1.0, 3.0)]
+    assert back.witnesses[0].value == 3.0
+    assert step.invert_bounds(-3.0, 1.0, inverse) == (-1.0, 3.0)
+    assert step.invert_bounds(None, None, inverse) == (None, None)

@@ -60,10 +60,6 @@ class Variables:
         """True when some variable has no value: no input meets the query."""
         return bool(np.any(self.lo > self.hi))
 
-    def of(self, query: Query, instance: str, feature: int) -> int:
-        """The variable of ``instance``'s ``feature``."""
-        return int(self.var[query.instances.index(instance), feature])
-
 
 @dataclass(frozen=True)
 class VariableQuery(Query):
