@@ -10,6 +10,7 @@ from typing import Protocol
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.query import CONSTRUCTS, Query
+from veritas_dsl.ir.reductions import Chain, ReductionRefused
 from veritas_dsl.result import Result, Termination, TracePoint
 
 
@@ -129,6 +130,8 @@ class Engine(Protocol):
 
     name: str
     capabilities: Capabilities
+    #: The reductions the engine needs (see :func:`solve_with`); the oracle needs none.
+    chain: Chain
 
     def available(self) -> Availability: ...
 
@@ -157,3 +160,18 @@ def within_trivial(query: Query, result: Result) -> Result:
         result.lower, result.upper = narrowed
         result.trace.append(TracePoint(result.time_s, *narrowed))
     return result
+
+
+def solve_with(engine, query: Query, limits: Limits | None = None, progress=None) -> Result:
+    """Answer ``query`` on ``engine`` through the engine's chain of reductions: the chain
+    rewrites the query (``engine.chain``), ``engine.solve_reduced`` answers the rewritten one,
+    and the chain maps the answer (and every progress report) back. The one place a chain is
+    applied. Raises :class:`UnsupportedQuery` when a step of the chain refuses the query."""
+    chain = engine.chain
+    try:
+        reduced, inverse = chain.apply(query)
+    except ReductionRefused as error:
+        raise UnsupportedQuery(f"{error}; engine {engine.name} refuses it") from None
+    progress = chain.invert_progress(progress, inverse)
+    result = engine.solve_reduced(reduced, limits or Limits(), progress=progress)
+    return chain.invert(result, inverse)

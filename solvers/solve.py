@@ -43,7 +43,7 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
     check(engine, query, limits)
     start = time.monotonic()
     try:
-        # The engine's chain of reductions is applied here, and inverted on its Result.
+        # engine.solve applies the engine's chain of reductions (base.solve_with).
         return engine.solve(query, limits, progress=progress)
     except UnsupportedQuery as refusal:
         others = registry.able(query, but=engine)

@@ -86,6 +86,21 @@ def ball_interval(center: float, radius: float) -> tuple[float, float]:
     return ceil32_exact(c - r), floor32_exact(c + r)
 
 
+def nearest(target: float, lo: float, hi: float, integral: bool) -> float:
+    """The value of the closed interval ``[lo, hi]`` (an integer when ``integral``) nearest to
+    the float32 ``target``; of two equally near integers, the lower.
+
+    ``lo`` and ``hi`` are float32 values, integral when ``integral``; so is the answer. Engines
+    place witness coordinates with it, so they agree on the point (the lower of a tie is what
+    each of them picked before it was shared).
+    """
+    value = min(max(target, lo), hi)
+    if integral and value != math.floor(value):  # only below 2**23: above, float32 is whole
+        down, up = float(math.floor(value)), float(math.ceil(value))
+        return down if value - down <= up - value else up
+    return value
+
+
 def nearest32_exact(value: Fraction) -> float:
     """The float32 nearest to the rational ``value``, ties to even, as strtof rounds."""
     down, up = floor32_exact(value), ceil32_exact(value)

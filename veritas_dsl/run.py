@@ -17,6 +17,7 @@ from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.empty import Emptiness
+from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.query import (
     Prove,
     constructs,
@@ -338,7 +339,7 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
     bound = result.upper if e.subject == "upper" else result.lower
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
-    holds = _compare(bound, e.op, value)
+    holds = compare(bound, e.op, value)
     if (holds and result.termination not in NOT_RUN) or result.exact:  # errors promise nothing
         return Check(text, _verdict(holds), detail, e.span)
     return Check(
@@ -348,7 +349,3 @@ def _expectation_check(e: t.Expectation, value: float | None, result: Result) ->
 
 def _verdict(holds: bool) -> Verdict:
     return Verdict.HOLDS if holds else Verdict.FAILED
-
-
-def _compare(a: float, op: str, b: float) -> bool:
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]

@@ -18,8 +18,8 @@ from veritas_dsl.ir.evaluate import (
     model_outputs,
     model_votes,
 )
-from veritas_dsl.ir.logic import negate
-from veritas_dsl.ir.query import Prove, Query, constructs
+from veritas_dsl.ir.query import Query, constructs
+from veritas_dsl.ir.reductions import counterexample_constraints
 from veritas_dsl.model.ensemble import margin_close
 from veritas_dsl.result import Witness
 
@@ -81,10 +81,7 @@ def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np
         raise WitnessMismatch(f"query {query.name}: witness leaves the domain: {problems[0]}")
     outputs = library_outputs(query, inputs)
     votes = library_votes(query, inputs) if "hard_vote" in constructs(query) else None
-    required = query.constraints
-    if isinstance(query.goal, Prove):
-        required += (negate(query.goal.conclusion),)
-    for constraint in required:
+    for constraint in counterexample_constraints(query):
         if not holds(constraint, inputs, outputs, votes):
             raise WitnessMismatch(f"query {query.name}: witness breaks {constraint}")
     return outputs

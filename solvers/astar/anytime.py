@@ -317,7 +317,7 @@ class Run:
             shown = value
         else:
             shown = term_value(plan.objective, margins)
-            value = plan.sign * shown
+            value = shown
             improved = self.best is None or value > self.best
         if improved:
             self.best = value
@@ -389,8 +389,6 @@ class Run:
             return lower, upper
         lower = -math.inf if self.best is None else self.best
         upper = lower if open_bound is None else max(open_bound, lower)
-        if plan.sign < 0:
-            return -upper, -lower
         return lower, upper
 
     def _note_bounds(self) -> None:

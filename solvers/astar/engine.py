@@ -31,20 +31,25 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
-    AnyOf,
-    Constraint,
     DomainKind,
     Find,
     Maximize,
-    Minimize,
     MinimizeDistance,
-    Prove,
     Query,
+)
+from veritas_dsl.ir.reductions import (
+    Chain,
+    MergeTies,
+    MinimizeToMaximize,
+    ProveToFind,
+    StaticBounds,
+    ToDNF,
+    branches,
 )
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import kernels as K
@@ -58,12 +63,15 @@ from veritas_dsl.solvers.base import (
     Limits,
     OutOfTime,
     UnsupportedQuery,
+    solve_with,
     unfinished,
     within_trivial,
 )
 
 #: Most conjunctions a disjunction may expand to.
 MAX_BRANCHES = 256
+#: What each branch (one conjunction) is built from: its variables and their static box.
+BRANCH = Chain((MergeTies(), StaticBounds()))
 #: Memory limit when none is given: this share of the memory available at the start.
 DEFAULT_MEMORY_SHARE = 0.5
 DEFAULT_MEMORY_BYTES = 2 << 30
@@ -84,6 +92,8 @@ class AStarEngine:
     capabilities = Capabilities(
         constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True, limits=LIMITS
     )
+    #: Searches maximise and find: prove and minimise are rewritten, disjunctions expanded.
+    chain = Chain((ProveToFind(), MinimizeToMaximize(), ToDNF(MAX_BRANCHES)))
 
     def __init__(self, linf_distance: str = "bisect") -> None:
         """``linf_distance``: how to answer an L-inf closest example to a row: ``"bisect"``
@@ -110,7 +120,10 @@ class AStarEngine:
         reported in the Result, never raised.
         """
         _refuse_large_integers(query)
-        limits = limits or Limits()
+        return solve_with(self, query, limits, progress)
+
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        """:meth:`solve` for a query ``chain`` rewrote."""
         start = time.monotonic()
         try:
             return self._solve(query, limits, start, progress)
@@ -122,13 +135,11 @@ class AStarEngine:
     def _solve(self, query: Query, limits: Limits, start: float, progress) -> Result:
         deadline = Deadline.after(limits.timeout_s, start)
         plan = _plan(query)
-        constraints = query.constraints
-        if isinstance(query.goal, Prove):
-            constraints += (negate(query.goal.conclusion),)
         problems = []
-        for branch in _dnf(query, constraints):
+        for branch in branches(query):
             deadline.check()
-            problems.append(build_problem(query, branch, plan))
+            reduced, _ = BRANCH.apply(replace(query, constraints=branch))
+            problems.append(build_problem(reduced, plan))
         prepared = time.monotonic()
         memory = limits.max_memory_bytes or _default_memory()
         run = Run(
@@ -160,31 +171,12 @@ class AStarEngine:
 def _plan(query: Query) -> Plan:
     goal = query.goal
     if isinstance(goal, Maximize):
-        return Plan(K.MODE_MAXIMIZE, objective=goal.term, sign=1.0)
-    if isinstance(goal, Minimize):
-        return Plan(K.MODE_MAXIMIZE, objective=goal.term, sign=-1.0)
+        return Plan(K.MODE_MAXIMIZE, objective=goal.term)
     if isinstance(goal, MinimizeDistance):
         return Plan(K.MODE_DISTANCE, distance=goal)
-    if isinstance(goal, Find | Prove):
+    if isinstance(goal, Find):
         return Plan(K.MODE_FIND)
     raise UnsupportedQuery(f"query {query.name}: unknown goal {goal!r}")
-
-
-def _dnf(query: Query, constraints: tuple[Constraint, ...]) -> list[tuple[Constraint, ...]]:
-    """The conjunctions whose union is ``constraints`` (disjunctive normal form)."""
-    branches: list[tuple[Constraint, ...]] = [()]
-    for c in constraints:
-        if isinstance(c, AnyOf):
-            options = [b for alternative in c.alternatives for b in _dnf(query, alternative)]
-            branches = [r + b for r in branches for b in options]
-        else:
-            branches = [(*r, c) for r in branches]
-        if len(branches) > MAX_BRANCHES:
-            raise UnsupportedQuery(
-                f"query {query.name}: its disjunctions expand to more than {MAX_BRANCHES} "
-                "conjunctions; engine astar searches each one, so it refuses; try milp"
-            )
-    return branches
 
 
 def _default_memory() -> int:

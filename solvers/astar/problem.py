@@ -2,11 +2,10 @@
 
 The steps, in order:
 
-1. **Variables.** Each (instance, feature) pair is a variable; pairs tied by a :class:`Tie` of the
-   conjunction share one.
-2. **Static box.** Feature ranges and kinds, intervals, and balls around a constant row (an L1
-   ball also bounds every coordinate) give each variable a closed float32 interval.
-3. **Terms.** The objective (sign-normalised to a maximisation) and every output constraint
+1. **Variables** and 2. **static box**: read from the conjunction's variable table
+   (``ir.reductions.MergeTies`` and ``StaticBounds``): pairs tied by a :class:`Tie` share a
+   variable, and each variable has a closed float32 interval.
+3. **Terms.** The objective (a maximisation) and every output constraint
    (normalised to ``term >= c`` or ``term > c``) are terms ``k = 0..K-1``. Each (model, instance,
    tree) the terms read becomes a search tree whose leaf carries the vector of its contributions
    ``coef * leaf_value[output]`` to every term; trees that contribute nothing are dropped.
@@ -38,13 +37,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_up
+from veritas_dsl.float32 import next_up
 from veritas_dsl.ir.query import (
     AtMostKChanged,
     Ball,
     Constraint,
-    DomainKind,
-    Interval,
     Linear,
     MinimizeDistance,
     OneHot,
@@ -52,8 +49,8 @@ from veritas_dsl.ir.query import (
     OutputTerm,
     Query,
     Row,
-    Tie,
 )
+from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.base import UnsupportedQuery
 
@@ -67,14 +64,13 @@ UNIT_LIMIT = 2.0**61
 class Plan:
     """What a branch search optimises: built once per query from its goal.
 
-    ``mode`` is one of the kernels' ``MODE_*``. ``objective`` (maximise and minimise goals) is the
-    term to maximise after multiplying by ``sign``. ``distance`` is the goal of a closest-example
-    query.
+    ``mode`` is one of the kernels' ``MODE_*``. ``objective`` is the term to maximise (a
+    minimisation reaches the engine as the maximisation of the negated term:
+    ``ir.reductions.MinimizeToMaximize``). ``distance`` is the goal of a closest-example query.
     """
 
     mode: int
     objective: OutputTerm | None = None
-    sign: float = 1.0
     distance: MinimizeDistance | None = None
 
 
@@ -140,19 +136,17 @@ class Problem:
         return int(sum(a.nbytes for a in arrays))
 
 
-def build_problem(query: Query, constraints: tuple[Constraint, ...], plan: Plan) -> Problem:
-    """The arrays of the conjunction ``constraints`` (no :class:`AnyOf`) under ``plan``."""
-    var, n_vars = _variables(query, constraints)
-    integral = np.zeros(n_vars, dtype=bool)
-    for f, feature in enumerate(query.features):
-        if feature.kind is not DomainKind.REAL:
-            integral[var[:, f]] = True
+def build_problem(query: Query, plan: Plan) -> Problem:
+    """The arrays of ``query``, one conjunction (no :class:`AnyOf`) with its variable table
+    (:func:`~veritas_dsl.ir.reductions.variables_of`), under ``plan``."""
+    table = variables_of(query)
+    constraints = query.constraints
+    var, n_vars, integral = table.var, table.n_vars, table.integral
     problem = Problem(query, constraints, plan, var, n_vars, integral)
-    box = _static_box(query, constraints, var, n_vars, integral)
-    if box is None:
+    if table.empty:
         problem.infeasible = True
         return problem
-    lo, hi = box
+    lo, hi = table.lo, table.hi
 
     outputs = tuple(c for c in constraints if isinstance(c, OutputConstraint))
     terms, signs, strict, rhs = _terms(plan, outputs)
@@ -361,57 +355,7 @@ def find_within(problem: Problem, root: np.ndarray) -> Problem:
     return replace(problem, root=root, lifted=lifted, params=params)
 
 
-# -- variables and the static box ----------------------------------------------------------------
-
-
-def _variables(query: Query, constraints) -> tuple[np.ndarray, int]:
-    n_inst, n_feat = len(query.instances), query.n_features
-    parent = list(range(n_inst * n_feat))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for c in constraints:
-        if isinstance(c, Tie):
-            a = query.instances.index(c.first) * n_feat + c.feature
-            b = query.instances.index(c.second) * n_feat + c.feature
-            parent[find(a)] = find(b)
-    roots = [find(a) for a in range(n_inst * n_feat)]
-    _, var = np.unique(roots, return_inverse=True)
-    return var.reshape(n_inst, n_feat).astype(np.int64), int(var.max()) + 1 if len(var) else 0
-
-
-def _static_box(query, constraints, var, n_vars, integral):
-    lo = np.full(n_vars, -math.inf)
-    hi = np.full(n_vars, math.inf)
-
-    def narrow(v: int, low: float, high: float) -> None:
-        lo[v] = max(lo[v], ceil32(low))
-        hi[v] = min(hi[v], floor32(high))
-
-    for i in range(len(query.instances)):
-        for f, feature in enumerate(query.features):
-            low, high = feature.lo, feature.hi
-            if feature.kind is DomainKind.BOOL:
-                low, high = max(low, 0.0), min(high, 1.0)
-            narrow(var[i, f], low, high)
-    for c in constraints:
-        if isinstance(c, Interval):
-            narrow(var[query.instances.index(c.instance), c.feature], c.lo, c.hi)
-        elif isinstance(c, Ball) and isinstance(c.center, Row):
-            if c.norm not in ("linf", "l1"):
-                raise UnsupportedQuery(f"query {query.name}: unknown norm {c.norm!r}")
-            i = query.instances.index(c.instance)
-            for f, center in enumerate(c.center.values):
-                narrow(var[i, f], *ball_interval(center, c.radius))
-    lo = np.where(integral, np.ceil(lo), lo)
-    hi = np.where(integral, np.floor(hi), hi)
-    if np.any(lo > hi):
-        return None
-    return lo, hi
+# -- the static box as cells ----------------------------------------------------------------------
 
 
 def _bound_thresholds(lo, hi, integral):
@@ -432,7 +376,7 @@ def _terms(plan: Plan, outputs):
     terms, signs, strict, rhs = [], [], [], []
     if plan.objective is not None:
         terms.append(plan.objective)
-        signs.append(plan.sign)
+        signs.append(1.0)
         strict.append(False)
         rhs.append(None)
     for c in outputs:

@@ -17,11 +17,11 @@ mirrors how the kernels cost a box, so it always succeeds when they kept the sta
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl.float32 import nearest
 from veritas_dsl.ir.evaluate import holds
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.problem import Problem
@@ -32,17 +32,6 @@ def box_bounds(problem: Problem, row: np.ndarray) -> tuple[np.ndarray, np.ndarra
     n = problem.n_vars
     base = problem.cell_ptr[:-1]
     return problem.cell_lo[base + row[:n]], problem.cell_hi[base + row[n:]]
-
-
-def _nearest(target: float, lo: float, hi: float, integral: bool) -> float:
-    if target < lo:
-        return lo
-    if target > hi:
-        return hi
-    if integral and target != math.floor(target):
-        down, up = float(math.floor(target)), float(math.ceil(target))
-        return down if target - down <= up - target else up
-    return target
 
 
 def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
@@ -56,7 +45,7 @@ def point_of(problem: Problem, row: np.ndarray) -> dict[str, np.ndarray]:
         if a in grouped:
             continue
         if b < 0:
-            values[a] = _nearest(c, lo[a], hi[a], bool(integral[a]))
+            values[a] = nearest(c, lo[a], hi[a], bool(integral[a]))
         elif hi[a] < lo[b]:
             values[a], values[b] = hi[a], lo[b]
         elif hi[b] < lo[a]:

@@ -31,6 +31,13 @@ from veritas_dsl.ir.query import (
     Row,
     infeasible_optimum,
 )
+from veritas_dsl.ir.reductions import (
+    Chain,
+    MergeTies,
+    MinimizeToMaximize,
+    ProveToFind,
+    StaticBounds,
+)
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import (
     LIMITS,
@@ -39,6 +46,7 @@ from veritas_dsl.solvers.base import (
     Deadline,
     Limits,
     OutOfTime,
+    solve_with,
     unfinished,
     within_trivial,
 )
@@ -82,6 +90,10 @@ class MilpEngine:
         use one solver only.
     """
 
+    #: The program minimises or maximises a term or finds a point: prove and minimise are
+    #: rewritten; the variable table gives the program's columns and their bounds.
+    chain = Chain((ProveToFind(), MinimizeToMaximize(), MergeTies(), StaticBounds()))
+
     def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
         self.name = name
         self.driver = driver
@@ -103,7 +115,10 @@ class MilpEngine:
         ``progress``, when given, sees the solver's own bounds while it runs, at most ten times a
         second: unchecked values, for a live display; the Result holds only checked ones.
         """
-        limits = limits or Limits()
+        return solve_with(self, query, limits, progress)
+
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        """:meth:`solve` for a query ``chain`` rewrote."""
         start = time.monotonic()
         live = _Live(start, progress) if progress is not None else None
         budget = _Budget.of(limits, start)

@@ -4,7 +4,8 @@ extended to every construct of the query IR.
 Input variables
     Each (instance, feature) pair is one variable, except that pairs tied by a top-level
     :class:`Tie` share one. Its bounds are the feature's range narrowed by top-level intervals and
-    L-inf balls around rows, on the float32 grid (integral for int and bool), and clamped to a hull
+    balls around rows, on the float32 grid (integral for int and bool; the query's variable table,
+    ``ir.reductions.StaticBounds``), and clamped to a hull
     ``[-H, H]`` holding every constant of the query. Clamping an input into the hull changes no
     split, interval, equality or change count and lengthens no distance, so no answer is lost;
     linear constraints are the one exception, noted in the result.
@@ -56,29 +57,26 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_down, next_up
-from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
     Ball,
     Constraint,
-    DomainKind,
     Find,
     Interval,
     Linear,
     Maximize,
-    Minimize,
     MinimizeDistance,
     OneHot,
     OutputConstraint,
     OutputTerm,
-    Prove,
     Query,
     Row,
     Tie,
     output_terms,
     walk,
 )
+from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, Infeasible, Program, ProgramBuilder
 
@@ -301,10 +299,7 @@ class _Builder:
         self.deadline = deadline
         self.p = ProgramBuilder()
         self.pairs = used_pairs(query)
-        goal = query.goal
         self.constraints = query.constraints
-        if isinstance(goal, Prove):
-            self.constraints += (negate(goal.conclusion),)
         self.conditions: list[tuple[Constraint, Affine]] = []
         self.changes: list[tuple[AtMostKChanged, list[Affine]]] = []
         self.binaries: list[int] = []
@@ -314,54 +309,27 @@ class _Builder:
     # -- variables ---------------------------------------------------------------------------
 
     def number_vars(self) -> None:
+        """The variables and their bounds, from the query's variable table
+        (``ir.reductions.MergeTies`` and ``StaticBounds``)."""
         q = self.query
-        n_inst, n_feat = len(q.instances), q.n_features
-        tied = _UnionFind(n_inst * n_feat)
-        for c in self.constraints:
-            if isinstance(c, Tie):
-                tied.union(self.slot(c.first, c.feature), self.slot(c.second, c.feature))
-        roots = sorted({tied.find(a) for a in range(n_inst * n_feat)})
-        number = {root: k for k, root in enumerate(roots)}
-        self.var_of = np.array([number[tied.find(a)] for a in range(n_inst * n_feat)]).reshape(
-            n_inst, n_feat
-        )
-        self.vars = []
-        for root in roots:
-            f = root % n_feat
-            feature = q.features[f]
-            integral = feature.kind is not DomainKind.REAL
-            var = Var(feature=f, integral=integral, lo=-math.inf, hi=math.inf)
-            lo, hi = feature.lo, feature.hi
-            if feature.kind is DomainKind.BOOL:
-                lo, hi = max(lo, 0.0), min(hi, 1.0)
-            self.narrow(var, lo, hi)
-            self.vars.append(var)
-
-    def slot(self, instance: str, f: int) -> int:
-        return self.query.instances.index(instance) * self.query.n_features + f
+        table = variables_of(q)
+        if table.empty:
+            raise Infeasible
+        self.var_of = table.var
+        feature_of = np.zeros(table.n_vars, dtype=np.int64)
+        feature_of[table.var] = np.arange(q.n_features)
+        self.vars = [
+            Var(
+                feature=int(feature_of[v]),
+                integral=bool(table.integral[v]),
+                lo=float(table.lo[v]),
+                hi=float(table.hi[v]),
+            )
+            for v in range(table.n_vars)
+        ]
 
     def var(self, instance: str, f: int) -> int:
         return int(self.var_of[self.query.instances.index(instance), f])
-
-    def narrow(self, var: Var, lo: float, hi: float) -> None:
-        if var.integral:
-            lo, hi = ceil32(ceil_int(lo)), floor32(floor_int(hi))
-        else:
-            lo, hi = ceil32(lo), floor32(hi)
-        var.lo, var.hi = max(var.lo, lo), min(var.hi, hi)
-
-    def fold_top_level(self) -> None:
-        """Top-level intervals and L-inf balls around rows become bounds."""
-        for c in self.constraints:
-            if isinstance(c, Interval):
-                self.narrow(self.vars[self.var(c.instance, c.feature)], c.lo, c.hi)
-            elif isinstance(c, Ball) and c.norm == "linf" and isinstance(c.center, Row):
-                for f, center in enumerate(c.center.values):
-                    var = self.vars[self.var(c.instance, f)]
-                    self.narrow(var, *ball_interval(center, c.radius))
-        for var in self.vars:
-            if var.lo > var.hi:
-                raise Infeasible
 
     # -- relations between variables -----------------------------------------------------------
 
@@ -905,11 +873,10 @@ class _Builder:
 
     def goal(self) -> float:
         goal = self.query.goal
-        if isinstance(goal, Maximize | Minimize):
+        if isinstance(goal, Maximize):
             expr, _, _ = self.term(goal.term)
-            sense = -1.0 if isinstance(goal, Maximize) else 1.0
-            self.p.objective(expr, sense)
-            return sense
+            self.p.objective(expr, -1.0)
+            return -1.0
         if isinstance(goal, MinimizeDistance):
             self.step = self.distance_step(goal)
             per_feature = [p for p in self.feature_pieces(goal.instance, goal.center) if p]
@@ -922,7 +889,7 @@ class _Builder:
                 everything = [piece for pieces in per_feature for piece in pieces]
                 self.p.objective(self.distance_column(everything))
             return 1.0
-        if isinstance(goal, Find | Prove):
+        if isinstance(goal, Find):
             return 0.0
         raise TypeError(f"unknown goal {goal!r}")
 
@@ -937,7 +904,6 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
     deadline = deadline or Deadline()
     b = _Builder(query, deadline)
     b.number_vars()
-    b.fold_top_level()
     b.hull = hull_size(query, b.pairs, b.constraints)
     for var in b.vars:
         if var.lo == var.hi and math.isinf(var.lo):

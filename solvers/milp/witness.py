@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.float32 import as_float32, ball_interval, ceil32, floor32
+from veritas_dsl.float32 import as_float32, ball_interval, ceil32, floor32, nearest
 from veritas_dsl.ir.evaluate import (
     distance,
     domain_violations,
@@ -39,7 +39,6 @@ from veritas_dsl.ir.query import (
     Ball,
     Linear,
     Maximize,
-    Minimize,
     MinimizeDistance,
     OutputConstraint,
     Query,
@@ -139,15 +138,6 @@ def _segments(form: Formulation, solution: np.ndarray) -> list[tuple[float, floa
     return segments
 
 
-def _nearest(target: float, lo: float, hi: float, integral: bool) -> float:
-    """The value of ``[lo, hi]`` (an integer if ``integral``) closest to ``target``."""
-    if integral:  # the whole float32 values on either side (beyond 2**24 not every integer)
-        sides = (floor32(math.floor(target)), ceil32(math.ceil(target)))
-        options = [min(max(c, lo), hi) for c in sides]
-        return min(options, key=lambda c: abs(c - target))
-    return min(max(target, lo), hi)
-
-
 def _place(form: Formulation, segments) -> np.ndarray:
     """Closed-form values of the variables without a value column."""
     values = np.zeros(len(form.vars))
@@ -160,13 +150,13 @@ def _place(form: Formulation, segments) -> np.ndarray:
         others = [w for kind, w in form.partners[v] if kind == "var"]
         placed.add(v)
         if rows:
-            values[v] = _nearest(rows[0], lo, hi, var.integral)
+            values[v] = nearest(rows[0], lo, hi, var.integral)
         elif others:
             w = others[0]
             placed.add(w)
             values[v], values[w] = _nearest_pair(segments[v], segments[w], var.integral)
         else:
-            values[v] = _nearest(0.0, lo, hi, var.integral)
+            values[v] = nearest(0.0, lo, hi, var.integral)
     return values
 
 
@@ -174,7 +164,7 @@ def _nearest_pair(first, second, integral: bool) -> tuple[float, float]:
     """Closest points of two segments (one shared value when they overlap)."""
     lo, hi = max(first[0], second[0]), min(first[1], second[1])
     if lo <= hi:
-        value = _nearest(0.0, lo, hi, integral)
+        value = nearest(0.0, lo, hi, integral)
         return value, value
     if first[1] < second[0]:
         return first[1], second[0]
@@ -188,7 +178,7 @@ def _snap(form: Formulation, segments, values: np.ndarray, raw: dict[int, float]
         lo, hi = segments[v]
         s = min(max(raw[v], lo), hi)
         if var.integral:
-            values[v] = _nearest(s, lo, hi, True)
+            values[v] = nearest(s, lo, hi, True)
             continue
         rows = [value for kind, value in form.partners[v] if kind == "row"]
         others = [raw[w] for kind, w in form.partners[v] if kind == "var" and w in raw]
@@ -238,7 +228,7 @@ def _holds(form: Formulation, inputs, margins) -> bool:
 def _witness(query: Query, inputs, margins) -> Witness:
     goal = query.goal
     value = None
-    if isinstance(goal, Maximize | Minimize):
+    if isinstance(goal, Maximize):
         value = term_value(goal.term, margins)
     elif isinstance(goal, MinimizeDistance):
         value = distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))

@@ -33,6 +33,7 @@ from veritas_dsl.ir.query import (
     Tie,
     infeasible_optimum,
 )
+from veritas_dsl.ir.reductions import Chain
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
@@ -54,6 +55,8 @@ class OracleEngine:
 
     name = "oracle"
     capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=False)
+    #: None: the reference answers every query as written, sharing no rewrite with the engines.
+    chain = Chain()
 
     def __init__(self, max_combinations: int = MAX_COMBINATIONS) -> None:
         self.max_combinations = max_combinations

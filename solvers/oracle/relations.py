@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from veritas_dsl.float32 import nearest
 from veritas_dsl.ir.query import (
     AtMostKChanged,
     Ball,
@@ -95,14 +96,6 @@ def separable(query, space, region, constraints, goal) -> bool:
 def default(lo: float, hi: float) -> float:
     """A plain value in ``[lo, hi]``: 0 when inside, else the nearer end."""
     return min(max(0.0, lo), hi)
-
-
-def nearest(target: float, lo: float, hi: float, integral: bool) -> float:
-    """The value of ``[lo, hi]`` (whole if ``integral``) closest to the float32 ``target``."""
-    if integral:
-        candidates = [float(math.floor(target)), float(math.ceil(target))]
-        return min((min(max(c, lo), hi) for c in candidates), key=lambda c: (abs(c - target), c))
-    return min(max(target, lo), hi)
 
 
 def closest(query: Query, space: Space, region: Region, constraints, goal) -> np.ndarray:

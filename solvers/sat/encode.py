@@ -2,8 +2,9 @@
 
 Variables
     One per (instance, feature), except that instances tied by a top-level :class:`Tie` share
-    one. A variable's value is known only up to its *cell* (:mod:`.grid`): literal ``k`` of a
-    variable means ``x >= c_k``, and literal ``k + 1`` implies literal ``k``.
+    one (the query's variable table, ``ir.reductions.MergeTies``). A variable's value is known
+    only up to its *cell* (:mod:`.grid`): literal ``k`` of a variable means ``x >= c_k``, and
+    literal ``k + 1`` implies literal ``k``.
 Trees
     One literal per leaf, for every tree of every (model, instance) pair the query reads. A leaf
     holds exactly when the conditions on its path hold (``x < t`` is the negation of ``x >= t``);
@@ -50,6 +51,7 @@ from veritas_dsl.ir.query import (
     output_terms,
     walk,
 )
+from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.sat.grid import Domain, Grid, GridBuilder
 
@@ -91,18 +93,20 @@ class Encoding:
         count's reference, else 0).
     """
 
-    def __init__(
-        self, query: Query, extra: tuple[Constraint, ...] = (), deadline: Deadline | None = None
-    ) -> None:
+    def __init__(self, query: Query, deadline: Deadline | None = None) -> None:
         self.query = query
         self.deadline = deadline or Deadline()
-        self.constraints = query.constraints + extra
+        self.constraints = query.constraints
         self.top = 0
         self.clauses: list[list[int]] = []
         self.true = self.new_var()
         self.clauses.append([self.true])
-        self.var, self.feature_of = _variables(query)
-        self.n_vars = len(self.feature_of)
+        table = variables_of(query, bounds=False)
+        self.var = table.var
+        self.n_vars = table.n_vars
+        feature_of = np.zeros(self.n_vars, dtype=np.int64)
+        feature_of[table.var] = np.arange(query.n_features)
+        self.feature_of = feature_of.tolist()
         self.grids = _grids(query, self.constraints)
         self.order = [self._order_literals(v) for v in range(self.n_vars)]
         self.leaves: dict[tuple[str, str], np.ndarray] = {}
@@ -496,32 +500,6 @@ def _reaches(high: float, cut: float, radius: Fraction) -> bool:
     if high == -math.inf or cut == math.inf:
         return False
     return Fraction(high) >= Fraction(cut) - radius
-
-
-def _variables(query: Query) -> tuple[np.ndarray, list[int]]:
-    """Number the variables, one per (instance, feature), merging top-level ties."""
-    n_inst, n_feat = len(query.instances), query.n_features
-    parent = list(range(n_inst * n_feat))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for c in query.constraints:
-        if isinstance(c, Tie):
-            a = query.instances.index(c.first) * n_feat + c.feature
-            b = query.instances.index(c.second) * n_feat + c.feature
-            parent[find(a)] = find(b)
-    number: dict[int, int] = {}
-    for a in range(n_inst * n_feat):
-        number.setdefault(find(a), len(number))
-    var = np.array([number[find(a)] for a in range(n_inst * n_feat)]).reshape(n_inst, n_feat)
-    feature_of = [0] * len(number)
-    for a in range(n_inst * n_feat):
-        feature_of[number[find(a)]] = a % n_feat
-    return var, feature_of
 
 
 def _grids(query: Query, constraints: tuple[Constraint, ...]) -> list[Grid]:

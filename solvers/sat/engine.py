@@ -10,9 +10,10 @@ How a query is answered
     and the search goes on. Every witness returned satisfies the query under its reference
     semantics (``veritas_dsl.ir.evaluate.holds``).
 Optimisation
-    Maximise (or minimise, as the maximum of the negated term, which float64 negates exactly) by
-    bound tightening: each step adds ``Q >= mid`` on the integer sum ``Q`` under a fresh
-    selector literal, assumed for that call only (and falsified for good after it). A model
+    Maximise (a minimisation arrives as the maximisation of the negated term,
+    ``ir.reductions.MinimizeToMaximize``) by bound tightening: each step adds ``Q >= mid`` on
+    the integer sum ``Q`` under a fresh selector literal, assumed for that call only (and
+    falsified for good after it). A model
     raises the lower bound to its float64 value; UNSAT lowers the upper bound. Both bounds are
     valid at every step and recorded in the trace; the answer is optimal when no combination of
     leaves can beat the best witness. Steps alternate a probe halfway to the upper bound, with a
@@ -41,22 +42,19 @@ import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_value
-from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
     Find,
     Maximize,
-    Minimize,
     MinimizeDistance,
-    OutputAtom,
     OutputConstraint,
     OutputTerm,
-    Prove,
     Query,
     Row,
     constructs,
     infeasible_optimum,
 )
+from veritas_dsl.ir.reductions import Chain, MergeTies, MinimizeToMaximize, ProveToFind
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import (
     Availability,
@@ -65,6 +63,7 @@ from veritas_dsl.solvers.base import (
     Limits,
     OutOfTime,
     UnsupportedQuery,
+    solve_with,
     unfinished,
     within_trivial,
 )
@@ -98,6 +97,8 @@ class SatEngine:
 
     name = "sat"
     capabilities = Capabilities(constructs=SUPPORTED, exact=True, anytime=True)
+    #: The search maximises or finds: prove and minimise are rewritten; ties name variables.
+    chain = Chain((ProveToFind(), MinimizeToMaximize(), MergeTies()))
 
     def available(self) -> Availability:
         try:
@@ -119,7 +120,10 @@ class SatEngine:
         query's constructs are within :data:`SUPPORTED` (checked before, by
         :func:`veritas_dsl.solvers.solve.solve`).
         """
-        limits = limits or Limits()
+        return solve_with(self, query, limits, progress)
+
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        """:meth:`solve` for a query ``chain`` rewrote."""
         start = time.monotonic()
         search = _Search(query, limits, progress, start)
         try:
@@ -160,10 +164,9 @@ class _Search:
 
         query = self.query
         goal = query.goal
-        extra = (negate(goal.conclusion),) if isinstance(goal, Prove) else ()
-        self.required = query.constraints + extra
+        self.required = query.constraints
         self.votes = "hard_vote" in constructs(query)
-        self.encoding = Encoding(query, extra, self.deadline)
+        self.encoding = Encoding(query, self.deadline)
         self.encoding.check_pairs()
         if isinstance(goal, MinimizeDistance):
             self._check_distance_goal(goal)
@@ -374,16 +377,10 @@ class _Search:
 
     def run(self) -> Result:
         goal = self.query.goal
-        if isinstance(goal, Find | Prove):
+        if isinstance(goal, Find):
             return self._find()
         if isinstance(goal, Maximize):
-            return self._maximize(goal.term, 1.0)
-        if isinstance(goal, Minimize):
-            negated = OutputTerm(
-                tuple(OutputAtom(-a.coef, a.model, a.instance, a.output) for a in goal.term.atoms),
-                -goal.term.constant,
-            )
-            return self._maximize(negated, -1.0)
+            return self._maximize(goal.term)
         if isinstance(goal, MinimizeDistance):
             return self._min_distance(goal)
         raise TypeError(f"unknown goal {goal!r}")
@@ -396,19 +393,14 @@ class _Search:
             return self._result(Termination.INFEASIBLE)
         return self._result(Termination.OPTIMAL, witness=Witness(found[0]))
 
-    def _maximize(self, term: OutputTerm, sign: float) -> Result:
-        """Maximise ``term`` (``sign`` -1: the negation of the goal's term, reported back)."""
+    def _maximize(self, term: OutputTerm) -> Result:
+        """Maximise ``term``."""
 
         def report(termination, lower, upper, best=None):
-            if sign < 0:
-                lower, upper = -upper, -lower
-            witness = None
-            if best is not None:
-                witness = Witness(best, sign * best_value)
+            witness = None if best is None else Witness(best, best_value)
             return self._result(termination, lower, upper, witness)
 
-        def point(lower, upper):
-            self._point(*((lower, upper) if sign > 0 else (-upper, -lower)))
+        point = self._point
 
         found = self._witness([])
         if found is None:
@@ -418,9 +410,9 @@ class _Search:
             point(bound, bound)
             return report(Termination.INFEASIBLE, bound, bound)
         best, best_value = found[0], term_value(term, found[1])
-        self.witness = Witness(best, sign * best_value)
-        lower, upper = trivial_bounds(self.query)  # until the sum of the term gives better
-        point(best_value, max(best_value, upper if sign > 0 else -lower))
+        self.witness = Witness(best, best_value)
+        _, upper = trivial_bounds(self.query)  # until the sum of the term gives better
+        point(best_value, max(best_value, upper))
         form = self._form(term)
         s, scale = self._sum(term, True)
         self.propagator.guides.clear()
@@ -464,7 +456,7 @@ class _Search:
                 value = term_value(term, found[1])
                 if value > best_value:
                     best, best_value = found[0], value
-                    self.witness = Witness(best, sign * best_value)
+                    self.witness = Witness(best, best_value)
                 else:
                     # Within the float64 error of the sum, this combination scores no better
                     # than the best witness: it need not be seen again.

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from veritas_dsl.ir import AnyOf
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.engine import _plan
+from veritas_dsl.solvers.astar.engine import BRANCH, AStarEngine, _plan
 from veritas_dsl.solvers.astar.problem import build_problem
 from veritas_dsl.solvers.astar.search import BranchSearch
 
@@ -42,7 +42,10 @@ BOX_FAMILIES = [
 def problem_of(query):
     if any(isinstance(c, AnyOf) for c in query.constraints):
         return None
-    problem = build_problem(query, query.constraints, _plan(query))
+    query, _ = AStarEngine.chain.apply(query)
+    if any(isinstance(c, AnyOf) for c in query.constraints):
+        return None
+    problem = build_problem(BRANCH.apply(query)[0], _plan(query))
     return None if problem.infeasible else problem
 
 

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -111,21 +112,6 @@ def exact_distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> Fraction:
 def distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> float:
     """The ``linf`` or ``l1`` distance of two float32 points, rounded to the nearest float64."""
     return float(exact_distance(norm, a, b))
-
-
-def compare(value: float, op: str, rhs: float) -> bool:
-    """``value op rhs`` for the comparison operators of the IR."""
-    if op == "<":
-        return value < rhs
-    if op == "<=":
-        return value <= rhs
-    if op == ">":
-        return value > rhs
-    if op == ">=":
-        return value >= rhs
-    if op == "==":
-        return value == rhs
-    raise ValueError(f"unknown comparison {op!r}")
 
 
 def changed_units(c: AtMostKChanged, inputs: Inputs) -> int:

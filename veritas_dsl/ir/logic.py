@@ -13,7 +13,27 @@ from veritas_dsl.ir.query import (
     VoteMargin,
 )
 
-_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+#: The comparison operators' one table: ``not (a op b)`` is ``a NEGATED[op] b``.
+NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+#: ``a op b`` is ``b MIRRORED[op] a``.
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_HOLDS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def compare(value, op: str, rhs) -> bool:
+    """``value op rhs`` for any comparison operator (floats or exact rationals)."""
+    try:
+        holds = _HOLDS[op]
+    except KeyError:
+        raise ValueError(f"unknown comparison {op!r}") from None
+    return holds(value, rhs)
 
 
 def negate(conjunction: tuple[Constraint, ...]) -> AnyOf:
@@ -26,7 +46,7 @@ def negate(conjunction: tuple[Constraint, ...]) -> AnyOf:
 
 def _negate_one(constraint: Constraint) -> tuple[Constraint, ...]:
     if isinstance(constraint, OutputConstraint):
-        return (OutputConstraint(constraint.term, _OPPOSITE[constraint.op], constraint.rhs),)
+        return (OutputConstraint(constraint.term, NEGATED[constraint.op], constraint.rhs),)
     if isinstance(constraint, VoteMargin):
         c = constraint
         return (VoteMargin(c.model, c.instance, c.other, c.label, 1 - c.k),)
@@ -42,7 +62,7 @@ def drop_infinite(conjunction: tuple[Constraint, ...]) -> tuple[Constraint, ...]
     kept: list[Constraint] = []
     for c in conjunction:
         if isinstance(c, OutputConstraint | Linear) and math.isinf(c.rhs):
-            if not _holds_at_zero(c.op, c.rhs):
+            if not compare(0.0, c.op, c.rhs):  # any finite value compares as 0 does
                 return (AnyOf(()),)
         elif isinstance(c, AnyOf):
             alternatives = tuple(drop_infinite(alt) for alt in c.alternatives)
@@ -53,8 +73,3 @@ def drop_infinite(conjunction: tuple[Constraint, ...]) -> tuple[Constraint, ...]
         else:
             kept.append(c)
     return tuple(kept)
-
-
-def _holds_at_zero(op: str, rhs: float) -> bool:
-    """``v op rhs`` for any finite ``v``, ``rhs`` infinite."""
-    return {"<": rhs > 0, "<=": rhs > 0, ">": rhs < 0, ">=": rhs < 0, "==": False}[op]

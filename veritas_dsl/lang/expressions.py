@@ -11,12 +11,10 @@ import re
 import numpy as np
 
 from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.ir.logic import MIRRORED, NEGATED
 from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope, Symbols
-
-_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 class Expressions(Symbols):
@@ -49,9 +47,9 @@ class Expressions(Symbols):
         errors; a table of handlers would scatter what one reads together."""
         movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance
         if isinstance(right, movable) and not isinstance(left, type(right)):
-            left, right, op = right, left, _MIRRORED[op]
+            left, right, op = right, left, MIRRORED[op]
         if negated:
-            op = _NEGATED[op]
+            op = NEGATED[op]
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
             diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":

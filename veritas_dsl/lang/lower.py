@@ -18,7 +18,7 @@ import numpy as np
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.float32 import ceil32_exact, floor32_exact, next_down, next_up
 from veritas_dsl.ir.evaluate import vote_counts
-from veritas_dsl.ir.logic import drop_infinite, negate
+from veritas_dsl.ir.logic import MIRRORED, NEGATED, compare, drop_infinite, negate
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -210,7 +210,7 @@ class _Lowering:
     def lin_compare(self, c: t.LinCompare) -> list[Constraint]:
         unknown, constant = self.split(c.lin, c.span)
         if not unknown:
-            return [] if _holds(constant, c.op) else [FALSE]
+            return [] if compare(constant, c.op, 0) else [FALSE]
         if c.op == "!=":
             return [
                 AnyOf(
@@ -335,23 +335,10 @@ def _span(c: t.Condition) -> Span:
     return c.span
 
 
-def _holds(value: float, op: str) -> bool:
-    return {
-        "<": value < 0,
-        "<=": value <= 0,
-        ">": value > 0,
-        ">=": value >= 0,
-        "==": value == 0,
-        "!=": value != 0,
-    }[op]
-
-
 def _negate(constraint: OutputConstraint) -> OutputConstraint:
-    opposite = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-    return OutputConstraint(constraint.term, opposite[constraint.op], constraint.rhs)
+    return OutputConstraint(constraint.term, NEGATED[constraint.op], constraint.rhs)
 
 
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 _BEYOND32 = Fraction(2**128)
 
 
@@ -359,10 +346,10 @@ def _interval(instance: str, f: int, coef: float, constant: float, op: str) -> C
     """``coef * x + constant op 0`` as the exact float32 interval of ``x`` (FALSE when no finite
     float32 lies in it: inputs are never infinite)."""
     if coef < 0:
-        op = _MIRROR[op]
+        op = MIRRORED[op]
     lo, hi = -math.inf, math.inf
     if not math.isfinite(constant):  # x op +-inf: everything, or nothing
-        return Interval(instance, f) if _holds(constant / coef, op) else FALSE
+        return Interval(instance, f) if compare(constant / coef, op, 0) else FALSE
     # Clamped beyond every finite float32, where it rounds alike, so that float() cannot overflow.
     bound = min(max(-Fraction(constant) / Fraction(coef), -_BEYOND32), _BEYOND32)
     if op in ("<=", "=="):
