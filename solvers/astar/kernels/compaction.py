@@ -23,6 +23,9 @@ def compact_trees(
     ``src_a`` and ``src_b`` (source leaves of the two trees at output leaves, -1 otherwise), and
     ``job_root[j]`` (-1 when the job's output would exceed ``job_cap[j]`` nodes; it is then left
     out). Returns these arrays and the number of output nodes.
+
+    One long function on purpose: an explicit-stack traversal whose every step reads and writes
+    the same work stack, box and output; helpers would each take fifteen arrays.
     """
     o_var = np.empty(out_cap, dtype=np.int32)
     o_rank = np.empty(out_cap, dtype=np.int32)

@@ -104,6 +104,8 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         ``C_*`` slots, mutated.
     budget : int
         Most expansions in this call.
+
+    The body is short; the docstring, the contract of every array, is what makes it long.
     """
     if ctx[C_STARTED] == 0:
         ctx[C_STARTED] = 1
@@ -237,7 +239,11 @@ def _expand(
 ):  # fmt: skip
     """Expand state ``s``: record it when complete, otherwise split it on the next tree in
     search order into one child per reachable leaf. Children that survive go on the heap, but
-    when diving the best one is dived into next. Returns a status."""
+    when diving the best one is dived into next. Returns a status.
+
+    Long because the loop over children keeps the dive's best child (five values) across
+    iterations; the bounds of a child are :func:`_child_bounds`'s job.
+    """
     tr_root, nd_var, nd_rank, nd_left, nd_right = trees[0:5]
     lf_start, lf_end, lf_var, lf_lo, lf_hi = trees[6:11]
     term_thr, term_sure, term_cons, _ = terms
