@@ -1,7 +1,8 @@
 """The search over one branch: the state arena the kernels work in, grown on demand.
 
-Python owns every array; :func:`kernels.search` runs a bounded number of expansions on them and
-returns, so the caller can watch the clock, the memory and the bounds between calls.
+Python owns every array, the kernels' work arrays included; :func:`kernels.search` runs a bounded
+number of expansions on them and returns, so the caller can watch the clock, the memory and the
+bounds between calls.
 """
 
 from __future__ import annotations
@@ -44,6 +45,30 @@ def planned_bytes(problem: Problem, capacity: int) -> int:
     return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
 
 
+def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
+    """The work arrays of :func:`kernels.search`, allocated once per search (allocating them in
+    the kernel would compile an ``np.empty`` for each dtype and shape): a tree walk's stack, a
+    tree's reachable leaves, exact-sum partials, per-term bounds and best leaves, each tree's
+    bounds and best leaves in the parent state, stamps and the affected trees of a step, and the
+    incumbent's ball."""
+    n_terms, n_trees, n_vars = problem.n_terms, problem.n_trees, problem.n_vars
+    return (
+        np.empty(int(problem.params[K.P_MAX_DEPTH]) + 2, dtype=np.int32),
+        np.empty(max(int(problem.params[K.P_MAX_LEAVES]), 1), dtype=np.int32),
+        np.empty(K.N_PARTIALS),
+        np.empty(n_terms, dtype=np.int64),
+        np.empty(n_terms, dtype=np.int64),
+        np.empty(n_terms, dtype=np.int32),
+        np.empty((n_trees, n_terms), dtype=np.int64),
+        np.empty((n_trees, n_terms), dtype=np.int32),
+        np.zeros(n_trees, dtype=np.int64),
+        np.zeros(n_trees, dtype=np.int64),
+        np.empty(n_trees, dtype=np.int32),
+        np.empty(n_vars, dtype=np.int32),
+        np.empty(n_vars, dtype=np.int32),
+    )
+
+
 class BranchSearch:
     """Best-first search with dives over one :class:`Problem`; see :func:`kernels.search`."""
 
@@ -71,18 +96,9 @@ class BranchSearch:
             np.zeros(0, dtype=np.int64),
             np.zeros(0, dtype=np.int32),
         )
+        self.scratch = scratch_arrays(problem)
         self.grow(capacity)
-        self.alive = bool(
-            K.push_root(
-                problem.trees,
-                problem.lifted,
-                problem.terms,
-                problem.params,
-                problem.root,
-                self.dynamic,
-                self.ctx,
-            )
-        )
+        self.alive = self.run(0) != K.STATUS_EXHAUSTED  # pushes the root when it is alive
 
     # -- memory ---------------------------------------------------------------------------
 
@@ -125,8 +141,8 @@ class BranchSearch:
         """Up to ``budget`` expansions; returns a kernel ``STATUS_*``."""
         p = self.problem
         return int(
-            K.search(p.trees, p.lifted, p.terms, p.params, self.dynamic, self.solutions, self.ctx,
-                     int(budget))
+            K.search(p.trees, p.lifted, p.terms, p.params, p.root, self.dynamic, self.solutions,
+                     self.scratch, self.ctx, int(budget))
         )  # fmt: skip
 
     def take_solutions(self) -> list[Solution]:

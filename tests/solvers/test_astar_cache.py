@@ -1,4 +1,5 @@
-"""The compiled A* kernels are cached in the user's cache directory, never inside the package.
+"""The compiled A* kernels are cached in the user's cache directory, never inside the package,
+and a cached kernel is never loaded once a kernel it calls has changed.
 
 Numba's default, a ``__pycache__`` next to the source, leaves files that ``pip uninstall`` does
 not remove; the folder left over then shadows a later install as a namespace package.
@@ -67,7 +68,43 @@ def test_a_query_writes_its_kernels_to_the_user_cache_and_nothing_into_the_packa
 
 def test_numba_cache_dir_moves_the_kernel_cache(tmp_path):
     elsewhere = tmp_path / "elsewhere"
-    code = "from veritas_dsl.solvers.astar import kernels as K; K.two_sum(1.0, 2.0)"
+    code = "from veritas_dsl.solvers.astar import kernels as K; K.encode_distance(1.0)"
     run(tmp_path, {"NUMBA_CACHE_DIR": str(elsewhere)}, sys.executable, "-c", code)
-    assert any(p.name.startswith("kernels.two_sum") for p in cached(elsewhere))
+    assert any(p.name.startswith("exact.encode_distance") for p in cached(elsewhere))
     assert cached(tmp_path / "xdg") + cached(tmp_path / "home") == []
+
+
+CALLER = """from veritas_dsl.solvers.astar.jit import kernel
+from callee import value
+
+
+@kernel
+def answer():
+    return value()
+"""
+CALLEE = """from veritas_dsl.solvers.astar.jit import internal
+
+
+@internal
+def value():
+    return {}
+"""
+
+
+def test_a_kernel_whose_callee_changed_in_another_file_is_compiled_again(tmp_path):
+    """Numba checks only a cached function's own file, yet the cached code includes its
+    callees: the kernels' folder is cached under a digest of all its sources."""
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "caller.py").write_text(CALLER)
+    callee = folder / "callee.py"
+    callee.write_text(CALLEE.format(1))
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(folder)}
+    code = "import caller; print(caller.answer())"
+    assert run(tmp_path, env, sys.executable, "-c", code).stdout == "1\n"
+    assert cached(tmp_path / "cache"), "nothing was cached"
+    # the same size and modification time: only the content differs
+    stamp = callee.stat()
+    callee.write_text(CALLEE.format(2))
+    os.utime(callee, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert run(tmp_path, env, sys.executable, "-c", code).stdout == "2\n"

@@ -1,0 +1,56 @@
+"""Compiled kernels of the A* engine: plain functions over contiguous arrays, nothing else.
+
+Vocabulary shared by every kernel (the Python side in ``problem.py`` builds these arrays):
+
+* A **variable** is one (instance, feature) pair, or several tied by ``x1.f == x2.f``; there are
+  ``n_vars``. Each variable's float32 line is cut by the thresholds that matter into **cells**:
+  variable ``v`` owns cells ``cell_ptr[v] .. cell_ptr[v + 1] - 1``; cell ``c`` is the closed float32
+  interval ``[cell_lo[c], cell_hi[c]]`` (integral for int and bool variables).
+* A **box** is one row of ``2 * n_vars`` int32: ``row[v]`` and ``row[n_vars + v]`` are the first and
+  last cell (ranks, relative to ``cell_ptr[v]``) that variable ``v`` may take.
+* A **search tree** is a compacted tree over variables: node ``n`` is a split when
+  ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). At a
+  leaf, ``nd_val[n, k]`` is its contribution to term ``k`` in integer units (term ``k`` scaled by
+  ``2**q``, so that sums are exact); at a split, the best of its subtree. Every root-to-leaf path
+  is feasible on its own, so a leaf is reachable in a box exactly when every split on its path lets
+  the box through.
+* A **state** is a box plus ``st_u[s, k]``, the exact upper bound of term ``k`` over the box (the
+  sum over trees of the best reachable leaf), and ``st_ptr[s]``, the first tree in search order
+  that may still have more than one reachable leaf. A state whose trees all have one reachable leaf
+  is complete: its bounds are its values.
+
+Why integers: leaf values scaled to int64 add exactly, so bounds are the same whatever the order
+they were updated in, and a tie between the best solution and the best open state is a tie.
+Why no fastmath: thresholds compare exactly and bounds use infinities. Distances and linear
+constraints are decided exactly with error-free float transformations (``two_sum``,
+``two_prod``) and Shewchuk / CPython ``fsum`` partials, so no state is kept or cut on a rounding.
+
+Modules, from the bottom up: ``layout`` (modes, statuses, slots), ``arrays``, ``exact``
+(arithmetic), ``heap``, ``keys`` (a state's priority), ``trees`` (trees in a box),
+``feasibility`` (input constraints lifted to boxes), ``search`` (the search loop, the one entry
+Python calls while searching) and ``compaction`` (preparing the trees of a query). Python calls
+only the kernels re-exported here; the others are compiled without the wrappers that would let
+it, which would cost compile time (``tests/solvers/test_astar_kernels.py`` compiles its own).
+"""
+
+from veritas_dsl.solvers.astar.kernels.compaction import (
+    compact_trees,
+    leaf_boxes,
+    node_depth,
+    subtree_max,
+)
+from veritas_dsl.solvers.astar.kernels.exact import decode_distance, encode_distance
+from veritas_dsl.solvers.astar.kernels.layout import *  # noqa: F403 (the shared numbers)
+from veritas_dsl.solvers.astar.kernels.search import search
+from veritas_dsl.solvers.astar.kernels.trees import eval_margins
+
+__all__ = [
+    "compact_trees",
+    "decode_distance",
+    "encode_distance",
+    "eval_margins",
+    "leaf_boxes",
+    "node_depth",
+    "search",
+    "subtree_max",
+]

@@ -1,0 +1,291 @@
+"""Input constraints lifted to boxes: whether a box can still hold a point meeting every one-hot
+group, linear constraint and resource bound (change counts, L-inf and L1 distances), and the
+least value of a resource over a box, all decided exactly.
+
+``problem`` is the tuple ``problem.py`` packs (``Problem.lifted``): ``n_vars``, the cells
+(``cell_ptr, cell_lo, cell_hi``), ``var_int``, the one-hot groups (``oh_ptr, oh_var``), the
+resources (``rs_kind, rs_bound, rs_ptr`` and their pairs ``pr_a, pr_b, pr_c, pr_group,
+pr_unit``) and the linear constraints (``ln_ptr, ln_var, ln_coef, ln_rhs``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veritas_dsl.solvers.astar.jit import inlined, internal
+from veritas_dsl.solvers.astar.kernels.exact import msum_add, msum_round, two_prod, two_sum
+from veritas_dsl.solvers.astar.kernels.layout import FLT_MAX, KIND_CHANGED, KIND_L1, KIND_LINF
+
+
+@inlined
+def var_range(row, v, n_vars, cell_ptr, cell_lo, cell_hi):
+    """The float32 interval ``(lo, hi)`` variable ``v`` spans in box ``row``."""
+    base = cell_ptr[v]
+    return cell_lo[base + row[v]], cell_hi[base + row[n_vars + v]]
+
+
+@internal
+def one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
+    """False when some one-hot group is forced all-false or has two variables forced true."""
+    for g in range(oh_ptr.shape[0] - 1):
+        forced = 0
+        able = 0
+        for i in range(oh_ptr[g], oh_ptr[g + 1]):
+            lo, hi = var_range(row, oh_var[i], n_vars, cell_ptr, cell_lo, cell_hi)
+            if lo >= 1.0:
+                forced += 1
+            if hi >= 1.0:
+                able += 1
+        if forced > 1 or able == 0:
+            return False
+    return True
+
+
+@internal
+def linear_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coef, ln_rhs, parts):
+    """False when some ``sum(coef * x) <= rhs`` has no point in the box, decided exactly.
+
+    An unbounded end counts as the largest float32, since inputs are finite float32 values.
+    """
+    for c in range(ln_ptr.shape[0] - 1):
+        n = np.int64(0)
+        for i in range(ln_ptr[c], ln_ptr[c + 1]):
+            lo, hi = var_range(row, ln_var[i], n_vars, cell_ptr, cell_lo, cell_hi)
+            a = ln_coef[i]
+            x = lo if a > 0.0 else hi
+            x = min(max(x, -FLT_MAX), FLT_MAX)
+            p, e = two_prod(a, x)
+            n = msum_add(parts, n, p)
+            n = msum_add(parts, n, e)
+        n = msum_add(parts, n, -ln_rhs[c])
+        if msum_round(parts, n) > 0.0:
+            return False
+    return True
+
+
+@inlined
+def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
+    """Exact smallest distance ``s + e`` of variable a's interval to the reference (variable b's
+    interval when ``b >= 0``, else the constant ``c``), and whether every value differs from it."""
+    if b >= 0:
+        if hi_a < lo_b:
+            s, e = two_sum(lo_b, -hi_a)
+            return s, e, 1
+        if hi_b < lo_a:
+            s, e = two_sum(lo_a, -hi_b)
+            return s, e, 1
+        return 0.0, 0.0, 0
+    if c < lo_a:
+        s, e = two_sum(lo_a, -c)
+        return s, e, 1
+    if c > hi_a:
+        s, e = two_sum(c, -hi_a)
+        return s, e, 1
+    if integral and c != np.floor(c):  # the nearest integer is a fraction away, and differs
+        return min(c - np.floor(c), np.ceil(c) - c), 0.0, 1
+    return 0.0, 0.0, 0
+
+
+@internal
+def _group_cost(
+    g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, pr_unit, i0, i1
+):
+    """Least cost of one-hot group ``g`` for the resource pairs ``i0:i1`` (all on the group, with
+    constant references 0 or 1, a unit's pairs together): the best choice of the variable that
+    is 1. A change count counts the units with a member off its reference. Inf when none."""
+    forced = -1
+    for i in range(oh_ptr[g], oh_ptr[g + 1]):
+        lo, _ = var_range(row, oh_var[i], n_vars, cell_ptr, cell_lo, cell_hi)
+        if lo >= 1.0:
+            forced = oh_var[i]
+    best = np.inf
+    for i in range(oh_ptr[g], oh_ptr[g + 1]):
+        w = oh_var[i]
+        _, hi = var_range(row, w, n_vars, cell_ptr, cell_lo, cell_hi)
+        if hi < 1.0 or (forced >= 0 and w != forced):
+            continue
+        cost = 0.0
+        counted = -1
+        for j in range(i0, i1):
+            value = 1.0 if pr_a[j] == w else 0.0
+            gap = abs(value - pr_c[j])
+            if kind == KIND_LINF:
+                cost = max(cost, gap)
+            elif kind == KIND_L1:
+                cost += gap
+            elif gap != 0.0 and pr_unit[j] != counted:
+                cost += 1.0
+                counted = pr_unit[j]
+        best = min(best, cost)
+    return best
+
+
+@internal
+def resource_cost(
+    r,
+    bound,
+    row,
+    n_vars,
+    cell_ptr,
+    cell_lo,
+    cell_hi,
+    var_int,
+    oh_ptr,
+    oh_var,
+    rs_kind,
+    rs_ptr,
+    pr_a,
+    pr_b,
+    pr_c,
+    pr_group,
+    pr_unit,
+    parts,
+):
+    """Least value of resource ``r`` (a change count, or an L-inf or L1 distance) over the box,
+    correctly rounded, and whether it exceeds ``bound`` (decided on the exact value).
+
+    Pairs of one one-hot group sit next to each other and are costed together; so do the pairs
+    of one unit of a change count, which counts a unit once when any member surely differs.
+    """
+    kind = rs_kind[r]
+    total = 0.0
+    exceeds = False
+    n = np.int64(0)
+    counted = -1
+    i = rs_ptr[r]
+    end = rs_ptr[r + 1]
+    while i < end:
+        g = pr_group[i]
+        if g >= 0:
+            j = i
+            while j < end and pr_group[j] == g:
+                j += 1
+            cost = _group_cost(
+                g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c,
+                pr_unit, np.int64(i), np.int64(j),
+            )  # fmt: skip
+            if kind == KIND_LINF:
+                total = max(total, cost)
+                exceeds = exceeds or cost > bound
+            elif kind == KIND_L1:
+                n = msum_add(parts, n, cost)
+            else:
+                total += cost
+            i = j
+            continue
+        a = pr_a[i]
+        b = pr_b[i]
+        lo_a, hi_a = var_range(row, a, n_vars, cell_ptr, cell_lo, cell_hi)
+        lo_b, hi_b = lo_a, hi_a
+        if b >= 0:
+            lo_b, hi_b = var_range(row, b, n_vars, cell_ptr, cell_lo, cell_hi)
+        s, e, differs = pair_gap(lo_a, hi_a, b, lo_b, hi_b, pr_c[i], var_int[a] != 0)
+        if kind == KIND_LINF:
+            total = max(total, s)
+            if s > bound or (s == bound and e > 0.0):
+                exceeds = True
+        elif kind == KIND_L1:
+            n = msum_add(parts, n, s)
+            n = msum_add(parts, n, e)
+        elif differs and pr_unit[i] != counted:
+            total += 1.0
+            counted = pr_unit[i]
+        i += 1
+    if kind == KIND_L1:
+        total = msum_round(parts, n)
+        if bound < np.inf:
+            n = msum_add(parts, n, -bound)
+            exceeds = msum_round(parts, n) > 0.0
+    elif kind == KIND_CHANGED:
+        exceeds = total > bound
+    return total, exceeds
+
+
+@internal
+def box_alive(row, goal, problem, parts):
+    """Whether the box meets every lifted input constraint; and the goal resource's least value
+    (0 when there is no goal resource)."""
+    (
+        n_vars,
+        cell_ptr,
+        cell_lo,
+        cell_hi,
+        var_int,
+        oh_ptr,
+        oh_var,
+        rs_kind,
+        rs_bound,
+        rs_ptr,
+        pr_a,
+        pr_b,
+        pr_c,
+        pr_group,
+        pr_unit,
+        ln_ptr,
+        ln_var,
+        ln_coef,
+        ln_rhs,
+    ) = problem
+    if not one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
+        return False, 0.0
+    if not linear_alive(
+        row, n_vars, cell_ptr, cell_lo, cell_hi, ln_ptr, ln_var, ln_coef, ln_rhs, parts
+    ):
+        return False, 0.0
+    goal_cost = 0.0
+    for r in range(rs_kind.shape[0]):
+        bound = np.inf if r == goal else rs_bound[r]
+        cost, exceeds = resource_cost(
+            r,
+            bound,
+            row,
+            n_vars,
+            cell_ptr,
+            cell_lo,
+            cell_hi,
+            var_int,
+            oh_ptr,
+            oh_var,
+            rs_kind,
+            rs_ptr,
+            pr_a,
+            pr_b,
+            pr_c,
+            pr_group,
+            pr_unit,
+            parts,
+        )
+        if exceeds:
+            return False, 0.0
+        if r == goal:
+            goal_cost = cost
+    return True, goal_cost
+
+
+@internal
+def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
+    """Cells of each variable whose exact distance to the goal's row is below ``radius``, as a
+    range per variable (empty when none); variables measured against another instance or in a
+    one-hot group are left whole. Only points strictly closer than the incumbent matter."""
+    n_vars = problem[0]
+    cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
+    rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
+    for v in range(n_vars):
+        ball_lo[v] = 0
+        ball_hi[v] = cell_ptr[v + 1] - cell_ptr[v] - 1
+    for i in range(rs_ptr[goal], rs_ptr[goal + 1]):
+        a = pr_a[i]
+        if pr_b[i] >= 0 or pr_group[i] >= 0:
+            continue
+        first = cell_ptr[a + 1] - cell_ptr[a]
+        last = -1
+        for j in range(cell_ptr[a + 1] - cell_ptr[a]):
+            c = cell_ptr[a] + j
+            s, e, _ = pair_gap(
+                cell_lo[c], cell_hi[c], np.int32(-1), 0.0, 0.0, pr_c[i], var_int[a] != 0
+            )
+            if s < radius or (s == radius and e < 0.0):
+                first = min(first, j)
+                last = j
+        ball_lo[a] = first
+        ball_hi[a] = last

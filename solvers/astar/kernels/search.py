@@ -1,0 +1,408 @@
+"""The search kernel: best-first expansion of states with greedy dives, in bounded calls.
+
+:func:`search` is the only entry Python calls during a search; its steps are written as
+functions inlined into it at Numba's level (:data:`~veritas_dsl.solvers.astar.jit.inlined`), so
+the whole loop is one compiled unit, as fast as one long function and compiled once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veritas_dsl.solvers.astar.jit import inlined, kernel
+from veritas_dsl.solvers.astar.kernels.arrays import copy_into
+from veritas_dsl.solvers.astar.kernels.exact import decode_distance
+from veritas_dsl.solvers.astar.kernels.feasibility import box_alive, incumbent_ball
+from veritas_dsl.solvers.astar.kernels.heap import better, heap_pop, heap_push
+from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
+from veritas_dsl.solvers.astar.kernels.layout import (
+    C_BF_STEPS,
+    C_DIVE,
+    C_DIVE_KEY,
+    C_DIVE_STEPS,
+    C_EXPANDED,
+    C_FREE,
+    C_HAVE_INC,
+    C_HEAP,
+    C_INC,
+    C_LIVE_PEAK,
+    C_NSOL,
+    C_PRUNED,
+    C_PUSHED,
+    C_STAMP,
+    C_STARTED,
+    MODE_DISTANCE,
+    MODE_FIND,
+    P_DIVE_DEN,
+    P_DIVE_NUM,
+    P_GOAL,
+    P_MARGIN,
+    P_MAX_LEAVES,
+    P_MODE,
+    STATUS_BUDGET,
+    STATUS_EXHAUSTED,
+    STATUS_FOUND,
+    STATUS_MEMORY,
+    STATUS_OPTIMAL,
+    STATUS_SOLUTIONS,
+)
+from veritas_dsl.solvers.astar.kernels.trees import (
+    affected_trees,
+    full_bounds,
+    leaf_reachable,
+    tree_is_fixed,
+    tree_leaves,
+    tree_max,
+)
+
+# what _cut_to_ball decided
+_DROPPED = 0
+_REQUEUED = 1
+_KEPT = 2
+
+
+@kernel
+def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx, budget):
+    """Run up to ``budget`` expansions of best-first search with greedy dives; return a status.
+
+    The first call pushes the root state (box ``root``) when it is alive and returns
+    ``STATUS_EXHAUSTED`` at once when it is not; a call with ``budget`` 0 does only that.
+    Best-first order on the key gives the bound (the best key in the heap, or of the state being
+    dived into); dives follow the best child down to a complete state and give solutions early.
+    Dives take turns with best-first expansions: a dive starts whenever
+    ``dive_steps * P_DIVE_DEN <= best_first_steps * P_DIVE_NUM``. In distance mode, once a
+    solution exists, a state is cut to the open ball of its distance around the row before it is
+    expanded (:func:`incumbent_ball`) and its bounds recomputed. Everything persists in
+    ``dynamic``, ``scratch`` and ``ctx`` between calls.
+
+    Parameters
+    ----------
+    trees : tuple
+        ``tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val, lf_start, lf_end, lf_var, lf_lo,
+        lf_hi, vs_ptr, vs_rank, vs_tree``: trees in search order, node arrays, each leaf's box
+        (entries ``lf_start[n]:lf_end[n]`` give a variable and a cell range), and, per variable,
+        the splits on it sorted by rank (``vs_rank``, ``vs_tree``).
+    problem : tuple
+        The lifted input constraints, as :func:`box_alive` reads them.
+    terms : tuple
+        ``term_thr, term_sure, term_cons, u_base`` (int64, int64, int8, int64; one per term): a
+        constraint term ``k`` (``term_cons[k]``) surely fails below ``term_thr[k]`` units and
+        surely holds from ``term_sure[k]`` on; ``u_base`` is what trees fixed everywhere add.
+    params : int64 array
+        ``P_*`` slots.
+    root : int32 array
+        The root box.
+    dynamic : tuple
+        ``box, st_u, st_ptr, free, hp_key, hp_tie, hp_state``: the state arena, its free rows
+        (``free[:ctx[C_FREE]]``) and the heap (``ctx[C_HEAP]`` entries).
+    solutions : tuple
+        ``sol_box, sol_u, sol_key, sol_flag, sol_cost``: complete states found (flag 1 when the
+        bounds prove the output constraints, 0 when the caller must check them on the point).
+    scratch : tuple
+        Work arrays, see ``search.py``'s ``scratch_arrays``.
+    ctx : int64 array
+        ``C_*`` slots, mutated.
+    budget : int
+        Most expansions in this call.
+
+    The body is short; the docstring, the contract of every array, is what makes it long.
+    """
+    if ctx[C_STARTED] == 0:
+        ctx[C_STARTED] = 1
+        if not _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
+            return STATUS_EXHAUSTED
+    free, hp_key, hp_tie, hp_state = dynamic[3:7]
+    ball_lo, ball_hi = scratch[11:13]
+    mode = params[P_MODE]
+    goal = params[P_GOAL]
+    use_ball = mode == MODE_DISTANCE and goal >= 0
+    ball_key = np.int64(0)  # the incumbent the ball was cut for (0: none yet in this call)
+    steps = 0
+    while steps < budget:
+        if ctx[C_FREE] < params[P_MAX_LEAVES] + 1:
+            return STATUS_MEMORY
+        if ctx[C_NSOL] >= solutions[0].shape[0]:
+            return STATUS_SOLUTIONS
+        have_inc = ctx[C_HAVE_INC] != 0
+        floor_key = ctx[C_INC] - params[P_MARGIN]
+        s = ctx[C_DIVE]
+        diving = s >= 0
+        if diving:
+            ctx[C_DIVE] = -1
+            if have_inc and ctx[C_DIVE_KEY] <= floor_key:
+                _release(free, ctx, s)
+                continue
+        else:
+            if ctx[C_HEAP] == 0:
+                return STATUS_EXHAUSTED
+            if have_inc and hp_key[0] <= floor_key:
+                return STATUS_OPTIMAL
+            diving = ctx[C_DIVE_STEPS] * params[P_DIVE_DEN] <= ctx[C_BF_STEPS] * params[P_DIVE_NUM]
+            s, ctx[C_HEAP] = heap_pop(hp_key, hp_tie, hp_state, ctx[C_HEAP])
+        if use_ball and have_inc:
+            if ball_key != ctx[C_INC]:
+                ball_key = ctx[C_INC]
+                incumbent_ball(decode_distance(-ball_key), goal, problem, ball_lo, ball_hi)
+            cut = _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx)
+            if cut != _KEPT:
+                continue
+        steps += 1
+        ctx[C_EXPANDED] += 1
+        if diving:
+            ctx[C_DIVE_STEPS] += 1
+        else:
+            ctx[C_BF_STEPS] += 1
+        status = _expand(
+            s, diving, have_inc, floor_key, trees, problem, terms, params, dynamic, solutions,
+            scratch, ctx,
+        )  # fmt: skip
+        if status != STATUS_BUDGET:
+            return status
+    return STATUS_BUDGET
+
+
+@inlined
+def _release(free, ctx, s):
+    """Put row ``s`` back on the free stack."""
+    free[ctx[C_FREE]] = s
+    ctx[C_FREE] += 1
+
+
+@inlined
+def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
+    """Create the root state (box ``root``) and push it when it is alive; return whether it
+    was."""
+    term_thr, term_sure, term_cons, u_base = terms
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+    stack, _, parts, out, u, arg = scratch[0:6]
+    alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts)
+    if not alive:
+        return False
+    full_bounds(trees, root, problem[0], u_base, u, out, arg, stack)
+    if terms_verdict(u, term_thr, term_sure, term_cons) < 0:
+        return False
+    ctx[C_FREE] -= 1
+    s = free[ctx[C_FREE]]
+    copy_into(box[s], root)
+    copy_into(st_u[s], u)
+    st_ptr[s] = 0
+    key, tie = state_key(params[P_MODE], u, goal_cost, np.int64(0), term_thr, term_cons)
+    ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(s))
+    ctx[C_PUSHED] += 1
+    return True
+
+
+@inlined
+def _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx):
+    """Narrow state ``s`` to the incumbent's ball (``scratch``'s ``ball_lo``, ``ball_hi``) and
+    recompute its bounds when that changed it. Returns ``_DROPPED`` (nothing left; freed),
+    ``_REQUEUED`` (no longer the best open state: back on the heap) or ``_KEPT``."""
+    term_thr, term_sure, term_cons, u_base = terms
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+    stack, _, parts, out, _, arg = scratch[0:6]
+    ball_lo, ball_hi = scratch[11:13]
+    n_vars = problem[0]
+    row = box[s]
+    changed = False
+    empty = False
+    for v in range(n_vars):
+        if ball_lo[v] > row[v] or ball_hi[v] < row[n_vars + v]:
+            changed = True
+            row[v] = max(row[v], ball_lo[v])
+            row[n_vars + v] = min(row[n_vars + v], ball_hi[v])
+            empty = empty or row[v] > row[n_vars + v]
+    if not changed:
+        return _KEPT
+    alive = not empty
+    goal_cost = 0.0
+    if alive:
+        alive, goal_cost = box_alive(row, params[P_GOAL], problem, parts)
+    if alive:
+        full_bounds(trees, row, n_vars, u_base, st_u[s], out, arg, stack)
+        alive = terms_verdict(st_u[s], term_thr, term_sure, term_cons) >= 0
+    if not alive:
+        _release(free, ctx, s)
+        ctx[C_PRUNED] += 1
+        return _DROPPED
+    mode = params[P_MODE]
+    key, tie = state_key(mode, st_u[s], goal_cost, np.int64(st_ptr[s]), term_thr, term_cons)
+    if not diving and ctx[C_HEAP] > 0 and better(hp_key[0], hp_tie[0], key, tie):
+        ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, s)
+        return _REQUEUED
+    return _KEPT
+
+
+@inlined
+def _expand(
+    s, diving, have_inc, floor_key, trees, problem, terms, params, dynamic, solutions, scratch,
+    ctx,
+):  # fmt: skip
+    """Expand state ``s``: record it when complete, otherwise split it on the next tree in
+    search order into one child per reachable leaf. Children that survive go on the heap, but
+    when diving the best one is dived into next. Returns a status.
+
+    Long because the loop over children keeps the dive's best child (five values) across
+    iterations; the bounds of a child are :func:`_child_bounds`'s job.
+    """
+    tr_root, nd_var, nd_rank, nd_left, nd_right = trees[0:5]
+    lf_start, lf_end, lf_var, lf_lo, lf_hi = trees[6:11]
+    term_thr, term_sure, term_cons, _ = terms
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+    stack, leaves, parts = scratch[0:3]
+    u = scratch[4]
+    n_vars = problem[0]
+    mode = params[P_MODE]
+    goal = params[P_GOAL]
+    n_trees = tr_root.shape[0]
+    row = box[s]
+    # trees before st_ptr[s] have one reachable leaf; skip the ones that got fixed since
+    first = st_ptr[s]
+    while first < n_trees and tree_is_fixed(
+        tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right
+    ):
+        first += 1
+    if first == n_trees:
+        status = _complete(s, row, have_inc, floor_key, problem, terms, params, dynamic,
+                           solutions, scratch, ctx)  # fmt: skip
+        _release(free, ctx, s)
+        return status
+    n_leaves = tree_leaves(
+        tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack
+    )
+    # trees are expanded in search order (largest spread first): children start after it;
+    # depth, the tie-break, counts the trees fixed so far
+    child_first = first + 1
+    depth = child_first
+    ctx[C_STAMP] += 1
+    expansion_stamp = ctx[C_STAMP]
+    best = -1
+    best_score = np.int64(0)
+    best_score_tie = np.int64(0)
+    best_key = np.int64(0)
+    best_tie = np.int64(0)
+    for li in range(n_leaves):
+        leaf = leaves[li]
+        ctx[C_FREE] -= 1
+        c = free[ctx[C_FREE]]
+        crow = box[c]
+        copy_into(crow, row)
+        for e in range(lf_start[leaf], lf_end[leaf]):
+            v = lf_var[e]
+            crow[v] = max(row[v], lf_lo[e])
+            crow[n_vars + v] = min(row[n_vars + v], lf_hi[e])
+        alive, goal_cost = box_alive(crow, goal, problem, parts)
+        key = np.int64(0)
+        tie = np.int64(0)
+        if alive:
+            _child_bounds(
+                leaf, s, row, crow, first, expansion_stamp, trees, n_vars, st_u, scratch, ctx
+            )
+            alive = terms_verdict(u, term_thr, term_sure, term_cons) >= 0
+        if alive:
+            key, tie = state_key(mode, u, goal_cost, depth, term_thr, term_cons)
+            alive = not (have_inc and key <= floor_key)
+        if not alive:
+            _release(free, ctx, c)
+            ctx[C_PRUNED] += 1
+            continue
+        copy_into(st_u[c], u)
+        st_ptr[c] = child_first
+        ctx[C_PUSHED] += 1
+        if diving:
+            # a distance dive heads for the output constraints first, then for closeness
+            score, score_tie = (tie, key) if mode == MODE_DISTANCE else (key, tie)
+            if best < 0 or better(score, score_tie, best_score, best_score_tie):
+                if best >= 0:
+                    ctx[C_HEAP] = heap_push(
+                        hp_key, hp_tie, hp_state, ctx[C_HEAP], best_key, best_tie, np.int64(best)
+                    )
+                best = c
+                best_score = score
+                best_score_tie = score_tie
+                best_key = key
+                best_tie = tie
+                continue
+        ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(c))
+    _release(free, ctx, s)
+    if best >= 0:
+        ctx[C_DIVE] = best
+        ctx[C_DIVE_KEY] = best_key
+    live = box.shape[0] - ctx[C_FREE]
+    if live > ctx[C_LIVE_PEAK]:
+        ctx[C_LIVE_PEAK] = live
+    return STATUS_BUDGET
+
+
+@inlined
+def _child_bounds(leaf, s, row, crow, first, stamp, trees, n_vars, st_u, scratch, ctx):
+    """``scratch``'s ``u`` = the term bounds of the child ``crow`` of state ``s`` (box ``row``)
+    through ``leaf``: the parent's, corrected on the trees the step can change whose best leaf
+    it made unreachable."""
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree = trees[6:14]
+    stack, _, _, out, u, arg, parent_max, parent_arg = scratch[0:8]
+    parent_stamp, child_stamp, affected = scratch[8:11]
+    n_aff = affected_trees(
+        leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, first,
+        child_stamp, ctx, affected,
+    )  # fmt: skip
+    copy_into(u, st_u[s])
+    for ai in range(n_aff):
+        t = affected[ai]
+        if parent_stamp[t] != stamp:  # the parent's best leaves, once per expansion
+            parent_stamp[t] = stamp
+            tree_max(
+                tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val,
+                parent_max[t], parent_arg[t], stack,
+            )  # fmt: skip
+        # a tree's best can only drop, and not while its best leaf stays reachable
+        kept = True
+        for k in range(u.shape[0]):
+            if not leaf_reachable(
+                parent_arg[t, k], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
+            ):
+                kept = False
+                break
+        if kept:
+            continue
+        tree_max(
+            tr_root[t], crow, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
+        )
+        for k in range(u.shape[0]):
+            u[k] += out[k] - parent_max[t, k]
+
+
+@inlined
+def _complete(s, row, have_inc, floor_key, problem, terms, params, dynamic, solutions, scratch,
+              ctx):  # fmt: skip
+    """Record complete state ``s`` (box ``row``) as a solution when it can improve; return a
+    status."""
+    term_thr, term_sure, term_cons, _ = terms
+    sol_box, sol_u, sol_key, sol_flag, sol_cost = solutions
+    st_u = dynamic[1]
+    parts = scratch[2]
+    mode = params[P_MODE]
+    u = st_u[s]
+    verdict = terms_verdict(u, term_thr, term_sure, term_cons)
+    if verdict < 0:
+        return STATUS_BUDGET
+    goal_cost = 0.0
+    if mode == MODE_DISTANCE:
+        _, goal_cost = box_alive(row, params[P_GOAL], problem, parts)
+    key, _ = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
+    if have_inc and key <= floor_key:
+        return STATUS_BUDGET
+    i = ctx[C_NSOL]
+    copy_into(sol_box[i], row)
+    copy_into(sol_u[i], u)
+    sol_key[i] = key
+    sol_flag[i] = verdict
+    sol_cost[i] = goal_cost
+    ctx[C_NSOL] = i + 1
+    if verdict == 0:
+        return STATUS_SOLUTIONS  # the caller checks it on the point before it counts
+    ctx[C_HAVE_INC] = 1
+    ctx[C_INC] = key
+    if mode == MODE_FIND:
+        return STATUS_FOUND
+    return STATUS_BUDGET

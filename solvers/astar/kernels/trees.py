@@ -1,0 +1,176 @@
+"""Search trees in a box: each term's best reachable leaf, whether a tree is down to one leaf,
+which leaves are reachable, which trees a step can change; and the model's output at a point.
+
+Trees are the compacted search trees of the package docstring: node ``n`` splits on variable
+``nd_var[n]`` (-1 at a leaf) and sends cells ``<= nd_rank[n]`` left.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from veritas_dsl.solvers.astar.jit import inlined, internal, kernel
+from veritas_dsl.solvers.astar.kernels.arrays import copy_into, lower_bound
+from veritas_dsl.solvers.astar.kernels.layout import C_STAMP, NO_INCUMBENT
+
+
+@internal
+def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, stack):
+    """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``, reached at
+    leaf ``arg[k]``.
+
+    ``nd_max[n, k]`` is the best value of term ``k`` in the subtree of ``n`` (the leaf's own
+    value at a leaf), so subtrees that cannot improve every term are skipped and the better
+    child is visited first. ``stack`` needs the tree's depth + 2 slots.
+    """
+    n_terms = out.shape[0]
+    for k in range(n_terms):
+        out[k] = NO_INCUMBENT
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        useful = False
+        for k in range(n_terms):
+            if nd_max[node, k] > out[k]:
+                useful = True
+                break
+        if not useful:
+            continue
+        v = nd_var[node]
+        if v < 0:
+            for k in range(n_terms):
+                if nd_max[node, k] > out[k]:
+                    out[k] = nd_max[node, k]
+                    arg[k] = node
+            continue
+        r = nd_rank[node]
+        left = nd_left[node]
+        right = nd_right[node]
+        go_left = row[v] <= r
+        go_right = row[n_vars + v] > r
+        if go_left and go_right and nd_max[left, 0] > nd_max[right, 0]:
+            stack[top] = right  # popped last
+            stack[top + 1] = left
+            top += 2
+            continue
+        if go_left:
+            stack[top] = left
+            top += 1
+        if go_right:
+            stack[top] = right
+            top += 1
+    return out
+
+
+@inlined
+def leaf_reachable(leaf, row, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi):
+    """Whether ``leaf`` is reachable in box ``row`` (its box meets the row's on every variable)."""
+    for e in range(lf_start[leaf], lf_end[leaf]):
+        v = lf_var[e]
+        if max(row[v], lf_lo[e]) > min(row[n_vars + v], lf_hi[e]):
+            return False
+    return True
+
+
+@inlined
+def tree_is_fixed(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
+    """True when exactly one leaf of the tree is reachable in box ``row``."""
+    node = root
+    while nd_var[node] >= 0:
+        v = nd_var[node]
+        r = nd_rank[node]
+        go_left = row[v] <= r
+        go_right = row[n_vars + v] > r
+        if go_left and go_right:
+            return False
+        node = nd_left[node] if go_left else nd_right[node]
+    return True
+
+
+@internal
+def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack):
+    """Write the leaves reachable in box ``row`` into ``leaves``; return their number."""
+    count = 0
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        v = nd_var[node]
+        if v < 0:
+            leaves[count] = node
+            count += 1
+            continue
+        r = nd_rank[node]
+        if row[n_vars + v] > r:
+            stack[top] = nd_right[node]
+            top += 1
+        if row[v] <= r:
+            stack[top] = nd_left[node]
+            top += 1
+    return count
+
+
+@inlined
+def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
+    """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    copy_into(u, u_base)
+    for t in range(tr_root.shape[0]):
+        tree_max(
+            tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
+        )
+        for k in range(u.shape[0]):
+            u[k] += out[k]
+
+
+@internal
+def affected_trees(
+    leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, mark,
+    ctx, affected,
+):  # fmt: skip
+    """Trees (from ``t_first`` on in search order) with a split whose side the step from ``row``
+    to ``crow`` decided: the only ones whose best reachable leaf can change. Written to
+    ``affected``; returns their number."""
+    ctx[C_STAMP] += 1
+    stamp = ctx[C_STAMP]
+    n_aff = 0
+    for e in range(lf_start[leaf], lf_end[leaf]):
+        v = lf_var[e]
+        base = vs_ptr[v]
+        end = vs_ptr[v + 1]
+        for side in range(2):
+            # splits at ranks lo_r..hi_r went from undecided to decided
+            if side == 0:
+                lo_r = np.int64(row[v])
+                hi_r = np.int64(crow[v]) - 1
+            else:
+                lo_r = np.int64(crow[n_vars + v])
+                hi_r = np.int64(row[n_vars + v]) - 1
+            if hi_r < lo_r:
+                continue
+            i0 = lower_bound(vs_rank, base, end, lo_r)
+            i1 = lower_bound(vs_rank, base, end, hi_r + 1)  # ranks are integers
+            for i in range(i0, i1):
+                t = vs_tree[i]
+                if t >= t_first and mark[t] != stamp:
+                    mark[t] = stamp
+                    affected[n_aff] = t
+                    n_aff += 1
+    return n_aff
+
+
+@kernel
+def eval_margins(feature, threshold, left, right, value, roots, base, x):
+    """The model's raw outputs at float32 point ``x``: base plus leaf values in tree order, in
+    float64, exactly as ``Ensemble.eval`` adds them."""
+    total = base.copy()
+    for t in range(roots.shape[0]):
+        node = roots[t]
+        while feature[node] >= 0:
+            node = left[node] if x[feature[node]] < threshold[node] else right[node]
+        for k in range(total.shape[0]):
+            total[k] += value[node, k]
+    return total
