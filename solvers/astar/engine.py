@@ -4,7 +4,7 @@ A state is a box over the query's variables; its bound is the sum over trees of 
 reachable in the box. Best-first order on that bound gives the upper bound at every moment, and
 greedy dives give complete solutions (lower bounds and witnesses) early; the search is optimal
 as soon as no open state can beat the best solution, ties included. Every input constraint is
-lifted to boxes, so whole subtrees of the search are cut (see ``kernels.py`` and ``problem.py``).
+lifted to boxes, so whole subtrees of the search are cut (see ``kernels/`` and ``problem.py``).
 
 Goals:
 

@@ -1,4 +1,4 @@
-"""Plain-Python twins of the A* kernels (``veritas_dsl/solvers/astar/kernels.py``).
+"""Plain-Python twins of the A* kernels (``veritas_dsl/solvers/astar/kernels/``).
 
 Each twin reads the same arrays as its kernel but takes the obvious route: full traversals
 instead of pruned ones, exact rationals instead of error-free float transformations, and a
