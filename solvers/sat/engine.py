@@ -7,9 +7,9 @@ How a query is answered
     inputs and evaluated in float64 exactly as ``Ensemble.eval`` and ``term_value`` do; a model
     whose float64 value breaks an output constraint (possible only within the float64 rounding
     error of the sum, see :func:`.linear.rounding_error`) is excluded by a clause over its leaves
-    and the search goes on. Every witness returned satisfies the query under its reference
-    semantics (``veritas_dsl.ir.evaluate.holds``).
-Optimisation
+    and the search goes on (:mod:`.solver`). Every witness returned satisfies the query under
+    its reference semantics (``veritas_dsl.ir.evaluate.holds``).
+Optimisation (:mod:`.maximize`)
     Maximise (a minimisation arrives as the maximisation of the negated term,
     ``ir.reductions.MinimizeToMaximize``) by bound tightening: each step adds ``Q >= mid`` on
     the integer sum ``Q`` under a fresh selector literal, assumed for that call only (and
@@ -18,7 +18,7 @@ Optimisation
     valid at every step and recorded in the trace; the answer is optimal when no combination of
     leaves can beat the best witness. Steps alternate a probe halfway to the upper bound, with a
     conflict budget, and the call for anything better than the best witness.
-Distances
+Distances (:mod:`.distance`)
     ``minimize linf(x, c)``: a cell's distance to a center (to its closest value: an integer in
     an integral cell) or to another instance's cell is exact, so the optimum is one of finitely
     many such distances; a binary search over them, each step an L-inf ball of that radius under
@@ -34,25 +34,17 @@ Time limit and Ctrl-C
 
 from __future__ import annotations
 
-import math
 import time
 from fractions import Fraction
 
-import numpy as np
-
-from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_value
 from veritas_dsl.ir.query import (
     CONSTRUCTS,
     Find,
     Maximize,
     MinimizeDistance,
-    OutputConstraint,
     OutputTerm,
     Query,
-    Row,
     constructs,
-    infeasible_optimum,
 )
 from veritas_dsl.ir.reductions import Chain, MergeTies, MinimizeToMaximize, ProveToFind
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
@@ -62,34 +54,24 @@ from veritas_dsl.solvers.base import (
     Deadline,
     Limits,
     OutOfTime,
-    UnsupportedQuery,
     solve_with,
     unfinished,
     within_trivial,
 )
-from veritas_dsl.solvers.interrupt import run_interruptible
+from veritas_dsl.solvers.sat.distance import Distances
 from veritas_dsl.solvers.sat.encode import Encoding
-from veritas_dsl.solvers.sat.linear import LinearForm, linear_form, scale_of
-from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator, ladder_clauses
+from veritas_dsl.solvers.sat.linear import LinearForm
+from veritas_dsl.solvers.sat.maximize import Maximizing
+from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator
+from veritas_dsl.solvers.sat.solver import SolverCalls
 
 #: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
 #: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
 #: no finite encoding on the threshold grid; the MILP engine and the oracle take them.
 SUPPORTED = CONSTRUCTS - {"l1", "linear"}
 
-#: Conflicts a probe for a better upper bound may spend (see ``_maximize``); None: no limit.
-PROBE_CONFLICTS: int | None = 20_000
-#: Probe while the gap between the bounds is above this, relative to the best value (at least
-#: 1); then only ask for anything better than the best.
-PROBE_WHILE = Fraction(1, 1000)
-
-#: What a call with a conflict budget returns when the budget runs out.
-_UNKNOWN = "unknown"
-
 #: The SAT solver: the one PySAT solver with the IPASIR-UP propagator interface.
 SOLVER = "cadical195"
-#: Clauses handed to the solver between two looks at the clock.
-CLAUSE_CHUNK = 20_000
 
 
 class SatEngine:
@@ -139,7 +121,7 @@ class SatEngine:
         return within_trivial(query, result)
 
 
-class _Search:
+class _Search(SolverCalls, Maximizing, Distances):
     """One solve: the encoding, the solver with its propagator, the bounds and the trace."""
 
     def __init__(self, query: Query, limits: Limits, progress, start: float) -> None:
@@ -204,148 +186,7 @@ class _Search:
         """Why a solver call returned without an answer."""
         return Termination.INTERRUPTED if self.interrupted else Termination.TIME_LIMIT
 
-    # -- clauses, sums and calls -------------------------------------------------------------
-
-    def _flush(self) -> None:
-        """Move clauses the encoding produced since the last call into the solver, watching the
-        deadline between chunks."""
-        clauses = self.encoding.clauses
-        while self.flushed < len(clauses):
-            self.deadline.check()
-            chunk = clauses[self.flushed : self.flushed + CLAUSE_CHUNK]
-            self.solver.append_formula(chunk)
-            self.flushed += len(chunk)
-
-    def _form(self, term: OutputTerm) -> LinearForm:
-        if term not in self.forms:
-            self.forms[term] = linear_form(term, self.query, self.encoding)
-        return self.forms[term]
-
-    def _sum(self, term: OutputTerm, up: bool) -> tuple[GroupSum, Fraction]:
-        """The propagator sum of ``term`` with its integer scale: ``Q = S (E - offset)`` when
-        ``up``, else its complement ``S span - Q``, both exact integers, over a ladder per tree."""
-        key = (term, up)
-        if key not in self.sums:
-            form = self._form(term)
-            scale = scale_of(form)
-            groups = []
-            for group in form.groups:
-                self.deadline.check()
-                weights = {lit: int(w * scale) for lit, w in group}
-                if not up:
-                    top = max(weights.values())
-                    weights = {lit: top - w for lit, w in weights.items()}
-                levels = sorted(set(weights.values()))
-                position = {w: k for k, w in enumerate(levels)}
-                leaves: list[list[int]] = [[] for _ in levels]
-                for lit, w in weights.items():
-                    leaves[position[w]].append(lit)
-                ladder = [self.encoding.new_var() for _ in levels[1:]]
-                for clause in ladder_clauses(levels, leaves, ladder):
-                    self.encoding.clause(clause)
-                groups.append((ladder, levels))
-            self._flush()
-            self.sums[key] = (self.propagator.add_sum(groups), scale)
-        return self.sums[key]
-
-    def _threshold(
-        self, term: OutputTerm, at_least: bool, bound: Fraction, strict: bool, guard: int
-    ) -> None:
-        """``guard -> E > bound`` (``>=`` unless strict) when ``at_least``, else ``E < bound``."""
-        form = self._form(term)
-        s, scale = self._sum(term, at_least)
-        target = scale * (bound - form.offset)
-        if at_least:
-            k = math.floor(target) + 1 if strict else math.ceil(target)
-        else:
-            top = math.ceil(target) - 1 if strict else math.floor(target)
-            k = s.maximum - top
-        if k <= 0:
-            return
-        if k > s.maximum:
-            self.encoding.clause([-guard])
-            return
-        self.propagator.add_threshold(s, guard, k)
-
-    def _output_constraint(self, c: OutputConstraint, guard: int) -> None:
-        """The rounding-safe relaxation of ``c``: ``F op rhs`` implies ``E op' rhs -+ error``."""
-        form = self._form(c.term)
-        rhs = Fraction(c.rhs)
-        exact = form.error == 0
-        if c.op in (">", ">="):
-            strict = c.op == ">" and exact
-            self._threshold(c.term, True, rhs - form.error, strict, guard)
-        else:
-            strict = c.op == "<" and exact
-            self._threshold(c.term, False, rhs + form.error, strict, guard)
-
-    def _call(self, assumptions: list[int], budget: int | None = None):
-        """Solve under ``assumptions``: the model's truth array, False, None at the deadline, or
-        ``_UNKNOWN`` when ``budget`` (conflicts) runs out first."""
-        self._flush()
-        if self.deadline.passed():
-            return None
-        self.stats["solver_calls"] += 1
-        assumptions = [self.alive, *assumptions]
-        if budget is None:
-            answer = self._in_thread(lambda: self.solver.solve(assumptions=assumptions))
-        else:
-            self.solver.conf_budget(budget)
-            answer = self._in_thread(lambda: self.solver.solve_limited(assumptions=assumptions))
-            if answer is None and not self.propagator.expired:
-                return _UNKNOWN
-        if not answer:
-            return None if self.propagator.expired else False
-        return self.encoding.truth(self.solver.get_model())
-
-    def _in_thread(self, call):
-        """``call()`` in a worker thread; Ctrl-C meanwhile stops the solver through ``alive``."""
-
-        def interrupt() -> None:
-            self.interrupted = True
-            self.propagator.expired = True
-
-        return run_interruptible(call, interrupt)
-
-    def _witness(self, assumptions: list[int], budget: int | None = None):
-        """A model under ``assumptions`` turned into inputs that satisfy the query in float64.
-
-        Models whose float64 outputs break a guarded output constraint are excluded, one leaf
-        combination at a time, and the search repeats. Returns (inputs, outputs, truth) for the
-        model, False when there is none, None at the deadline, ``_UNKNOWN`` past ``budget``.
-        """
-        while True:
-            truth = self._call(assumptions, budget)
-            if truth is None or truth is False or truth is _UNKNOWN:
-                return truth
-            inputs = self.encoding.witness(truth)
-            outputs = model_outputs(self.query, inputs)
-            votes = model_votes(self.query, inputs) if self.votes else None
-            self._check_sums(truth, outputs)
-            if all(holds(c, inputs, outputs, votes) for c in self.required):
-                return inputs, outputs, truth
-            excluded = 0
-            for guarded in self.encoding.outputs:
-                guard = guarded.guard or self.encoding.true
-                if truth[guard] and not holds(guarded.constraint, inputs, outputs):
-                    chosen = self._form(guarded.constraint.term).chosen(truth)
-                    self.encoding.clause([-guard, *(-lit for lit in chosen)])
-                    excluded += 1
-            if not excluded:
-                broken = next(c for c in self.required if not holds(c, inputs, outputs, votes))
-                raise AssertionError(f"sat engine: witness {inputs} breaks {broken}")
-            self.stats["excluded_by_rounding"] += excluded
-
-    def _check_sums(self, truth: np.ndarray, outputs) -> None:
-        """Every exact sum must lie within its error bound of the float64 value (else the leaf
-        literals disagree with the inputs: a bug)."""
-        for term, form in self.forms.items():
-            exact = form.value(truth)
-            value = term_value(term, outputs)
-            if abs(Fraction(value) - exact) > form.error:
-                raise AssertionError(
-                    f"sat engine: leaves of the model give {float(exact)}, the inputs {value}"
-                )
+    # -- the trace and the result ------------------------------------------------------------
 
     def _point(self, lower: float, upper: float) -> None:
         self.trace.append(TracePoint(time.monotonic() - self.start, lower, upper))
@@ -392,190 +233,3 @@ class _Search:
         if found is False:
             return self._result(Termination.INFEASIBLE)
         return self._result(Termination.OPTIMAL, witness=Witness(found[0]))
-
-    def _maximize(self, term: OutputTerm) -> Result:
-        """Maximise ``term``."""
-
-        def report(termination, lower, upper, best=None):
-            witness = None if best is None else Witness(best, best_value)
-            return self._result(termination, lower, upper, witness)
-
-        point = self._point
-
-        found = self._witness([])
-        if found is None:
-            return report(self.stop, -math.inf, math.inf)
-        if found is False:
-            bound = infeasible_optimum(Maximize(term))
-            point(bound, bound)
-            return report(Termination.INFEASIBLE, bound, bound)
-        best, best_value = found[0], term_value(term, found[1])
-        self.witness = Witness(best, best_value)
-        _, upper = trivial_bounds(self.query)  # until the sum of the term gives better
-        point(best_value, max(best_value, upper))
-        form = self._form(term)
-        s, scale = self._sum(term, True)
-        self.propagator.guides.clear()
-        self.propagator.guide(s)
-        q_max = s.maximum
-
-        def upper_of(q_max: int) -> float:
-            return _float_up(form.offset + Fraction(q_max) / scale + form.error)
-
-        point(best_value, max(best_value, upper_of(q_max)))
-        probing = True
-        while True:
-            q_need = math.floor(scale * (Fraction(best_value) - form.error - form.offset)) + 1
-            if q_need > q_max:
-                point(best_value, best_value)
-                return report(Termination.OPTIMAL, best_value, best_value, best)
-            # Ask for anything better than the best witness: the one call that can prove it
-            # optimal. Before it, a probe halfway to the upper bound, with a budget: when it
-            # is cheap it lowers the upper bound (or finds a much better point); bisecting
-            # without a budget repeats the hardest calls, those near the optimum (on 100 trees
-            # of depth 6 it took 219 s where this takes about 30).
-            mid, budget = q_need, None
-            wide = q_max - q_need > PROBE_WHILE * scale * max(1, abs(Fraction(best_value)))
-            if probing and wide:
-                mid, budget = q_need + (q_max - q_need + 1) // 2, PROBE_CONFLICTS
-            selector = self.encoding.new_var()
-            self.propagator.add_threshold(s, selector, mid)
-            found = self._witness([selector], budget)
-            self.encoding.clause([-selector])
-            s.thresholds.remove((selector, mid))
-            if found is _UNKNOWN:
-                probing = False
-                continue
-            probing = True
-            if found is None:
-                return report(self.stop, best_value, max(best_value, upper_of(q_max)), best)
-            if found is False:
-                q_max = mid - 1
-            else:
-                truth = found[2]
-                value = term_value(term, found[1])
-                if value > best_value:
-                    best, best_value = found[0], value
-                    self.witness = Witness(best, best_value)
-                else:
-                    # Within the float64 error of the sum, this combination scores no better
-                    # than the best witness: it need not be seen again.
-                    self.encoding.clause([-lit for lit in form.chosen(truth)])
-                    self.stats["excluded_ties"] += 1
-            point(best_value, max(best_value, upper_of(q_max)))
-
-    # -- distances ---------------------------------------------------------------------------
-
-    def _check_distance_goal(self, goal: MinimizeDistance) -> None:
-        """The witness takes each variable closest to the goal's center, unless the variable is
-        tied to another instance's (a tie, change count or ball in a disjunction); then it
-        cannot do both, so such queries are refused."""
-        if isinstance(goal.center, Row):
-            paired = {v for pair in self.encoding.pairs for v in pair}
-            i = self.query.instances.index(goal.instance)
-            if paired & {int(v) for v in self.encoding.var[i]}:
-                raise UnsupportedQuery(
-                    f"query {self.query.name}: engine sat cannot minimise a distance to a row "
-                    "for an instance also compared with another instance"
-                )
-
-    def _min_distance(self, goal: MinimizeDistance) -> Result:
-        candidates = self._gap_candidates(goal)
-        found = self._witness([])
-        if found is None:
-            return self._result(self.stop, 0.0, math.inf)
-        if found is False:
-            self._point(math.inf, math.inf)
-            return self._result(Termination.INFEASIBLE, math.inf, math.inf)
-        best, best_gap = found[0], self._gap_of(goal, found[0])
-        self.witness = Witness(best, float(best_gap))
-        lo, hi = 0, candidates.index(best_gap)  # the optimum is candidates[lo..hi]
-        self._point(_float_down(candidates[lo]), _float_up(best_gap))
-        while lo < hi:
-            mid = (lo + hi) // 2
-            selector = self.encoding.new_var()
-            self._within(goal, candidates[mid], selector)
-            found = self._witness([selector])
-            self.encoding.clause([-selector])
-            if found is None:
-                return self._distance_result(self.stop, candidates[lo], best, best_gap)
-            if found is False:
-                lo = mid + 1
-            else:
-                best, best_gap = found[0], self._gap_of(goal, found[0])
-                self.witness = Witness(best, float(best_gap))
-                hi = candidates.index(best_gap)
-            self._point(_float_down(candidates[lo]), _float_up(best_gap))
-        return self._distance_result(Termination.OPTIMAL, best_gap, best, best_gap)
-
-    def _distance_result(self, termination, lower: Fraction, best, best_gap: Fraction) -> Result:
-        value = float(best_gap)  # the exact distance, to the nearest float64, as reported
-        lower_value = value if lower == best_gap else _float_down(lower)
-        return self._result(termination, lower_value, value, Witness(best, value))
-
-    def _gap_of(self, goal: MinimizeDistance, inputs) -> Fraction:
-        from veritas_dsl.ir.evaluate import exact_distance, reference_point
-
-        return exact_distance("linf", inputs[goal.instance], reference_point(goal.center, inputs))
-
-    def _gap_candidates(self, goal: MinimizeDistance) -> list[Fraction]:
-        """Every value the distance can take at a closest pair of points of two cells."""
-        enc = self.encoding
-        values = {Fraction(0)}
-        for f in range(self.query.n_features):
-            grid = enc.grids[f]
-            cells = [grid.cell(j) for j in range(grid.n_cells)]
-            if isinstance(goal.center, Row):
-                c = goal.center.values[f]
-                values.update(grid.distance(j, c) for j in range(grid.n_cells))
-            elif enc.variable(goal.instance, f) != enc.variable(goal.center, f):
-                values.update(_gap(a, b) for a in cells for b in cells)
-        return sorted(v for v in values if v is not None)
-
-    def _within(self, goal: MinimizeDistance, radius: Fraction, guard: int) -> None:
-        """``guard -> every feature's cell lies within radius of the center``."""
-        enc = self.encoding
-        for f in range(self.query.n_features):
-            a = enc.variable(goal.instance, f)
-            if isinstance(goal.center, Row):
-                c = goal.center.values[f]
-                grid = enc.grids[f]
-                near = [j for j in range(grid.n_cells) if grid.distance(j, c) <= radius]
-                if not near:
-                    enc.clause([], guard)
-                    return
-                if near[0] > 0:
-                    enc.clause([enc.order[a][near[0] - 1]], guard)
-                if near[-1] < grid.n_cells - 1:
-                    enc.clause([-enc.order[a][near[-1]]], guard)
-            else:
-                enc.cell_gap_at_most(f, a, enc.variable(goal.center, f), radius, guard)
-
-
-def _gap(a: tuple[float, float], b: tuple[float, float]) -> Fraction | None:
-    """The exact distance between the closest points of two closed intervals (None: infinite)."""
-    if a[1] < b[0]:
-        low, high = a[1], b[0]
-    elif b[1] < a[0]:
-        low, high = b[1], a[0]
-    else:
-        return Fraction(0)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return Fraction(high) - Fraction(low)
-
-
-def _float_up(value: Fraction) -> float:
-    """The smallest float64 not below ``value``."""
-    rounded = float(value)
-    if Fraction(rounded) < value:
-        rounded = math.nextafter(rounded, math.inf)
-    return rounded
-
-
-def _float_down(value: Fraction) -> float:
-    """The largest float64 not above ``value``."""
-    rounded = float(value)
-    if Fraction(rounded) > value:
-        rounded = math.nextafter(rounded, -math.inf)
-    return rounded

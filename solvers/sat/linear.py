@@ -20,10 +20,14 @@ The rounding scheme
     rounded constraint can break the exact one only within ``error`` of ``rhs``; the engine
     evaluates every model in float64 and excludes its leaf combination with a clause when it
     does (at most the finitely many combinations within ``error`` of the bound).
+
+Bounds found on exact rationals are reported as the nearest float64 on their safe side
+(:func:`float_up`, :func:`float_down`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -165,3 +169,19 @@ def scale_of(form: LinearForm) -> Fraction:
     """
     bits = max((_fraction_bits(w) for group in form.groups for _, w in group), default=0)
     return Fraction(2**bits)
+
+
+def float_up(value: Fraction) -> float:
+    """The smallest float64 not below ``value``."""
+    rounded = float(value)
+    if Fraction(rounded) < value:
+        rounded = math.nextafter(rounded, math.inf)
+    return rounded
+
+
+def float_down(value: Fraction) -> float:
+    """The largest float64 not above ``value``."""
+    rounded = float(value)
+    if Fraction(rounded) > value:
+        rounded = math.nextafter(rounded, -math.inf)
+    return rounded
