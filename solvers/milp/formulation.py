@@ -1,6 +1,11 @@
 """A query as a mixed-integer linear program: the formulation of Kantchelian et al. (2016),
 extended to every construct of the query IR.
 
+This module holds the hull, the goal and :func:`formulate`; the builder's layers below it write the
+rest: :mod:`~veritas_dsl.solvers.milp.predicates` (input variables, cuts and predicates),
+:mod:`~veritas_dsl.solvers.milp.trees` (leaf columns and output terms) and
+:mod:`~veritas_dsl.solvers.milp.constraints` (one writer per constraint class).
+
 Input variables
     Each (instance, feature) pair is one variable, except that pairs tied by a top-level
     :class:`Tie` share one. Its bounds are the feature's range narrowed by top-level intervals and
