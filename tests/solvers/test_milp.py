@@ -46,8 +46,10 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Availability, Limits, UnsupportedQuery
 from veritas_dsl.solvers.milp import gurobi
 from veritas_dsl.solvers.milp.engine import MilpEngine
-from veritas_dsl.solvers.milp.formulation import Var, _Builder, formulate, lowest_bit
+from veritas_dsl.solvers.milp.formulation import _Builder, formulate
+from veritas_dsl.solvers.milp.predicates import Var
 from veritas_dsl.solvers.milp.program import ONE, Infeasible, ProgramBuilder
+from veritas_dsl.solvers.milp.trees import lowest_bit
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.validate import validate_witness
 
