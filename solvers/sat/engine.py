@@ -41,9 +41,9 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.constructs import CONSTRUCTS, constructs
 from veritas_dsl.ir.evaluate import holds, model_outputs, model_votes, term_value
 from veritas_dsl.ir.query import (
-    CONSTRUCTS,
     Find,
     Maximize,
     MinimizeDistance,
@@ -51,7 +51,6 @@ from veritas_dsl.ir.query import (
     OutputTerm,
     Query,
     Row,
-    constructs,
     infeasible_optimum,
 )
 from veritas_dsl.ir.reductions import Chain, MergeTies, MinimizeToMaximize, ProveToFind
