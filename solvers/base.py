@@ -9,7 +9,8 @@ from typing import Protocol
 
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.query import CONSTRUCTS, Query
+from veritas_dsl.ir.constructs import CONSTRUCTS
+from veritas_dsl.ir.query import Query
 from veritas_dsl.ir.reductions import Chain, ReductionRefused
 from veritas_dsl.result import Result, Termination, TracePoint
 
@@ -37,7 +38,7 @@ class Capabilities:
     Attributes
     ----------
     constructs : frozenset of str
-        The query constructs it supports (names from :data:`veritas_dsl.ir.query.CONSTRUCTS`).
+        The query constructs it supports (names from :data:`veritas_dsl.ir.constructs.CONSTRUCTS`).
     exact : bool
         Its answers are exact when it finishes (optimum proven, or infeasibility proven).
     anytime : bool

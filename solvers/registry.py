@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from veritas_dsl.ir.query import Query, constructs
+from veritas_dsl.ir.constructs import constructs
+from veritas_dsl.ir.query import Query
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine

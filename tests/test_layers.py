@@ -54,12 +54,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 MAX_LINES = 500
-#: Modules over MAX_LINES that other work is splitting now; the test fails once one is no longer
-#: over the limit (take it off the list: the list only shrinks).
-OVER_THE_LIMIT = {
-    "solvers/astar/problem.py": "split pending (issue 14)",
-    "veritas_dsl/ir/query.py": "split pending (issue 14)",
-}
 #: Imports that close a cycle, each with why it is still there; the test fails once one is gone.
 _FACADE = (
     "Ensemble.from_xgboost and its kind are facades over the importers, which build Ensembles: "
@@ -216,12 +210,7 @@ def test_no_module_over_the_limit():
         lines = len(path.read_text().splitlines())
         if lines > MAX_LINES:
             over[path.relative_to(ROOT).as_posix()] = lines
-    unlisted = {path: n for path, n in over.items() if path not in OVER_THE_LIMIT}
-    assert not unlisted, (
-        f"modules over {MAX_LINES} lines (split them along their seams): {unlisted}"
-    )
-    done = [path for path in OVER_THE_LIMIT if path not in over]
-    assert not done, f"no longer over {MAX_LINES} lines, take them off OVER_THE_LIMIT: {done}"
+    assert not over, f"modules over {MAX_LINES} lines (split them along their seams): {over}"
 
 
 def test_the_checks_see_a_planted_violation():

@@ -16,11 +16,11 @@ from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.query import (
     Prove,
-    constructs,
 )
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.lower import Lowered

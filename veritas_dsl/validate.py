@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.errors import SoundnessError
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.evaluate import (
     as_point,
     domain_violations,
@@ -18,7 +19,7 @@ from veritas_dsl.ir.evaluate import (
     model_outputs,
     model_votes,
 )
-from veritas_dsl.ir.query import Query, constructs
+from veritas_dsl.ir.query import Query
 from veritas_dsl.ir.reductions import counterexample_constraints
 from veritas_dsl.model.ensemble import margin_close
 from veritas_dsl.result import Witness

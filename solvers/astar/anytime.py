@@ -20,14 +20,8 @@ import numpy as np
 from veritas_dsl.ir.evaluate import distance, reference_point, term_value
 from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.problem import (
-    Plan,
-    Problem,
-    ball_root,
-    bisectable,
-    cell_gaps,
-    find_within,
-)
+from veritas_dsl.solvers.astar.bisection import ball_root, bisectable, cell_gaps, find_within
+from veritas_dsl.solvers.astar.problem import Plan, Problem
 from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
     BranchSearch,

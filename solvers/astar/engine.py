@@ -34,8 +34,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
-    CONSTRUCTS,
     DomainKind,
     Find,
     Maximize,

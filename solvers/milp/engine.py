@@ -23,8 +23,8 @@ import numpy as np
 
 from veritas_dsl.float32 import next_down
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
-    CONSTRUCTS,
     Ball,
     MinimizeDistance,
     Query,

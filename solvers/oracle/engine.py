@@ -18,10 +18,10 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.evaluate import model_outputs, model_votes, term_value
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
-    CONSTRUCTS,
     Ball,
     Interval,
     Maximize,

@@ -37,14 +37,13 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
+from veritas_dsl.ir.constructs import CONSTRUCTS, constructs
 from veritas_dsl.ir.query import (
-    CONSTRUCTS,
     Find,
     Maximize,
     MinimizeDistance,
     OutputTerm,
     Query,
-    constructs,
 )
 from veritas_dsl.ir.reductions import Chain, MergeTies, MinimizeToMaximize, ProveToFind
 from veritas_dsl.result import Result, Termination, TracePoint, Witness

@@ -29,8 +29,9 @@ from veritas_dsl.ir import (
     VoteMargin,
     negate,
 )
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.evaluate import changed_units
-from veritas_dsl.ir.query import change_units, constructs
+from veritas_dsl.ir.query import change_units
 
 from conftest import build
 

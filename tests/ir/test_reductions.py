@@ -27,8 +27,8 @@ from veritas_dsl.ir import (
     Row,
     Tie,
 )
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.evaluate import domain_violations, holds, model_outputs, model_votes
-from veritas_dsl.ir.query import constructs
 from veritas_dsl.ir.reductions import (
     Chain,
     MergeTies,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sklearn.ensemble import RandomForestClassifier
 
 from veritas_dsl.ir import Ball, Find, Maximize, OutputConstraint, Prove, Query, Row
-from veritas_dsl.ir.query import constructs
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry

@@ -35,7 +35,7 @@ from veritas_dsl.ir import (
     Tie,
     change_units,
 )
-from veritas_dsl.ir.query import constructs
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery

@@ -32,8 +32,9 @@ from veritas_dsl.ir import (
     Row,
     Tie,
 )
+from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.evaluate import holds
-from veritas_dsl.ir.query import change_units, constructs
+from veritas_dsl.ir.query import change_units
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery

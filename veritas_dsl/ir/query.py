@@ -333,6 +333,8 @@ def output_terms(query: Query):
 
 def check_query(query: Query) -> None:
     """Raise :class:`IRError` when the query refers to unknown instances, features or models."""
+    # Long by design: one short branch per constraint kind, all sharing the checkers defined
+    # first; read top to bottom, it is the list of what a query may refer to.
     n = query.n_features
     names = [f.name for f in query.features]
     if len(set(names)) != len(names):
@@ -429,80 +431,9 @@ def check_query(query: Query) -> None:
                 raise IRError(f"query {query.name}: model {atom.model} has no output {atom.output}")
 
 
-#: Every construct a query can use; engines declare the subset they answer.
-CONSTRUCTS = frozenset(
-    {
-        "two_instances",
-        "several_models",
-        "multiclass",
-        "int_domain",
-        "bool_domain",
-        "tie",
-        "one_hot",
-        "changed",
-        "linf",
-        "l1",
-        "linear",
-        "output_constraint",
-        "disjunction",
-        "maximize",
-        "minimize",
-        "minimize_distance",
-        "find",
-        "prove",
-        "hard_vote",
-    }
-)
-
-
 def vote_labels(model) -> int:
     """How many labels the trees of ``model`` vote among (at least two)."""
     return max(2, model.n_outputs)
-
-
-def constructs(query: Query) -> frozenset[str]:
-    """The constructs ``query`` uses (a subset of :data:`CONSTRUCTS`)."""
-    used = {
-        Maximize: "maximize",
-        Minimize: "minimize",
-        MinimizeDistance: "minimize_distance",
-        Find: "find",
-        Prove: "prove",
-    }
-    found = {used[type(query.goal)]}
-    if len(query.instances) > 1:
-        found.add("two_instances")
-    models = {atom.model for term in output_terms(query) for atom in term.atoms}
-    if len(models) > 1:
-        found.add("several_models")
-    if any(query.models[m].n_outputs > 1 for m in models):
-        found.add("multiclass")
-    kinds = {f.kind for f in query.features}
-    if DomainKind.INT in kinds:
-        found.add("int_domain")
-    if DomainKind.BOOL in kinds:
-        found.add("bool_domain")
-    goal = query.goal
-    if isinstance(goal, MinimizeDistance):
-        found.add(goal.norm)
-    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
-    names = {
-        Tie: "tie",
-        OneHot: "one_hot",
-        AtMostKChanged: "changed",
-        Linear: "linear",
-        OutputConstraint: "output_constraint",
-        VoteMargin: "hard_vote",
-        AnyOf: "disjunction",
-    }
-    for c in walk(query.constraints + conclusion):
-        if isinstance(c, Ball):
-            found.add(c.norm)
-        elif type(c) in names:
-            found.add(names[type(c)])
-    if len(conclusion) > 1:  # the negation of a conjunction is a disjunction
-        found.add("disjunction")
-    return frozenset(found)
 
 
 def infeasible_optimum(goal: Goal) -> float | None:

@@ -1,0 +1,77 @@
+"""Closest examples by bisection on the radius: for an L-inf distance to a row, the candidate
+radii are the cells' gaps to the row, and each probe is a find inside the ball of one radius
+(``anytime.Anytime._bisect`` drives it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.lifted import lifted_arrays
+from veritas_dsl.solvers.astar.problem import Problem
+
+
+def bisectable(problem: Problem) -> bool:
+    """Whether the goal is an L-inf distance to a row, which bisection answers exactly."""
+    goal = next((res for res in problem.resources if res.goal), None)
+    return goal is not None and goal.kind == K.KIND_LINF and all(b < 0 for _, b, _ in goal.pairs)
+
+
+def cell_gaps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the distance (float64, correctly rounded) of its nearest value to the goal's row
+    value for its variable (0 for variables the goal does not measure, inf outside the root
+    box); and the cell's variable.
+
+    A point's L-inf distance rounds to the largest rounded gap of its coordinates (rounding is
+    monotone), so the optimum is one of these gaps.
+    """
+    n_cells = len(problem.cell_lo)
+    cell_var = np.repeat(np.arange(problem.n_vars), np.diff(problem.cell_ptr))
+    center = np.full(problem.n_vars, np.nan)
+    goal = next(res for res in problem.resources if res.goal)
+    for a, _, c in goal.pairs:
+        center[a] = c
+    c = center[cell_var]
+    lo, hi = problem.cell_lo, problem.cell_hi
+    with np.errstate(invalid="ignore"):
+        gap = np.where(c < lo, lo - c, np.where(c > hi, c - hi, 0.0))
+        fraction = np.minimum(c - np.floor(c), np.ceil(c) - c)
+    inside_int = problem.integral[cell_var] & (c >= lo) & (c <= hi) & (fraction > 0)
+    gap = np.where(inside_int, fraction, gap)
+    gap = np.where(np.isnan(c), 0.0, gap)
+    first = problem.cell_ptr[:-1] + problem.root[: problem.n_vars]
+    last = problem.cell_ptr[:-1] + problem.root[problem.n_vars :]
+    cell = np.arange(n_cells)
+    reachable = (cell >= first[cell_var]) & (cell <= last[cell_var])
+    return np.where(reachable, gap, np.inf), cell_var
+
+
+def ball_root(problem: Problem, gaps: np.ndarray, cell_var: np.ndarray, radius: float):
+    """The root box cut to the cells within ``radius`` of the row (contiguous, since a cell's
+    gap falls then rises along the line); None when some variable keeps no cell."""
+    n = problem.n_vars
+    inside = np.nonzero(gaps <= radius)[0]
+    owner = cell_var[inside]
+    if len(np.unique(owner)) < n:
+        return None
+    starts = np.searchsorted(owner, np.arange(n))
+    row = np.empty(2 * n, dtype=np.int32)
+    row[:n] = np.minimum.reduceat(inside, starts) - problem.cell_ptr[:-1]
+    row[n:] = np.maximum.reduceat(inside, starts) - problem.cell_ptr[:-1]
+    return row
+
+
+def find_within(problem: Problem, root: np.ndarray) -> Problem:
+    """The same problem as a find from ``root`` (the goal's distance no longer a resource)."""
+    resources = tuple(res for res in problem.resources if not res.goal)
+    lifted = lifted_arrays(
+        problem.n_vars, problem.cell_ptr, problem.cell_lo, problem.cell_hi, problem.integral,
+        problem.groups, resources, problem.linear,
+    )  # fmt: skip
+    params = problem.params.copy()
+    params[K.P_MODE] = K.MODE_FIND
+    params[K.P_GOAL] = -1
+    return replace(problem, root=root, lifted=lifted, params=params)

@@ -1,0 +1,248 @@
+"""Search trees and units (steps 5 and 6 of :mod:`~veritas_dsl.solvers.astar.problem`): every
+(model, instance) copy compacted by the static box, the two copies of a tree read on tied
+instances merged into one product tree, leaf contributions scaled to int64 units, and the
+arrays the kernels walk.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from veritas_dsl.solvers.astar import kernels as K
+
+#: Largest product tree (in nodes, relative to its two factors) worth building.
+PRODUCT_GROWTH = 4
+#: Units are exact when every sum of leaf units stays below this.
+UNIT_LIMIT = 2.0**61
+
+
+def fill_trees(problem, copies, node_rows, split_rank, n_terms: int) -> tuple[int, int, int]:
+    """Fill the search trees of ``problem`` (compacted, product trees merged, ordered), its
+    units (``scale``, ``exact_units``, ``u_base``, ``n_trees``); its cells and root set.
+    Returns the unit exponent ``q`` and the largest leaf count and depth of a tree."""
+    query, var, root, n_vars = problem.query, problem.var, problem.root, problem.n_vars
+    trees = _search_trees(query, copies, node_rows, split_rank, var, root, n_vars, n_terms)
+    nd_var, nd_rank, nd_left, nd_right, leaf_values, tree_roots, tree_sizes = trees
+    q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)
+    units = np.ldexp(leaf_values, q)
+    units = units if exact else np.ceil(units)
+    leaf_units = np.ascontiguousarray(np.where((nd_var < 0)[:, None], units, 0), dtype=np.int64)
+    problem.scale = math.ldexp(1.0, q)
+    problem.exact_units = exact
+
+    single = nd_var[tree_roots] < 0
+    tree_of = np.repeat(np.arange(len(tree_roots)), tree_sizes)
+    nonzero = np.zeros(len(tree_roots), dtype=bool)
+    np.logical_or.at(nonzero, tree_of, np.any(leaf_units != 0, axis=1))
+    u_base = leaf_units[tree_roots[single]].sum(axis=0) if len(tree_roots) else np.zeros(n_terms)
+    problem.u_base = np.ascontiguousarray(u_base, dtype=np.int64).reshape(n_terms)
+    keep = np.nonzero(~single & nonzero)[0]
+    order = _order(leaf_units, nd_var, tree_roots, tree_sizes, keep)
+    roots = tree_roots[order].astype(np.int32)
+    sizes = tree_sizes[order]
+    problem.n_trees = len(roots)
+
+    node_tree = np.full(len(nd_var), -1, dtype=np.int64)
+    if len(roots):
+        starts = np.repeat(roots, sizes)
+        within = np.arange(len(starts)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        node_tree[starts + within] = np.repeat(np.arange(len(roots)), sizes)
+    is_split = (nd_var >= 0) & (node_tree >= 0)
+    sv, sr, st = nd_var[is_split], nd_rank[is_split], node_tree[is_split]
+    by = np.lexsort((sr, sv))
+    vs_rank = np.ascontiguousarray(sr[by], dtype=np.int32)
+    vs_tree = np.ascontiguousarray(st[by], dtype=np.int32)
+    vs_ptr = np.searchsorted(sv[by], np.arange(n_vars + 1)).astype(np.int32)
+    max_depth = int(K.node_depth(nd_left, nd_right).max()) if len(roots) else 0
+    lf_start, lf_end, lf_var, lf_lo, lf_hi = K.leaf_boxes(
+        roots, nd_var, nd_rank, nd_left, nd_right, max_depth
+    )
+    leaf_count = (nd_var < 0).astype(np.int64)
+    per_tree = np.bincount(node_tree[node_tree >= 0], leaf_count[node_tree >= 0], len(roots))
+    max_leaves = int(per_tree.max()) if len(roots) else 1
+    nd_max = K.subtree_max(nd_left, nd_right, leaf_units.copy())
+    problem.trees = (
+        roots, nd_var, nd_rank, nd_left, nd_right, nd_max,
+        lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree,
+    )  # fmt: skip
+    return q, max_leaves, max_depth
+
+
+def splits(query, copies, var, integral):
+    """Variable and threshold of every split node of every copy; and each copy's node rows."""
+    split_var, split_value, rows = [], [], {}
+    offset = 0
+    for model_name, instance in copies:
+        model = query.models[model_name]
+        i = query.instances.index(instance)
+        inner = model.feature >= 0
+        v = np.where(inner, var[i, np.maximum(model.feature, 0)], -1)
+        t = model.threshold.astype(np.float64)
+        t = np.where(inner & integral[np.maximum(v, 0)], np.ceil(t), t)
+        split_var.append(v[inner])
+        split_value.append(t[inner])
+        rows[model_name, instance] = (offset, v)
+        offset += model.n_nodes
+    if not split_var:
+        return np.zeros(0, np.int64), np.zeros(0), rows
+    return np.concatenate(split_var).astype(np.int64), np.concatenate(split_value), rows
+
+
+def _search_trees(query, copies, rows, split_rank, var, root, n_vars, n_terms):
+    """Compact every copy by the static box; merge the two copies of a tree read on two
+    instances with tied features into one product tree. Returns node arrays, leaf values
+    (float64, (n_nodes, K)), and each output tree's root and size."""
+    parts_var, parts_rank, parts_left, parts_right, values = [], [], [], [], []
+    offset = 0
+    cursor = 0
+    for key, vals in copies.items():
+        model = query.models[key[0]]
+        _, v = rows[key]
+        inner = model.feature >= 0
+        r = np.zeros(model.n_nodes, dtype=np.int32)
+        n_inner = int(inner.sum())
+        r[inner] = split_rank[cursor : cursor + n_inner]
+        cursor += n_inner
+        parts_var.append(v.astype(np.int32))
+        parts_rank.append(r)
+        parts_left.append(np.where(inner, model.left + offset, -1).astype(np.int32))
+        parts_right.append(np.where(inner, model.right + offset, -1).astype(np.int32))
+        values.append(vals)
+        offset += model.n_nodes
+    if not copies:
+        empty = np.zeros(0, np.int32)
+        return empty, empty, empty, empty, np.zeros((0, n_terms)), empty, empty
+    nd_var = np.concatenate(parts_var)
+    nd_rank = np.concatenate(parts_rank)
+    nd_left = np.concatenate(parts_left)
+    nd_right = np.concatenate(parts_right)
+    vals = np.concatenate(values)
+
+    job_a, job_b, job_cap, job_size = _jobs(query, copies, var)
+    root_lo = np.ascontiguousarray(root[:n_vars])
+    root_hi = np.ascontiguousarray(root[n_vars:])
+    out = K.compact_trees(
+        nd_var, nd_rank, nd_left, nd_right, job_a, job_b, root_lo, root_hi, job_cap,
+        int(job_cap.sum()),
+    )  # fmt: skip
+    o_var, o_rank, o_left, o_right, src_a, src_b, job_root, n_out = out
+    failed = np.nonzero(job_root < 0)[0]
+    if len(failed):  # products too large: search the two copies separately
+        retry_a = np.concatenate([job_a[failed], job_b[failed]])
+        sizes_a = np.concatenate([job_size[failed], job_size[failed]])
+        again = K.compact_trees(
+            nd_var, nd_rank, nd_left, nd_right, retry_a, np.full(len(retry_a), -1, np.int32),
+            root_lo, root_hi, sizes_a, int(sizes_a.sum()),
+        )  # fmt: skip
+        a_var, a_rank, a_left, a_right, a_src_a, a_src_b, a_root, a_n = again
+
+        def joined(first, second, shift=0):
+            second = second[:a_n]
+            if shift:
+                second = np.where(second >= 0, second + shift, -1)
+            return np.concatenate([first[:n_out], second])
+
+        o_var, o_rank = joined(o_var, a_var), joined(o_rank, a_rank)
+        o_left, o_right = joined(o_left, a_left, n_out), joined(o_right, a_right, n_out)
+        src_a, src_b = joined(src_a, a_src_a), joined(src_b, a_src_b)
+        job_root = np.concatenate([job_root[job_root >= 0], a_root + n_out])
+        n_out += a_n
+    else:
+        o_var, o_rank, o_left, o_right = (a[:n_out] for a in (o_var, o_rank, o_left, o_right))
+        src_a, src_b = src_a[:n_out], src_b[:n_out]
+    tree_roots = np.sort(job_root.astype(np.int64))
+    tree_sizes = np.diff(np.append(tree_roots, n_out))
+    leaf = o_var < 0
+    leaf_values = np.zeros((n_out, n_terms))
+    leaf_values[leaf] = vals[src_a[leaf]]
+    with_b = leaf & (src_b >= 0)
+    leaf_values[with_b] += vals[src_b[with_b]]
+    return (
+        np.ascontiguousarray(o_var, dtype=np.int32),
+        np.ascontiguousarray(o_rank, dtype=np.int32),
+        np.ascontiguousarray(o_left, dtype=np.int32),
+        np.ascontiguousarray(o_right, dtype=np.int32),
+        leaf_values,
+        tree_roots,
+        tree_sizes,
+    )
+
+
+def _jobs(query, copies, var):
+    """The compaction jobs: ``(job_a, job_b, job_cap, job_size)``, one per output tree."""
+    # a product for each tree read on two tied instances, else one job per copy
+    offsets = {}
+    o = 0
+    for key in copies:
+        offsets[key] = o
+        o += query.models[key[0]].n_nodes
+    job_a, job_b, job_cap, job_size = [], [], [], []
+    paired = set()
+    by_model: dict[str, list[str]] = {}
+    for model_name, instance in copies:
+        by_model.setdefault(model_name, []).append(instance)
+    for model_name, instances in by_model.items():
+        model = query.models[model_name]
+        sizes = np.diff(model.tree_offsets)
+        if len(instances) == 2:
+            i1, i2 = (query.instances.index(name) for name in instances)
+            if np.any(var[i1] == var[i2]):
+                base_a = offsets[model_name, instances[0]]
+                base_b = offsets[model_name, instances[1]]
+                for t in range(model.n_trees):
+                    start = int(model.tree_offsets[t])
+                    job_a.append(base_a + start)
+                    job_b.append(base_b + start)
+                    job_cap.append(max(PRODUCT_GROWTH * 2 * int(sizes[t]), 64))
+                    job_size.append(int(sizes[t]))
+                paired.add(model_name)
+        if model_name not in paired:
+            for instance in instances:
+                base = offsets[model_name, instance]
+                job_a.extend(base + model.tree_offsets[:-1])
+                job_b.extend([-1] * model.n_trees)
+                job_cap.extend(sizes.tolist())
+                job_size.extend(sizes.tolist())
+    job_a = np.array(job_a, dtype=np.int32)
+    job_b = np.array(job_b, dtype=np.int32)
+    job_cap = np.array(job_cap, dtype=np.int64)
+    job_size = np.array(job_size, dtype=np.int64)
+    return job_a, job_b, job_cap, job_size
+
+
+def _scale(leaf_values, nd_var, tree_roots, tree_sizes) -> tuple[int, bool]:
+    """The unit exponent ``q`` and whether units are exact (see the module docstring)."""
+    leaf = nd_var < 0
+    values = leaf_values[leaf]
+    if values.size == 0 or not np.any(values):
+        return 0, True
+    # the sum over trees of the largest magnitude, per term
+    tree_of = np.repeat(np.arange(len(tree_roots)), tree_sizes)[leaf]
+    largest = np.zeros((len(tree_roots), values.shape[1]))
+    np.maximum.at(largest, tree_of, np.abs(values))
+    total = float(largest.sum(axis=0).max())
+    nonzero = values[values != 0]
+    mantissa, exponent = np.frexp(nonzero)
+    integer = np.ldexp(np.abs(mantissa), 53).astype(np.int64)
+    trailing = np.log2(integer & -integer).astype(np.int64)
+    q = int(np.max(53 - exponent - trailing))
+    if math.ldexp(total, q) < UNIT_LIMIT:
+        return q, True
+    return math.floor(60 - math.log2(total)), False
+
+
+def _order(nd_val, nd_var, tree_roots, tree_sizes, keep) -> np.ndarray:
+    """Trees to search, largest spread of the leading term (column 0) first."""
+    if len(keep) == 0:
+        return keep
+    leaf = nd_var < 0
+    tree_of = np.repeat(np.arange(len(tree_roots)), tree_sizes)
+    hi = np.full(len(tree_roots), -(2**62), dtype=np.int64)
+    lo = np.full(len(tree_roots), 2**62, dtype=np.int64)
+    if nd_val.shape[1]:
+        np.maximum.at(hi, tree_of[leaf], nd_val[leaf, 0])
+        np.minimum.at(lo, tree_of[leaf], nd_val[leaf, 0])
+    spread = (hi - lo)[keep]
+    return keep[np.argsort(-spread, kind="stable")]

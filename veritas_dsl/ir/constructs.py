@@ -1,0 +1,94 @@
+"""The constructs of the query IR: the names engines declare support for, and the ones a
+query uses (the registry matches the two before any engine runs)."""
+
+from __future__ import annotations
+
+from veritas_dsl.ir.query import (
+    AnyOf,
+    AtMostKChanged,
+    Ball,
+    DomainKind,
+    Find,
+    Linear,
+    Maximize,
+    Minimize,
+    MinimizeDistance,
+    OneHot,
+    OutputConstraint,
+    Prove,
+    Query,
+    Tie,
+    VoteMargin,
+    output_terms,
+    walk,
+)
+
+#: Every construct a query can use; engines declare the subset they answer.
+CONSTRUCTS = frozenset(
+    {
+        "two_instances",
+        "several_models",
+        "multiclass",
+        "int_domain",
+        "bool_domain",
+        "tie",
+        "one_hot",
+        "changed",
+        "linf",
+        "l1",
+        "linear",
+        "output_constraint",
+        "disjunction",
+        "maximize",
+        "minimize",
+        "minimize_distance",
+        "find",
+        "prove",
+        "hard_vote",
+    }
+)
+
+
+def constructs(query: Query) -> frozenset[str]:
+    """The constructs ``query`` uses (a subset of :data:`CONSTRUCTS`)."""
+    used = {
+        Maximize: "maximize",
+        Minimize: "minimize",
+        MinimizeDistance: "minimize_distance",
+        Find: "find",
+        Prove: "prove",
+    }
+    found = {used[type(query.goal)]}
+    if len(query.instances) > 1:
+        found.add("two_instances")
+    models = {atom.model for term in output_terms(query) for atom in term.atoms}
+    if len(models) > 1:
+        found.add("several_models")
+    if any(query.models[m].n_outputs > 1 for m in models):
+        found.add("multiclass")
+    kinds = {f.kind for f in query.features}
+    if DomainKind.INT in kinds:
+        found.add("int_domain")
+    if DomainKind.BOOL in kinds:
+        found.add("bool_domain")
+    goal = query.goal
+    if isinstance(goal, MinimizeDistance):
+        found.add(goal.norm)
+    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
+    names = {
+        Tie: "tie",
+        OneHot: "one_hot",
+        AtMostKChanged: "changed",
+        Linear: "linear",
+        OutputConstraint: "output_constraint",
+        VoteMargin: "hard_vote",
+        AnyOf: "disjunction",
+    }
+    for c in walk(query.constraints + conclusion):
+        if isinstance(c, Ball):
+            found.add(c.norm)
+        elif type(c) in names:
+            found.add(names[type(c)])
+    if len(conclusion) > 1:  # the negation of a conjunction is a disjunction
+        found.add("disjunction")
+    return frozenset(found)
