@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -162,32 +162,36 @@ def interrupt(folder: Path, rows: int, args: list[str], wait_for: str, then_s: f
         text=True,
     )
     os.close(stderr)
-    seen = b""
-    deadline = time.monotonic() + 600  # a cold Numba cache compiles for a long while
-    while wait_for.encode() not in seen and time.monotonic() < deadline:
-        if select.select([terminal], [], [], 1.0)[0]:
+    # The terminal is read all the time, by a thread: the run writes its live line there, and a
+    # terminal nobody reads fills up and blocks the run's next write (a hang, not an exit).
+    seen = bytearray()
+
+    def drain():
+        while True:
             try:
-                seen += os.read(terminal, 65536)
+                chunk = os.read(terminal, 65536)
             except OSError:  # the process ended
-                break
-    assert wait_for.encode() in seen, seen[-500:]
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 600  # a cold Numba cache compiles for a long while
+    while wait_for.encode() not in seen and time.monotonic() < deadline and reader.is_alive():
+        time.sleep(0.2)
+    assert wait_for.encode() in seen, bytes(seen[-500:])
     time.sleep(then_s)
     os.killpg(process.pid, signal.SIGINT)
     sent = time.monotonic()
     out = process.stdout.read()
     code = process.wait(timeout=120)
     stopped_s = time.monotonic() - sent
-    while select.select([terminal], [], [], 0.5)[0]:
-        try:
-            chunk = os.read(terminal, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
+    reader.join(timeout=10)
     os.close(terminal)
     assert group_ends(process.pid), "a process of the run outlived it"
-    return code, out, seen.decode(errors="replace"), stopped_s
+    return code, out, bytes(seen).decode(errors="replace"), stopped_s
 
 
 def group_ends(group: int, within_s: float = 20.0) -> bool:
