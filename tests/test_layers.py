@@ -3,7 +3,9 @@ no two modules import each other (directly or round a loop), and no module is ov
 
 Imports are read from the source (``ast``), function-local ones included: an import moved into a
 function to dodge a cycle is still a cycle. Imports of a package's own parents (``veritas_dsl``
-runs its ``__init__`` before any submodule) do not count, as in every Python project.
+runs its ``__init__`` before any submodule) do not count, as in every Python project. Imports under
+``if TYPE_CHECKING:`` never run: they name types for annotations, so they count for the layers
+(a module must not even name a higher layer's types) but cannot close a cycle.
 """
 
 from __future__ import annotations
@@ -54,17 +56,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 MAX_LINES = 500
-#: Imports that close a cycle, each with why it is still there; the test fails once one is gone.
-_FACADE = (
-    "Ensemble.from_xgboost and its kind are facades over the importers, which build Ensembles: "
-    "not yet untangled (the facades could move to model/load.py, a public API change)"
-)
-CYCLES_PENDING = {
-    ("veritas_dsl.model.ensemble", "veritas_dsl.model.xgboost"): _FACADE,
-    ("veritas_dsl.model.ensemble", "veritas_dsl.model.xgboost_dump"): _FACADE,
-    ("veritas_dsl.model.ensemble", "veritas_dsl.model.sklearn"): _FACADE,
-    ("veritas_dsl.model.ensemble", "veritas_dsl.model.lightgbm"): _FACADE,
-}
 
 
 def module_files() -> dict[str, Path]:
@@ -78,11 +69,18 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def imports(name: str, source: str, is_package: bool, known: set[str]) -> list[tuple[str, int]]:
+def imports(
+    name: str, source: str, is_package: bool, known: set[str], typing: bool = True
+) -> list[tuple[str, int]]:
     """The package modules that module ``name`` imports anywhere in ``source``, with the line of
-    each import. ``from package import module`` is an import of that module."""
+    each import (those under ``if TYPE_CHECKING:`` only when ``typing``). ``from package import
+    module`` is an import of that module."""
+    tree = ast.parse(source)
+    skipped = set() if typing else {id(node) for node in typing_only(tree)}
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -101,12 +99,24 @@ def imports(name: str, source: str, is_package: bool, known: set[str]) -> list[t
     return found
 
 
-def graph(files: dict[str, Path]) -> dict[str, list[tuple[str, int]]]:
+def typing_only(tree: ast.Module) -> list[ast.AST]:
+    """The statements under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``), nested ones too."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            found += [inner for statement in node.body for inner in ast.walk(statement)]
+    return found
+
+
+def graph(files: dict[str, Path], typing: bool = True) -> dict[str, list[tuple[str, int]]]:
     """Each module's imports of other package modules, its own parent packages left out."""
     known = set(files)
     edges = {}
     for name, path in files.items():
-        found = imports(name, path.read_text(), path.name == "__init__.py", known)
+        found = imports(name, path.read_text(), path.name == "__init__.py", known, typing)
         edges[name] = [(t, line) for t, line in found if not name.startswith(t + ".")]
     return edges
 
@@ -173,13 +183,6 @@ def cycles(edges) -> list[list[str]]:
     return groups
 
 
-def without_pending(edges):
-    return {
-        name: [(t, line) for t, line in targets if (name, t) not in CYCLES_PENDING]
-        for name, targets in edges.items()
-    }
-
-
 def test_every_module_has_a_layer():
     unplaced = [name for name in module_files() if layer_of(name) is None]
     assert not unplaced, f"add these modules to a layer in LAYERS: {unplaced}"
@@ -192,16 +195,8 @@ def test_no_module_imports_a_higher_layer():
 
 
 def test_no_import_cycles():
-    found = cycles(without_pending(graph(module_files())))
+    found = cycles(graph(module_files(), typing=False))
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
-
-
-def test_pending_cycles_are_still_there():
-    edges = graph(module_files())
-    for (name, target), reason in CYCLES_PENDING.items():
-        assert any(t == target for t, _ in edges.get(name, ())), (
-            f"{name} no longer imports {target} ({reason}): take it off CYCLES_PENDING"
-        )
 
 
 def test_no_module_over_the_limit():

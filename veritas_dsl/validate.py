@@ -21,7 +21,7 @@ from veritas_dsl.ir.evaluate import (
 )
 from veritas_dsl.ir.query import Query
 from veritas_dsl.ir.reductions import counterexample_constraints
-from veritas_dsl.model.ensemble import margin_close
+from veritas_dsl.model.library import margin_close
 from veritas_dsl.result import Witness
 
 #: Largest accepted difference between library and Ensemble outputs, relative above magnitude 1.

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veritas_dsl.model import Ensemble, ModelError
-from veritas_dsl.model.ensemble import classes_of, le_threshold_as_lt
+from veritas_dsl.model.ensemble import classes_of
+from veritas_dsl.model.library import le_threshold_as_lt
 
 from conftest import build
 

@@ -4,31 +4,26 @@ Every importer (XGBoost, scikit-learn, LightGBM, our own JSON) produces an :clas
 every engine reads one. The split rule is XGBoost's: a float32 input ``x`` goes to the left child of
 node ``n`` when ``x[feature[n]] < threshold[n]``, with the threshold a float32 value. Importers of
 libraries that split on ``x <= t`` convert their thresholds so that this rule reproduces them
-exactly on every float32 input (see :func:`le_threshold_as_lt`).
+exactly on every float32 input (see :func:`veritas_dsl.model.library.le_threshold_as_lt`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets, where
-
-Task = Literal["regression", "binary", "multiclass"]
+from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, Task
 
 #: Tag written into the files of :meth:`Ensemble.save`; :meth:`Ensemble.load` refuses others.
 FILE_FORMAT = "veritas-dsl-ensemble"
 FILE_VERSION = 1
-
-#: More features than any model we know of; a larger count is a corrupt file, not a model.
-MAX_FEATURES = 1_000_000
 
 _EVAL_CHUNK_ROWS = 4096
 _DOCUMENT_KEYS = (
@@ -43,35 +38,6 @@ _DOCUMENT_KEYS = (
     "right",
     "value",
 )
-
-
-@dataclass(frozen=True)
-class LibraryModel:
-    """The original library model an Ensemble was imported from, kept to validate witnesses.
-
-    ``raw_margin(X)`` takes float32 inputs in the library's own feature order, shape
-    ``(n, n_library_features)``, and returns the library's raw output, shape ``(n,)`` or
-    ``(n, n_outputs)``; ``columns[j]`` is the Ensemble feature that feeds library column ``j``.
-    ``tree_votes(X)``, for libraries whose trees predict a class on their own (scikit-learn
-    classifier forests), returns the class index each tree predicts, shape ``(n, n_trees)``.
-    """
-
-    name: str
-    raw_margin: Callable[[np.ndarray], np.ndarray]
-    columns: np.ndarray
-    tree_votes: Callable[[np.ndarray], np.ndarray] | None = None
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Raw output of the library model on ``X`` given in the Ensemble's feature order."""
-        return np.asarray(self.raw_margin(np.ascontiguousarray(X[:, self.columns])))
-
-    def votes(self, X: np.ndarray, n_labels: int) -> np.ndarray | None:
-        """Votes per class on ``X`` (Ensemble feature order), shape ``(n, n_labels)``, as the
-        library's own trees cast them; None when the library has no per-tree classes."""
-        if self.tree_votes is None:
-            return None
-        labels = np.asarray(self.tree_votes(np.ascontiguousarray(X[:, self.columns])))
-        return np.stack([(labels == c).sum(axis=1) for c in range(n_labels)], axis=1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,7 +338,7 @@ class Ensemble:
         """Import an XGBoost ``Booster``, ``XGBClassifier``/``XGBRegressor``, or model file."""
         from veritas_dsl.model.xgboost import from_xgboost
 
-        return from_xgboost(model)
+        return from_xgboost(cls, model)
 
     @classmethod
     def from_xgboost_dump(
@@ -381,21 +347,21 @@ class Ensemble:
         """Import an XGBoost JSON tree dump (see :mod:`veritas_dsl.model.xgboost_dump`)."""
         from veritas_dsl.model.xgboost_dump import from_xgboost_dump
 
-        return from_xgboost_dump(source, base_score, n_classes, n_features, feature_names)
+        return from_xgboost_dump(cls, source, base_score, n_classes, n_features, feature_names)
 
     @classmethod
     def from_sklearn(cls, estimator: object) -> Ensemble:
         """Import a fitted scikit-learn tree, forest or gradient-boosting estimator."""
         from veritas_dsl.model.sklearn import from_sklearn
 
-        return from_sklearn(estimator)
+        return from_sklearn(cls, estimator)
 
     @classmethod
     def from_lightgbm(cls, model: object) -> Ensemble:
         """Import a LightGBM ``Booster``, ``LGBMModel`` or text model file."""
         from veritas_dsl.model.lightgbm import from_lightgbm
 
-        return from_lightgbm(model)
+        return from_lightgbm(cls, model)
 
 
 def _as_array(values: object, dtype: type, name: str) -> np.ndarray:
@@ -444,32 +410,3 @@ def classes_of(margins: np.ndarray, model: Ensemble) -> np.ndarray:
     if model.task == "multiclass":
         return np.argmax(margins, axis=1).astype(np.int64)
     raise ModelError(f"{model.source} is a regression model; it has no classes")
-
-
-def le_threshold_as_lt(threshold: np.ndarray) -> np.ndarray:
-    """float32 thresholds ``s`` with ``x < s`` exactly when ``x <= t`` for every float32 ``x``.
-
-    Libraries that split on ``x <= t`` with a float64 ``t`` (scikit-learn, LightGBM) compare the
-    float32 input in float64. The float32 inputs with ``x <= t`` are those up to ``d``, the
-    largest float32 not above ``t``; so ``s`` is the float32 right after ``d``. Rounding ``t`` to
-    the nearest float32 first would be wrong when it rounds up.
-    """
-    t = np.asarray(threshold, dtype=np.float64)
-    down = t.astype(np.float32)
-    above = down.astype(np.float64) > t
-    down[above] = np.nextafter(down[above], np.float32(-np.inf))
-    return np.nextafter(down, np.float32(np.inf))
-
-
-def margin_close(expected: np.ndarray, actual: np.ndarray, tolerance: float = 1e-5) -> np.ndarray:
-    """Elementwise: ``|expected - actual| <= tolerance * max(1, |expected|)``."""
-    expected = np.asarray(expected, dtype=np.float64)
-    actual = np.asarray(actual, dtype=np.float64)
-    return np.abs(expected - actual) <= tolerance * np.maximum(1.0, np.abs(expected))
-
-
-def logit(p: float) -> float:
-    """The margin of a probability, as XGBoost turns a logistic base score into one."""
-    if not 0.0 < p < 1.0:
-        raise ModelError(f"a logistic base score must lie strictly between 0 and 1, got {p}")
-    return math.log(p / (1.0 - p))

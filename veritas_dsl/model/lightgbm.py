@@ -12,20 +12,25 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from veritas_dsl.model import lightgbm_text
-from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, Task, le_threshold_as_lt
+from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
+from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.ensemble import Ensemble
 
 # LightGBM's kZeroThreshold (1e-35 as a float32). Its predictor reads every input with
 # |x| <= kZeroThreshold as exactly 0, and "Zero" missing_type splits send that region by default.
 _ZERO_THRESHOLD = float(np.float32(1e-35))
 
 
-def from_lightgbm(model: object) -> Ensemble:
-    """Import a LightGBM model.
+def from_lightgbm(cls: type[Ensemble], model: object) -> Ensemble:
+    """Import a LightGBM model as a ``cls``.
 
     Parameters
     ----------
@@ -65,7 +70,7 @@ def from_lightgbm(model: object) -> Ensemble:
     if booster is not None:
         text = booster.model_to_string()
     parsed = lightgbm_text.parse(text, where)
-    ensemble = _ensemble(parsed, where)
+    ensemble = _ensemble(cls, parsed, where)
     if booster is None:
         # LightGBM reads only the checked model, rewritten: it crashes on corrupt text.
         try:
@@ -88,7 +93,7 @@ def _scale(model: lightgbm_text.Model) -> float:
     return model.per_iteration / len(model.trees) if model.average_output else 1.0
 
 
-def _ensemble(model: lightgbm_text.Model, where: str) -> Ensemble:
+def _ensemble(cls: type[Ensemble], model: lightgbm_text.Model, where: str) -> Ensemble:
     """The trees laid out as ours: each tree's splits in LightGBM's order, then its leaves."""
     features, thresholds, lefts, rights, leaf_values, sizes = [], [], [], [], [], []
     offset = 0
@@ -125,7 +130,7 @@ def _ensemble(model: lightgbm_text.Model, where: str) -> Ensemble:
     elif model.objective in ("multiclass", "multiclassova"):
         task = "multiclass"
     try:
-        return Ensemble(
+        return cls(
             feature=feature,
             threshold=np.where(
                 leaf, np.float32(0), le_threshold_as_lt(np.where(leaf, 0, threshold))

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.model.ensemble import Ensemble, ModelError, margin_close
+from veritas_dsl.model.ensemble import Ensemble, ModelError
+from veritas_dsl.model.library import margin_close
 
 _UP, _DOWN = np.float32(np.inf), np.float32(-np.inf)
 

@@ -2,7 +2,7 @@
 
 scikit-learn sends ``x <= t`` left, comparing the float32 input with a float64 threshold; each
 threshold becomes the float32 ``s`` with ``x < s`` on exactly the same inputs
-(:func:`~veritas_dsl.model.ensemble.le_threshold_as_lt`). A forest's output is the mean of its
+(:func:`~veritas_dsl.model.library.le_threshold_as_lt`). A forest's output is the mean of its
 trees, so leaf values are divided by the number of trees. A classifier's raw output is its
 ``predict_proba`` (class 1's probability for two classes), a gradient-boosting model's is its
 ``decision_function``, a regressor's its ``predict``.
@@ -10,15 +10,17 @@ trees, so leaf values are divided by the number of trees. A classifier's raw out
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from veritas_dsl.model.ensemble import (
-    MAX_FEATURES,
-    Ensemble,
-    LibraryModel,
-    ModelError,
-    le_threshold_as_lt,
-)
+from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.ensemble import Ensemble
 
 SUPPORTED_ESTIMATORS = (
     "DecisionTreeClassifier",
@@ -34,12 +36,26 @@ SUPPORTED_ESTIMATORS = (
 )
 
 
-def from_sklearn(estimator: object) -> Ensemble:
-    """Import a fitted scikit-learn estimator named in :data:`SUPPORTED_ESTIMATORS`."""
+@dataclass(frozen=True)
+class _Kind:
+    """How one family of estimators maps onto an ensemble: its trees (each with the output it
+    feeds), the factor on their leaf values, the raw output the library computes."""
+
+    trees: list
+    leaf_values: Callable[[object, int], np.ndarray]  # (tree, n_outputs) -> per node
+    scale: float
+    n_outputs: int
+    base: np.ndarray
+    raw: Callable[[np.ndarray], np.ndarray]  # X -> the library's raw output
+    class_threshold: float
+    votes: Callable[[np.ndarray], np.ndarray] | None = None  # only classifiers' trees vote
+
+
+def from_sklearn(cls: type[Ensemble], estimator: object) -> Ensemble:
+    """Import a fitted scikit-learn estimator named in :data:`SUPPORTED_ESTIMATORS` as a ``cls``."""
     try:
         from sklearn import ensemble, tree
         from sklearn.base import is_classifier
-        from sklearn.dummy import DummyClassifier, DummyRegressor
     except ImportError:
         raise ModelError(
             "scikit-learn is not installed (pip install 'veritas-dsl[sklearn]')"
@@ -67,60 +83,67 @@ def from_sklearn(estimator: object) -> Ensemble:
     if classifier and n_classes < 2:
         raise ModelError(f"{kind} was fitted on a single class; it has nothing to verify")
 
-    votes = None  # only classifier forests and trees vote
     boosting = (ensemble.GradientBoostingClassifier, ensemble.GradientBoostingRegressor)
     if isinstance(estimator, boosting):
-        init = estimator.init_
-        if not (isinstance(init, str) and init == "zero") and not isinstance(
-            init, (DummyClassifier, DummyRegressor)
-        ):
-            raise ModelError(
-                f"{kind} has an init estimator of type {type(init).__name__}; only the default "
-                "(constant) init or init='zero' is supported"
-            )
-        stages = estimator.estimators_
-        trees = [
-            (stages[i, k].tree_, k) for i in range(stages.shape[0]) for k in range(stages.shape[1])
-        ]
-        scale = float(estimator.learning_rate)
-        n_outputs = stages.shape[1]
-        # The init estimator is constant, so its raw prediction at any point is the base score.
-        base = estimator._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
-        raw = estimator.decision_function if classifier else estimator.predict
-        leaf_values = _regression_leaves
-        class_threshold = 0.0  # a margin picks class 1 above 0
+        parts = _boosting(estimator, classifier, n_features)
     else:
-        members = getattr(estimator, "estimators_", [estimator])
-        trees = [(member.tree_, 0) for member in members]
-        scale = 1.0 / len(trees)
-        n_outputs = 1 if n_classes <= 2 else n_classes
-        base = np.zeros(n_outputs)
-        class_threshold = 0.5  # a probability picks class 1 above one half
-        if classifier:
-            raw = _probability(estimator.predict_proba, n_classes)
-            leaf_values = _probability_leaves
-            votes = _tree_votes(members)
-        else:
-            raw = estimator.predict
-            leaf_values = _regression_leaves
-
-    if n_classes > 2:
-        task = "multiclass"
-    elif n_classes == 2:
-        task = "binary"
-    else:
-        task = "regression"
+        parts = _forest(estimator, classifier, n_classes)
+    task = "multiclass" if n_classes > 2 else "binary" if n_classes == 2 else "regression"
     return _assemble(
-        trees,
-        leaf_values,
-        scale,
-        n_outputs,
-        np.asarray(base, dtype=np.float64).reshape(n_outputs),
+        cls,
+        parts,
         feature_names,
         task,
-        class_threshold if task == "binary" else 0.0,
         f"sklearn {kind}",
-        LibraryModel(f"sklearn {kind}", raw, np.arange(n_features), votes),
+        LibraryModel(f"sklearn {kind}", parts.raw, np.arange(n_features), parts.votes),
+    )
+
+
+def _boosting(estimator, classifier: bool, n_features: int) -> _Kind:
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    init = estimator.init_
+    if not (isinstance(init, str) and init == "zero") and not isinstance(
+        init, (DummyClassifier, DummyRegressor)
+    ):
+        raise ModelError(
+            f"{type(estimator).__name__} has an init estimator of type {type(init).__name__}; "
+            "only the default (constant) init or init='zero' is supported"
+        )
+    stages = estimator.estimators_
+    n_outputs = stages.shape[1]
+    # The init estimator is constant, so its raw prediction at any point is the base score.
+    base = estimator._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
+    return _Kind(
+        trees=[(stages[i, k].tree_, k) for i in range(stages.shape[0]) for k in range(n_outputs)],
+        leaf_values=_regression_leaves,
+        scale=float(estimator.learning_rate),
+        n_outputs=n_outputs,
+        base=np.asarray(base, dtype=np.float64).reshape(n_outputs),
+        raw=estimator.decision_function if classifier else estimator.predict,
+        class_threshold=0.0,  # a margin picks class 1 above 0
+    )
+
+
+def _forest(estimator, classifier: bool, n_classes: int) -> _Kind:
+    members = getattr(estimator, "estimators_", [estimator])
+    n_outputs = 1 if n_classes <= 2 else n_classes
+    common = dict(
+        trees=[(member.tree_, 0) for member in members],
+        scale=1.0 / len(members),
+        n_outputs=n_outputs,
+        base=np.zeros(n_outputs),
+    )
+    if not classifier:
+        return _Kind(
+            **common, leaf_values=_regression_leaves, raw=estimator.predict, class_threshold=0.0
+        )
+    return _Kind(
+        **common,
+        leaf_values=_probability_leaves,
+        raw=_probability(estimator.predict_proba, n_classes),
+        class_threshold=0.5,  # a probability picks class 1 above one half
+        votes=_tree_votes(members),
     )
 
 
@@ -158,21 +181,10 @@ def _regression_leaves(tree, n_outputs: int) -> np.ndarray:
     return np.asarray(tree.value[:, 0, 0:1], dtype=np.float64)
 
 
-def _assemble(
-    trees,
-    leaf_values,
-    scale,
-    n_outputs,
-    base,
-    feature_names,
-    task,
-    class_threshold,
-    source,
-    library,
-) -> Ensemble:
+def _assemble(cls: type[Ensemble], parts: _Kind, feature_names, task, source, library) -> Ensemble:
     features, thresholds, lefts, rights, values, sizes = [], [], [], [], [], []
     offset = 0
-    for tree, output in trees:
+    for tree, output in parts.trees:
         left = np.asarray(tree.children_left, dtype=np.int64)
         leaf = left < 0
         right = np.asarray(tree.children_right, dtype=np.int64)
@@ -180,26 +192,26 @@ def _assemble(
         thresholds.append(np.where(leaf, np.float32(0), le_threshold_as_lt(tree.threshold)))
         lefts.append(np.where(leaf, -1, left + offset))
         rights.append(np.where(leaf, -1, right + offset))
-        per_node = leaf_values(tree, n_outputs) * scale
-        value = np.zeros((len(left), n_outputs))
-        if per_node.shape[1] == n_outputs:
+        per_node = parts.leaf_values(tree, parts.n_outputs) * parts.scale
+        value = np.zeros((len(left), parts.n_outputs))
+        if per_node.shape[1] == parts.n_outputs:
             value[leaf] = per_node[leaf]
         else:
             value[leaf, output] = per_node[leaf, 0]
         values.append(value)
         sizes.append(len(left))
         offset += len(left)
-    return Ensemble(
+    return cls(
         feature=np.concatenate(features),
         threshold=np.concatenate(thresholds),
         left=np.concatenate(lefts),
         right=np.concatenate(rights),
         value=np.concatenate(values),
         tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
-        base_score=base,
+        base_score=parts.base,
         feature_names=feature_names,
         task=task,
-        class_threshold=class_threshold,
+        class_threshold=parts.class_threshold if task == "binary" else 0.0,
         source=source,
         library=library,
     )

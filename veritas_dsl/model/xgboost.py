@@ -11,12 +11,17 @@ import math
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from veritas_dsl.model import ubjson, xgboost_document
-from veritas_dsl.model.ensemble import Ensemble, LibraryModel, ModelError, Task, logit
+from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
+from veritas_dsl.model.library import LibraryModel, Task
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.ensemble import Ensemble
 
 # How XGBoost turns the stored base score into a margin, per objective (it stores the base score in
 # the space of the prediction: a probability for logistic objectives, a mean count for Poisson).
@@ -52,8 +57,8 @@ _TASK: dict[str, Task] = {
 SUPPORTED_OBJECTIVES = tuple(sorted(_LINK))
 
 
-def from_xgboost(model: object) -> Ensemble:
-    """Import an XGBoost model.
+def from_xgboost(cls: type[Ensemble], model: object) -> Ensemble:
+    """Import an XGBoost model as a ``cls``.
 
     Parameters
     ----------
@@ -87,7 +92,7 @@ def from_xgboost(model: object) -> Ensemble:
         document = ubjson.loads(raw)
     except ubjson.UBJSONError as error:
         raise ModelError(f"{where}: cannot read the model XGBoost wrote ({error})") from None
-    return _from_document(document, booster.copy(), rounds, where)
+    return _from_document(cls, document, booster.copy(), rounds, where)
 
 
 def _load_file(path: Path) -> object:
@@ -118,7 +123,9 @@ def _call_xgboost(call, where: str):
         raise ModelError(f"{where}: XGBoost cannot load this model") from None
 
 
-def _from_document(document: object, booster: object, rounds: int | None, where: str) -> Ensemble:
+def _from_document(
+    cls: type[Ensemble], document: object, booster: object, rounds: int | None, where: str
+) -> Ensemble:
     trees = xgboost_document.forest(document, where)
     learner = document["learner"]
     objective = learner.get("objective")
@@ -154,7 +161,7 @@ def _from_document(document: object, booster: object, rounds: int | None, where:
     base = _base_margin(params.get("base_score"), objective, n_outputs, where)
     library = _library_model(booster, len(feature_names), n_outputs, rounds)
     try:
-        return Ensemble(
+        return cls(
             feature=np.where(leaf, -1, trees.feature[:n_nodes][order]),
             threshold=np.where(leaf, np.float32(0), condition),
             left=left,
@@ -204,3 +211,10 @@ def _library_model(booster: object, n_features: int, n_outputs: int, rounds: int
         return margin.reshape(len(X), n_outputs) if n_outputs > 1 else margin.reshape(len(X))
 
     return LibraryModel("xgboost", raw_margin, np.arange(n_features))
+
+
+def logit(p: float) -> float:
+    """The margin of a probability, as XGBoost turns a logistic base score into one."""
+    if not 0.0 < p < 1.0:
+        raise ModelError(f"a logistic base score must lie strictly between 0 and 1, got {p}")
+    return math.log(p / (1.0 - p))

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from veritas_dsl.model import ubjson
-from veritas_dsl.model.ensemble import MAX_FEATURES
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order
+from veritas_dsl.model.library import MAX_FEATURES
 
 #: More classes than any model we know of (the spec language's own limit).
 MAX_CLASSES = 100_000

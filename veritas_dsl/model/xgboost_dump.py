@@ -14,23 +14,29 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from veritas_dsl.float32 import parse_float32
-from veritas_dsl.model.ensemble import MAX_FEATURES, Ensemble, ModelError
+from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.library import MAX_FEATURES
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.ensemble import Ensemble
 
 _INDEXED = re.compile(r"f?([0-9]+)")
 
 
 def from_xgboost_dump(
+    cls: type[Ensemble],
     source: str | os.PathLike | Sequence[str],
     base_score: float | Sequence[float] = 0.0,
     n_classes: int = 1,
     n_features: int | None = None,
     feature_names: Sequence[str] | None = None,
 ) -> Ensemble:
-    """Import a JSON tree dump.
+    """Import a JSON tree dump as a ``cls``.
 
     Parameters
     ----------
@@ -70,7 +76,32 @@ def from_xgboost_dump(
     feature = np.array(
         [-1 if leaf else index[n["split"]] for n, leaf in zip(nodes, is_leaf, strict=True)]
     )
-    width = int(feature.max(initial=-1)) + 1
+    names = _names(feature_names, n_features, int(feature.max(initial=-1)) + 1, where)
+    value = np.zeros((len(nodes), n_classes))
+    output = np.repeat(np.arange(len(trees)) % n_classes, sizes)
+    value[is_leaf, output[is_leaf]] = numbers[is_leaf]
+    try:
+        return cls(
+            feature=feature,
+            threshold=np.where(is_leaf, np.float32(0), numbers),
+            left=[n.get("left", -1) for n in nodes],
+            right=[n.get("right", -1) for n in nodes],
+            value=value,
+            tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+            base_score=np.broadcast_to(np.asarray(base_score, dtype=np.float64), (n_classes,)),
+            feature_names=names,
+            task="binary" if n_classes == 1 else "multiclass",
+            class_threshold=0.0,
+            source=f"xgboost dump ({where})",
+        )
+    except ModelError as error:
+        raise ModelError(f"{where}: {error}") from None
+
+
+def _names(
+    feature_names: Sequence[str] | None, n_features: int | None, width: int, where: str
+) -> tuple[str, ...]:
+    """The model's feature names, given or ``f0, f1, ...``; ``width`` features are split on."""
     if n_features is None:
         n_features = len(feature_names) if feature_names is not None else width
     if n_features > MAX_FEATURES:
@@ -86,26 +117,7 @@ def from_xgboost_dump(
     )
     if len(names) != n_features:
         raise ModelError(f"{where}: {len(names)} feature names for {n_features} features")
-
-    value = np.zeros((len(nodes), n_classes))
-    output = np.repeat(np.arange(len(trees)) % n_classes, sizes)
-    value[is_leaf, output[is_leaf]] = numbers[is_leaf]
-    try:
-        return Ensemble(
-            feature=feature,
-            threshold=np.where(is_leaf, np.float32(0), numbers),
-            left=[n.get("left", -1) for n in nodes],
-            right=[n.get("right", -1) for n in nodes],
-            value=value,
-            tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
-            base_score=np.broadcast_to(np.asarray(base_score, dtype=np.float64), (n_classes,)),
-            feature_names=names,
-            task="binary" if n_classes == 1 else "multiclass",
-            class_threshold=0.0,
-            source=f"xgboost dump ({where})",
-        )
-    except ModelError as error:
-        raise ModelError(f"{where}: {error}") from None
+    return names
 
 
 def _read(source) -> tuple[list[dict], str]:
