@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -51,7 +51,7 @@ from veritas_dsl.solvers.base import (
     within_trivial,
 )
 from veritas_dsl.solvers.milp import gurobi, highs
-from veritas_dsl.solvers.milp.formulation import formulate, hull_size, used_pairs
+from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
 from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Infeasible, Program
 from veritas_dsl.solvers.milp.progress import Live, Progress
@@ -218,9 +218,7 @@ class MilpEngine:
             return result
         except KeyboardInterrupt:
             return unfinished(query, self.name, Termination.INTERRUPTED, budget.start)
-        program = form.program
-        driver, note = self._choose(program)
-        notes = [note] if note else []
+        driver, note = self._choose(form.program)
         if driver is None:
             termination = (
                 Termination.LICENCE_LIMIT
@@ -229,96 +227,130 @@ class MilpEngine:
             )
             result = Result(query.name, self.name, termination, *trivial_bounds(query))
             result.message = f"query {query.name}: {note}"
-            result.stats = _size_stats(program)
+            result.stats = _size_stats(form.program)
             return result
 
+        attempt = _Attempt(driver, form.program, [note] if note else [])
         progress = Progress(query, form)
-        repairs, reasons, nodes, checks = 0, [], 0, 0
-        outcome: Outcome | None = None
         try:  # Ctrl-C outside the solver: report what the checked solutions gave
-            while True:
-                elapsed = time.monotonic() - budget.start
-                if budget.deadline.passed():
-                    outcome = Outcome(Termination.TIME_LIMIT)
-                    break
-                if budget.nodes is not None and budget.nodes <= 0:
-                    outcome = Outcome(Termination.STEP_LIMIT)
-                    break
-                if (
-                    driver == "gurobi"
-                    and self.driver == "auto"
-                    and gurobi.licence() is Availability.LIMITED_LICENCE
-                    and not gurobi.fits_limited_licence(program)
-                ):
-                    driver = "highs"
-                    notes.append(f"continued with HiGHS: {gurobi.size_message(program)}")
-                if live is not None:
-                    live.sense = form.sense
-                outcome = self._run(driver, program, budget, limits, live)
-                nodes += int(outcome.stats.get("nodes", 0))
-                budget.spend(int(outcome.stats.get("nodes", 0)))
-                if outcome.status is Termination.LICENCE_LIMIT and self.driver == "auto":
-                    driver = "highs"
-                    notes.append(f"solved with HiGHS: {outcome.message}")
-                    continue
-                progress.absorb(outcome, elapsed)
-                if outcome.status is not Termination.OPTIMAL:
-                    break
-                reading = progress.read(outcome.solution)
-                if isinstance(reading, Cuts) and reading.undecided:
-                    message = f"{reading.reason}; the answer is unknown"
-                    outcome = Outcome(Termination.ERROR, message=message)
-                    break
-                if isinstance(reading, Witness) and not progress.attains(reading):
-                    outcome = Outcome(
-                        Termination.ERROR,
-                        message="the closest float32 point found lies beyond the solver's bound "
-                        "(variables with value columns); the bounds hold, the optimum is unknown",
-                    )
-                    break
-                if isinstance(reading, Witness):
-                    previous, progress.final = progress.final, reading
-                    if previous is not None and reading.value >= previous.value:
-                        progress.final = previous  # the check found nothing closer
-                        break
-                    if form.step is None or not _checks_distances(driver):
-                        break
-                    # Ask once more for anything closer by half a grid step (see highs.OPTIONS);
-                    # "infeasible" confirms the answer, a solution improves it. A step below the
-                    # solver's tolerance cannot be asked for.
-                    target = reading.value - form.step / 2
-                    if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
-                        break
-                    checks += 1
-                    program = program.with_rows([_objective_row(program, target)])
-                    continue
-                repairs += 1
-                reasons.append(reading.reason)
-                if repairs > MAX_REPAIRS:
-                    outcome = Outcome(
-                        Termination.ERROR,
-                        message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reasons[-1]})",
-                    )
-                    break
-                program = program.with_rows(reading.rows)
-
+            outcome = self._attempt(attempt, form, progress, budget, limits, live)
         except KeyboardInterrupt:
             outcome = Outcome(Termination.INTERRUPTED)
-
         result = progress.result(self.name, outcome, time.monotonic() - budget.start)
-        result.stats.update(_size_stats(program))
-        result.stats.update(driver=driver, repairs=repairs, nodes=nodes, hull=form.hull)
-        if checks:
-            result.stats["optimality_checks"] = checks
+        result.stats.update(_size_stats(attempt.program))
+        result.stats.update(
+            driver=attempt.driver, repairs=attempt.repairs, nodes=attempt.nodes, hull=form.hull
+        )
+        if attempt.checks:
+            result.stats["optimality_checks"] = attempt.checks
         if outcome.objective is not None and form.sense:
             result.stats["solver_objective"] = form.sense * outcome.objective
-        messages = notes + form.notes
+        messages = attempt.notes + form.notes
         if outcome.message:
             messages.append(outcome.message)
-        if repairs:
-            logger.info("query %s: %d cuts (%s)", query.name, repairs, "; ".join(set(reasons)))
+        if attempt.repairs:
+            reasons = "; ".join(set(attempt.reasons))
+            logger.info("query %s: %d cuts (%s)", query.name, attempt.repairs, reasons)
         result.message = "; ".join(messages)
         return result
+
+    def _attempt(
+        self,
+        attempt: _Attempt,
+        form: Formulation,
+        progress: Progress,
+        budget: _Budget,
+        limits: Limits,
+        live,
+    ) -> Outcome:
+        """Solve, read the solution, cut or check, and solve again until an answer or a limit;
+        the last solver outcome (or the limit's)."""
+        while True:
+            elapsed = time.monotonic() - budget.start
+            if budget.deadline.passed():
+                return Outcome(Termination.TIME_LIMIT)
+            if budget.nodes is not None and budget.nodes <= 0:
+                return Outcome(Termination.STEP_LIMIT)
+            if (
+                attempt.driver == "gurobi"
+                and self.driver == "auto"
+                and gurobi.licence() is Availability.LIMITED_LICENCE
+                and not gurobi.fits_limited_licence(attempt.program)
+            ):
+                attempt.driver = "highs"
+                attempt.notes.append(
+                    f"continued with HiGHS: {gurobi.size_message(attempt.program)}"
+                )
+            if live is not None:
+                live.sense = form.sense
+            outcome = self._run(attempt.driver, attempt.program, budget, limits, live)
+            attempt.nodes += int(outcome.stats.get("nodes", 0))
+            budget.spend(int(outcome.stats.get("nodes", 0)))
+            if outcome.status is Termination.LICENCE_LIMIT and self.driver == "auto":
+                attempt.driver = "highs"
+                attempt.notes.append(f"solved with HiGHS: {outcome.message}")
+                continue
+            progress.absorb(outcome, elapsed)
+            if outcome.status is not Termination.OPTIMAL:
+                return outcome
+            stop = _read(attempt, form, progress, outcome)
+            if stop is not None:
+                return stop
+
+
+@dataclass
+class _Attempt:
+    """One program's solve as it goes: the driver, the program with the rows added so far (cuts
+    and optimality checks), and the counts its stats report."""
+
+    driver: str
+    program: Program
+    notes: list[str]
+    repairs: int = 0
+    reasons: list[str] = field(default_factory=list)
+    nodes: int = 0
+    checks: int = 0
+
+
+def _read(
+    attempt: _Attempt, form: Formulation, progress: Progress, outcome: Outcome
+) -> Outcome | None:
+    """Read an optimal solution: the outcome to stop with, or None after adding the rows (a cut,
+    or a check for anything closer) that the next solve needs."""
+    reading = progress.read(outcome.solution)
+    if isinstance(reading, Cuts) and reading.undecided:
+        return Outcome(Termination.ERROR, message=f"{reading.reason}; the answer is unknown")
+    if isinstance(reading, Witness) and not progress.attains(reading):
+        return Outcome(
+            Termination.ERROR,
+            message="the closest float32 point found lies beyond the solver's bound "
+            "(variables with value columns); the bounds hold, the optimum is unknown",
+        )
+    if isinstance(reading, Witness):
+        previous, progress.final = progress.final, reading
+        if previous is not None and reading.value >= previous.value:
+            progress.final = previous  # the check found nothing closer
+            return outcome
+        if form.step is None or not _checks_distances(attempt.driver):
+            return outcome
+        # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
+        # confirms the answer, a solution improves it. A step below the solver's tolerance cannot
+        # be asked for.
+        target = reading.value - form.step / 2
+        if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+            return outcome
+        attempt.checks += 1
+        attempt.program = attempt.program.with_rows([_objective_row(attempt.program, target)])
+        return None
+    attempt.repairs += 1
+    attempt.reasons.append(reading.reason)
+    if attempt.repairs > MAX_REPAIRS:
+        return Outcome(
+            Termination.ERROR,
+            message=f"no reproducing witness after {MAX_REPAIRS} cuts ({reading.reason})",
+        )
+    attempt.program = attempt.program.with_rows(reading.rows)
+    return None
 
 
 class _Budget:

@@ -11,6 +11,7 @@ import functools
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -113,28 +114,11 @@ def solve(
             params["MemLimit"] = max_memory_bytes / 2**30
         for name, value in params.items():
             model.setParam(name, value)
-        kinds = np.where(program.integer, GRB.INTEGER, GRB.CONTINUOUS)
-        x = model.addMVar(
-            program.n_cols,
-            lb=program.col_lower,
-            ub=program.col_upper,
-            obj=program.cost,
-            vtype=kinds,
-        )
-        model.ObjCon = program.offset
+        deadline = math.inf if timeout_s is None else start + timeout_s
+        x = _build(model, program, deadline)
+        if x is None:
+            return Outcome(Termination.TIME_LIMIT)
         columns = x.tolist()
-        for row, (index, values, lower, upper) in enumerate(program.rows()):
-            if row % 1000 == 0 and timeout_s is not None and time.monotonic() > start + timeout_s:
-                return Outcome(Termination.TIME_LIMIT)
-            expr = gurobipy.LinExpr(values.tolist(), [columns[j] for j in index])
-            if lower == upper:
-                model.addLConstr(expr, GRB.EQUAL, lower)
-                continue
-            if math.isfinite(lower):
-                model.addLConstr(expr, GRB.GREATER_EQUAL, lower)
-            if math.isfinite(upper):
-                model.addLConstr(expr, GRB.LESS_EQUAL, upper)
-
         solutions: list[tuple[float, float, np.ndarray]] = []
         bounds: list[tuple[float, float]] = []
 
@@ -171,27 +155,59 @@ def solve(
             if error.errno == ERROR_SIZE_LIMIT:
                 return Outcome(Termination.LICENCE_LIMIT, message=size_message(program))
             return Outcome(Termination.ERROR, message=f"Gurobi: {error}")
-        status = _status_table().get(model.Status, Termination.ERROR)
-        solution = objective = bound = None
-        if model.SolCount > 0 and status is not Termination.INFEASIBLE:
-            solution = np.array(x.X, dtype=np.float64)
-            objective = float(model.ObjVal)
-        if status is not Termination.INFEASIBLE and model.IsMIP:
-            bound = float(model.ObjBound)
-        elif status is Termination.OPTIMAL:
-            bound = objective
-        return Outcome(
-            status=status,
-            solution=solution,
-            objective=objective,
-            bound=bound if bound is not None and math.isfinite(bound) else None,
-            solutions=solutions,
-            bounds=bounds,
-            message="" if status is not Termination.ERROR else f"Gurobi status {model.Status}",
-            stats={"nodes": int(model.NodeCount) if model.IsMIP else 0},
-        )
+        return replace(_outcome(model, x), solutions=solutions, bounds=bounds)
     finally:
         model.dispose()
+
+
+def _build(model, program: Program, deadline: float):
+    """Add ``program``'s columns and rows to ``model``; its column vector, or None when the
+    deadline passed while the rows went in (large programs take seconds)."""
+    import gurobipy
+    from gurobipy import GRB
+
+    x = model.addMVar(
+        program.n_cols,
+        lb=program.col_lower,
+        ub=program.col_upper,
+        obj=program.cost,
+        vtype=np.where(program.integer, GRB.INTEGER, GRB.CONTINUOUS),
+    )
+    model.ObjCon = program.offset
+    columns = x.tolist()
+    for row, (index, values, lower, upper) in enumerate(program.rows()):
+        if row % 1000 == 0 and time.monotonic() > deadline:
+            return None
+        expr = gurobipy.LinExpr(values.tolist(), [columns[j] for j in index])
+        if lower == upper:
+            model.addLConstr(expr, GRB.EQUAL, lower)
+            continue
+        if math.isfinite(lower):
+            model.addLConstr(expr, GRB.GREATER_EQUAL, lower)
+        if math.isfinite(upper):
+            model.addLConstr(expr, GRB.LESS_EQUAL, upper)
+    return x
+
+
+def _outcome(model, x) -> Outcome:
+    """What the solved ``model`` ended with, its solution and bound when they exist."""
+    status = _status_table().get(model.Status, Termination.ERROR)
+    solution = objective = bound = None
+    if model.SolCount > 0 and status is not Termination.INFEASIBLE:
+        solution = np.array(x.X, dtype=np.float64)
+        objective = float(model.ObjVal)
+    if status is not Termination.INFEASIBLE and model.IsMIP:
+        bound = float(model.ObjBound)
+    elif status is Termination.OPTIMAL:
+        bound = objective
+    return Outcome(
+        status=status,
+        solution=solution,
+        objective=objective,
+        bound=bound if bound is not None and math.isfinite(bound) else None,
+        message="" if status is not Termination.ERROR else f"Gurobi status {model.Status}",
+        stats={"nodes": int(model.NodeCount) if model.IsMIP else 0},
+    )
 
 
 def _status_table():

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -103,7 +104,6 @@ def solve(
     (unchecked; for progress displays only). Ctrl-C, or a ``KeyboardInterrupt`` from ``live``,
     stops HiGHS at its next interrupt callback, with status ``INTERRUPTED``.
     """
-    import highspy
 
     start = time.monotonic()
     deadline = math.inf if timeout_s is None else start + timeout_s
@@ -116,27 +116,7 @@ def solve(
         h.setOptionValue(option, value)
     if max_nodes is not None:
         h.setOptionValue("mip_max_nodes", int(max_nodes))
-
-    lp = highspy.HighsLp()
-    lp.num_col_ = program.n_cols
-    lp.num_row_ = program.n_rows
-    lp.col_cost_ = program.cost
-    lp.col_lower_ = program.col_lower
-    lp.col_upper_ = program.col_upper
-    lp.row_lower_ = program.row_lower
-    lp.row_upper_ = program.row_upper
-    lp.offset_ = program.offset
-    matrix = lp.a_matrix_
-    matrix.format_ = highspy.MatrixFormat.kRowwise
-    matrix.num_col_ = program.n_cols
-    matrix.num_row_ = program.n_rows
-    matrix.start_ = program.row_start.astype(np.int32)
-    matrix.index_ = program.row_index
-    matrix.value_ = program.row_value
-    if program.integer.any():
-        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
-        lp.integrality_ = [kinds[int(i)] for i in program.integer]
-    h.passModel(lp)
+    h.passModel(_lp(program))
 
     solutions: list[tuple[float, float, np.ndarray]] = []
     bounds: list[tuple[float, float]] = []
@@ -169,12 +149,45 @@ def solve(
     if timeout_s is not None:  # what building the model left
         h.setOptionValue("time_limit", max(TIME_SHARE * (deadline - time.monotonic()), 1e-3))
     run_interruptible(h.run, interrupted.set)  # HiGHS releases the GIL while it runs
+    outcome = _outcome(h, program, interrupted.is_set(), max_nodes is not None)
+    return replace(outcome, solutions=solutions, bounds=bounds)
+
+
+def _lp(program: Program):
+    """``program`` as a ``highspy.HighsLp``, rows in compressed sparse form."""
+    import highspy
+
+    lp = highspy.HighsLp()
+    lp.num_col_ = program.n_cols
+    lp.num_row_ = program.n_rows
+    lp.col_cost_ = program.cost
+    lp.col_lower_ = program.col_lower
+    lp.col_upper_ = program.col_upper
+    lp.row_lower_ = program.row_lower
+    lp.row_upper_ = program.row_upper
+    lp.offset_ = program.offset
+    matrix = lp.a_matrix_
+    matrix.format_ = highspy.MatrixFormat.kRowwise
+    matrix.num_col_ = program.n_cols
+    matrix.num_row_ = program.n_rows
+    matrix.start_ = program.row_start.astype(np.int32)
+    matrix.index_ = program.row_index
+    matrix.value_ = program.row_value
+    if program.integer.any():
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        lp.integrality_ = [kinds[int(i)] for i in program.integer]
+    return lp
+
+
+def _outcome(h, program: Program, interrupted: bool, node_limit: bool) -> Outcome:
+    """What HiGHS ``h`` ended with: its status as ours (the deadline, which our callback enforces,
+    is a time limit; Ctrl-C an interruption), and its solution and bound when they exist."""
     model_status = h.getModelStatus()
     info = h.getInfo()
     status = _STATUS.get(model_status.name, Termination.ERROR)
-    if status is Termination.INTERRUPTED and not interrupted.is_set():
+    if status is Termination.INTERRUPTED and not interrupted:
         status = Termination.TIME_LIMIT  # our callbacks stopped it at the deadline
-    if model_status.name == "kSolutionLimit" and max_nodes is None:
+    if model_status.name == "kSolutionLimit" and not node_limit:
         status = Termination.ERROR
     solution = None
     objective = None
@@ -191,8 +204,6 @@ def solve(
         solution=solution,
         objective=objective,
         bound=bound if bound is not None and math.isfinite(bound) else None,
-        solutions=solutions,
-        bounds=bounds,
         message=f"HiGHS: {h.modelStatusToString(model_status)}"
         if status is Termination.ERROR
         else "",

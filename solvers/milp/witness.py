@@ -341,14 +341,10 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
                     else:
                         p.row(x - center(c.center, f), -tight(c.radius), tight(c.radius))
             elif isinstance(c, Ball):
-                total = Affine()
-                for d in distances(c.instance, c.center):
-                    total = total + d
-                p.row(total, upper=tight(c.radius))
+                p.row(sum(distances(c.instance, c.center), Affine()), upper=tight(c.radius))
             elif isinstance(c, Linear):
-                expr = Affine()
-                for t in c.terms:
-                    expr = expr + t.coef * value(var(t.instance, t.feature))
+                terms = (t.coef * value(var(t.instance, t.feature)) for t in c.terms)
+                expr = sum(terms, Affine())
                 if c.op == "<=":
                     p.row(expr, upper=tight(c.rhs))
                 elif c.op == ">=":

@@ -94,7 +94,7 @@ def fairness(model: Ensemble) -> Query:
 
 def cornered(model: Ensemble) -> Query:
     """``maximize m(x)`` in a corner of the box cut off by a linear constraint: the oracle
-    tries thousands of leaf combinations, each a linear program (7 s at 10 trees)."""
+    tries thousands of leaf combinations, each a linear program (about 1 s at 10 trees)."""
     features = tuple(Feature(name, lo=-3.0, hi=3.0) for name in model.feature_names)
     corner = Linear(tuple(LinearTerm(1.0, "x", f) for f in range(len(features))), "<=", -11.5)
     score = OutputTerm((OutputAtom(1.0, "m", "x"),))
@@ -202,7 +202,8 @@ def test_the_oracle_stops_within_its_time_limit():
     query = cornered(random_forest(10, 3, 4, 2))
     exact = MilpEngine("milp", "highs").solve(query, Limits(timeout_s=60))
     assert exact.termination == Termination.OPTIMAL
-    result = stops_in_time(OracleEngine(), query, 1.0)
+    # A quarter of what the oracle needs (it got faster, and a limit of 1 s once let it finish).
+    result = stops_in_time(OracleEngine(), query, 0.25)
     assert math.isfinite(result.upper)
     assert result.lower <= exact.lower <= result.upper
 
