@@ -16,7 +16,6 @@ from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.query import (
@@ -53,14 +52,8 @@ class RunOptions:
 
 def default_engines(lowered: Lowered) -> list[str]:
     """The default engines that declare every construct of ``lowered``, in preference order."""
-    query = lowered.query
-    return [
-        name
-        for name in DEFAULT_ENGINES
-        if name in registry.ENGINES
-        and registry.ENGINES[name].available()
-        and constructs(query) <= registry.ENGINES[name].capabilities.constructs
-    ]
+    able = registry.able(lowered.query)
+    return [name for name in DEFAULT_ENGINES if name in able and registry.ENGINES[name].available()]
 
 
 def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Limits]]:
