@@ -46,6 +46,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.run",
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
+            # unlearning: DareForest (a model) now; leakage, which runs engines, to come.
+            "veritas_dsl.unlearning",
         ),
     ),
     ("reports", ("veritas_dsl.report",)),
