@@ -239,7 +239,7 @@ def _rows(X, y, width: int | None) -> tuple[np.ndarray, np.ndarray]:
         raise ModelError(f"y must have one label per row ({len(X)}), not shape {y_raw.shape}")
     odd = np.flatnonzero(~np.isin(y_raw, (0, 1)))
     if len(odd):
-        raise ModelError(f"y[{odd[0]}] is {y_raw[odd[0]]!r}: labels must be 0 or 1")
+        raise ModelError(f"y[{odd[0]}] is {y_raw[odd[0]].item()!r}: labels must be 0 or 1")
     return X, y_raw.astype(np.int8)
 
 

@@ -77,7 +77,8 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def threshold_keys(seed: int, attribute: int, thresholds: np.ndarray) -> np.ndarray:
     """A pseudo-random key per threshold, a function of the threshold's value (not its rank), so
     that deleting rows elsewhere leaves the keys of the surviving thresholds unchanged."""
-    base = _mix(np.array([seed ^ ((attribute + 1) * 0x9E3779B97F4A7C15 % 2**64)], np.uint64))
+    spread = (int(attribute) + 1) * 0x9E3779B97F4A7C15 % 2**64
+    base = _mix(np.array([int(seed) ^ spread], np.uint64))
     bits = np.ascontiguousarray(thresholds, dtype=np.float64).view(np.uint64)
     with np.errstate(over="ignore"):
         return _mix(bits * _GOLDEN ^ base[0])
