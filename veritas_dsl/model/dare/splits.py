@@ -134,8 +134,10 @@ def random_split(X: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> S
     if len(varying) == 0:
         return None
     attribute = int(varying[rng.integers(len(varying))])
-    lo, hi = low[attribute], high[attribute]
-    threshold = lo + rng.random() * (hi - lo)
-    if not lo <= threshold < hi:  # rounding reached the top: both sides must keep a row
-        threshold = lo
-    return Split(attribute, float(threshold))
+    return Split(attribute, random_threshold(low[attribute], high[attribute], rng))
+
+
+def random_threshold(low: float, high: float, rng: np.random.Generator) -> float:
+    """A threshold uniform in ``[low, high)`` (``low < high``): both sides keep a row."""
+    threshold = low + rng.random() * (high - low)
+    return float(threshold if low <= threshold < high else low)  # rounding may reach high

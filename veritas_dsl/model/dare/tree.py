@@ -13,10 +13,14 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
   a row across it, the children are updated in turn; otherwise they are grown afresh;
 - a random node drew its attribute uniformly among the varying ones and its threshold ``v``
   uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
-  the new ``[min', max')`` and the attribute still varies; given that, ``v`` is uniform in the
-  new range and the attribute uniform among those still varying, so the node is kept; otherwise
-  it is drawn again. The mixture is the fresh draw's distribution. After additions the node is
-  kept only if no attribute's varying-or-not and its own range changed, else drawn again.
+  the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
+  ``v`` is drawn again in ``[min', max')`` on the same attribute (the mixture is uniform). The
+  attribute is kept while it varies: keeping it only when ``v`` survived would favour the
+  attributes whose range shrank least (the chi-square test in tests/model/test_dare_random.py
+  caught that). When it stops varying the node is drawn afresh, which makes each attribute
+  that still varies chosen with probability ``1/|V|+(|V|-|V'|)/(|V||V'|) = 1/|V'|``.
+  After additions the node is kept only if no attribute's varying-or-not and its own range
+  changed, else drawn again.
   This holds for deletions chosen without looking at the forest; a requester who reads ``v``
   and deletes rows to move the range can bias it (Gupta et al. 2021).
 """
@@ -27,7 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.model.dare.splits import Split, greedy_split, is_leaf, random_split
+from veritas_dsl.model.dare.splits import (
+    Split,
+    greedy_split,
+    is_leaf,
+    random_split,
+    random_threshold,
+)
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
 
@@ -177,8 +187,15 @@ class Grower:
             split, keep = None, False
         if not keep:
             self.cost += n
-            seed = tree.seed[node] if kind == GREEDY else None
-            self._grow(tree, node, rows, depth, seed)
+            values = self.X[rows, split.attribute] if kind == RANDOM and not adding else None
+            if values is not None and values.min() < values.max():
+                # A side emptied: draw the threshold again, on the same attribute.
+                low, high = float(values.min()), float(values.max())
+                split = Split(split.attribute, random_threshold(low, high, self.rng))
+                self._fill(tree, node, rows, depth, split, RANDOM, 0)
+            else:
+                seed = tree.seed[node] if kind == GREEDY else None
+                self._grow(tree, node, rows, depth, seed)
             return
         # Deleted rows sit where the stored split sent them; the new threshold may differ
         # from it only where no remaining row lies.
