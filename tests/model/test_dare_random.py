@@ -74,27 +74,40 @@ def ks_critical(n: int, m: int, alpha: float = 0.001) -> float:
     return math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
 
 
-def _samples(X, y, deleted):
+def _samples(X, y, deleted, adding: bool = False):
+    """Roots of forests fit on all rows then edited (rows ``deleted`` deleted, or when ``adding``
+    fit without them then given them), and of forests fit on the result directly."""
     keep = np.setdiff1d(np.arange(len(X)), deleted)
+    final = np.arange(len(X)) if adding else keep
     edited, fresh = [], []
     for seed in range(SEEDS):
-        forest = DareForest(**PARAMS, random_state=seed).fit(X, y).delete(deleted)
-        edited.append(_root(forest, X[keep]))
-        retrained = DareForest(**PARAMS, random_state=SEEDS + seed).fit(X[keep], y[keep])
-        fresh.append(_root(retrained, X[keep]))
+        if adding:
+            forest = DareForest(**PARAMS, random_state=seed).fit(X[keep], y[keep])
+            forest.add(X[deleted], y[deleted])
+        else:
+            forest = DareForest(**PARAMS, random_state=seed).fit(X, y).delete(deleted)
+        edited.append(_root(forest, X[final]))
+        retrained = DareForest(**PARAMS, random_state=SEEDS + seed).fit(X[final], y[final])
+        fresh.append(_root(retrained, X[final]))
     return np.array(edited), np.array(fresh)
+
+
+def _assert_same_distribution(edited: np.ndarray, fresh: np.ndarray, n_attributes: int) -> None:
+    """Chi-square on the root attributes, KS on the relative thresholds, overall and given the
+    attribute."""
+    chi2, dof = _chi_square(edited[:, 0].astype(int), fresh[:, 0].astype(int), n_attributes)
+    assert chi2 < CHI_SQUARE_001[dof], (chi2, dof)
+    assert _ks(edited[:, 1], fresh[:, 1]) < ks_critical(SEEDS, SEEDS)
+    for attribute in range(n_attributes):  # given the attribute: sharper, on a third of the data
+        a, b = edited[edited[:, 0] == attribute, 1], fresh[fresh[:, 0] == attribute, 1]
+        assert _ks(a, b) < ks_critical(len(a), len(b)), attribute
 
 
 def test_delete_then_predict_is_distributed_as_retraining():
     X, y, deleted = _data()
     keep = np.setdiff1d(np.arange(len(X)), deleted)
     edited, fresh = _samples(X, y, deleted)
-    chi2, dof = _chi_square(edited[:, 0].astype(int), fresh[:, 0].astype(int), X.shape[1])
-    assert chi2 < CHI_SQUARE_001[dof], (chi2, dof)
-    assert _ks(edited[:, 1], fresh[:, 1]) < ks_critical(SEEDS, SEEDS)
-    for attribute in range(X.shape[1]):  # and given the attribute (sharper: a third of the data)
-        a, b = edited[edited[:, 0] == attribute, 1], fresh[fresh[:, 0] == attribute, 1]
-        assert _ks(a, b) < ks_critical(len(a), len(b)), attribute
+    _assert_same_distribution(edited, fresh, X.shape[1])
     # The test sees a difference where there is one: roots on attribute 0 before the deletion,
     # measured on the remaining rows' range, are not distributed as a retraining's.
     before = np.array(
@@ -102,6 +115,11 @@ def test_delete_then_predict_is_distributed_as_retraining():
     )
     stale, retrained = before[before[:, 0] == 0, 1], fresh[fresh[:, 0] == 0, 1]
     assert _ks(stale, retrained) > ks_critical(len(stale), len(retrained))
+
+
+def test_add_is_distributed_as_fitting_with_the_rows():
+    X, y, added = _data()
+    _assert_same_distribution(*_samples(X, y, added, adding=True), X.shape[1])
 
 
 def test_the_statistics_on_known_samples():

@@ -19,8 +19,9 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
   attributes whose range shrank least (the chi-square test in tests/model/test_dare_random.py
   caught that). When it stops varying the node is drawn afresh, which makes each attribute
   that still varies chosen with probability ``1/|V|+(|V|-|V'|)/(|V||V'|) = 1/|V'|``.
-  After additions the node is kept only if no attribute's varying-or-not and its own range
-  changed, else drawn again.
+  After additions the varying set can only grow: if it grew the node is drawn afresh (an
+  event that does not depend on the draw); else the attribute is kept, and so is ``v`` unless
+  the attribute's range grew, when ``v`` is drawn again in the new range.
   This holds for deletions chosen without looking at the forest; a requester who reads ``v``
   and deletes rows to move the range can bias it (Gupta et al. 2021).
 """
@@ -182,14 +183,14 @@ class Grower:
             keep = split is not None and self._same_partition(tree, node, rows, split)
         elif kind == RANDOM:
             split = Split(tree.feature[node], tree.threshold[node])
-            keep = self._random_kept(tree, node, rows, touched, split, adding)
+            action = self._random_action(rows, touched, split, adding)
+            keep = action == "keep"
         else:  # a leaf that rows were added to: grow it again
             split, keep = None, False
         if not keep:
             self.cost += n
-            values = self.X[rows, split.attribute] if kind == RANDOM and not adding else None
-            if values is not None and values.min() < values.max():
-                # A side emptied: draw the threshold again, on the same attribute.
+            if kind == RANDOM and action == "threshold":
+                values = self.X[rows, split.attribute]
                 low, high = float(values.min()), float(values.max())
                 split = Split(split.attribute, random_threshold(low, high, self.rng))
                 self._fill(tree, node, rows, depth, split, RANDOM, 0)
@@ -218,19 +219,20 @@ class Grower:
         old = Split(tree.feature[node], tree.threshold[node])
         return bool(np.array_equal(self._goes_left(rows, split), self._goes_left(rows, old)))
 
-    def _random_kept(self, tree, node, rows, touched, split: Split, adding: bool) -> bool:
-        """Whether a random node's draw is still a fresh draw's (see the module docstring)."""
+    def _random_action(self, rows, touched, split: Split, adding: bool) -> str:
+        """What a random node does so that it is distributed as a fresh draw (module docstring):
+        ``keep`` it, draw a new ``threshold`` on its attribute, or ``redraw`` it all."""
         block = self.X[rows].astype(np.float64)
         low, high = block.min(axis=0), block.max(axis=0)
+        a = split.attribute
         if not adding:
-            left = int(np.count_nonzero(block[:, split.attribute] <= split.threshold))
-            return 0 < left < len(rows)
+            if low[a] == high[a]:
+                return "redraw"
+            left = int(np.count_nonzero(block[:, a] <= split.threshold))
+            return "keep" if 0 < left < len(rows) else "threshold"
         before = np.setdiff1d(rows, touched, assume_unique=True)
         old = self.X[before].astype(np.float64)
         old_low, old_high = old.min(axis=0), old.max(axis=0)
-        a = split.attribute
-        return bool(
-            np.array_equal(high > low, old_high > old_low)
-            and low[a] == old_low[a]
-            and high[a] == old_high[a]
-        )
+        if not np.array_equal(high > low, old_high > old_low):
+            return "redraw"
+        return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
