@@ -60,6 +60,7 @@ class DareForest:
         self._y: np.ndarray | None = None
         self._alive: np.ndarray | None = None
         self._trees: list[Tree] = []
+        self._presorted: np.ndarray | None = None  # row ids by value, per attribute; a cache
         self._rng = np.random.Generator(np.random.PCG64(random_state))
 
     def params(self) -> dict:
@@ -106,7 +107,7 @@ class DareForest:
         if np.all(y == y[0]):
             raise ModelError(f"every label is {int(y[0])}: fit needs rows of both classes")
         self._rng = np.random.Generator(np.random.PCG64(self.random_state))
-        self._X, self._y = X, y
+        self._X, self._y, self._presorted = X, y, None
         self._alive = np.ones(len(X), dtype=bool)
         grower = self._grower()
         rows = np.arange(len(X))
@@ -174,7 +175,9 @@ class DareForest:
             max_features=min(p, features if features is not None else self.max_features),
             min_samples_leaf=self.min_samples_leaf,
         )
-        return Grower(self._X, self._y, settings, self._rng)
+        if self._presorted is None or self._presorted.shape[1] != len(self._X):
+            self._presorted = np.argsort(self._X, axis=0, kind="stable").T.copy()
+        return Grower(self._X, self._y, settings, self._rng, self._presorted)
 
     def _fitted(self) -> None:
         if self._X is None:

@@ -112,8 +112,9 @@ class Tree:
 class Grower:
     """Grows and updates the trees of one forest on its rows ``X`` (float32), ``y`` (0/1)."""
 
-    def __init__(self, X, y, settings: Settings, rng: np.random.Generator) -> None:
+    def __init__(self, X, y, settings: Settings, rng: np.random.Generator, presorted) -> None:
         self.X, self.y, self.settings, self.rng = X, y, settings, rng
+        self.presorted = presorted  # row ids by increasing value, per attribute
         self.cost = 0  # rows re-examined by (re)growing, since the caller last reset it
 
     def grow(self, rows: np.ndarray) -> Tree:
@@ -135,7 +136,14 @@ class Grower:
                 split = random_split(self.X, rows, self.rng)
             else:
                 split = greedy_split(
-                    self.X, self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf
+                    self.X,
+                    self.y,
+                    rows,
+                    seed,
+                    s.k,
+                    s.max_features,
+                    s.min_samples_leaf,
+                    self.presorted,
                 )
         self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0)
 
@@ -178,7 +186,14 @@ class Grower:
             return
         if kind == GREEDY:
             split = greedy_split(
-                self.X, self.y, rows, tree.seed[node], s.k, s.max_features, s.min_samples_leaf
+                self.X,
+                self.y,
+                rows,
+                tree.seed[node],
+                s.k,
+                s.max_features,
+                s.min_samples_leaf,
+                self.presorted,
             )
             keep = split is not None and self._same_partition(tree, node, rows, split)
         elif kind == RANDOM:
