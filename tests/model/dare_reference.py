@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.model.dare.kernels import attribute_keys, threshold_key
+from veritas_dsl.model.dare.kernels import attribute_keys, threshold_keys
 
 
 def candidates(x: np.ndarray, y: np.ndarray, min_samples_leaf: int):
@@ -38,7 +38,7 @@ def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf):
             continue
         taken += 1
         if k is not None and len(thresholds) > k:
-            keys = np.array([threshold_key(seed, attribute, t) for t in thresholds], np.uint64)
+            keys = threshold_keys(seed, int(attribute), np.ascontiguousarray(thresholds))
             chosen = np.argsort(keys, kind="stable")[:k]
             thresholds, left_n, left_pos = thresholds[chosen], left_n[chosen], left_pos[chosen]
         ln, lp = left_n.astype(np.float64), left_pos.astype(np.float64)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import veritas_dsl
-from veritas_dsl.model.dare.splits import greedy_split
+from veritas_dsl.model.dare.splits import Presorted, greedy_split
 
 from conftest import examples
 
@@ -33,9 +33,8 @@ def test_kernel_chooses_as_the_reference(data, k, max_features, min_samples_leaf
     X, y, seed = data
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(len(X), max(1, int(share * len(X))), replace=False))
-    presorted = np.argsort(X, axis=0, kind="stable").T.copy()
     expected = reference(X, y, rows, seed, k, max_features, min_samples_leaf)
-    got = greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf, presorted)
+    got = greedy_split(y, rows, seed, k, max_features, min_samples_leaf, Presorted.of(X, y))
     assert (None if got is None else (got.attribute, got.threshold)) == expected
 
 
@@ -47,7 +46,7 @@ def test_both_paths_agree_on_wide_values(n):
     rows = np.arange(n)
     for seed in range(5):
         expected = reference(X, y, rows, seed, 3, 2, 1)
-        split = greedy_split(X, y, rows, seed, 3, 2, 1, np.argsort(X, axis=0).T.copy())
+        split = greedy_split(y, rows, seed, 3, 2, 1, Presorted.of(X, y))
         assert (split.attribute, split.threshold) == expected
 
 

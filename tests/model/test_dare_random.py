@@ -145,14 +145,7 @@ def _assert_nodes_are_fresh_choices(forest: DareForest) -> None:
             assert (tree.kind[node] == LEAF) >= leaf
             if tree.kind[node] == GREEDY:
                 split = greedy_split(
-                    forest._X,
-                    forest._y,
-                    rows,
-                    tree.seed[node],
-                    s.k,
-                    s.max_features,
-                    1,
-                    grower.presorted,
+                    forest._y, rows, tree.seed[node], s.k, s.max_features, 1, grower.presorted
                 )
                 assert (split.attribute, split.threshold) == (
                     tree.feature[node],

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from veritas_dsl.model.dare.splits import Presorted
 from veritas_dsl.model.dare.tree import Grower, Settings, Tree
 from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
@@ -60,7 +61,7 @@ class DareForest:
         self._y: np.ndarray | None = None
         self._alive: np.ndarray | None = None
         self._trees: list[Tree] = []
-        self._presorted: np.ndarray | None = None  # row ids by value, per attribute; a cache
+        self._presorted: Presorted | None = None  # rows sorted per attribute; a cache
         self._rng = np.random.Generator(np.random.PCG64(random_state))
 
     def params(self) -> dict:
@@ -175,8 +176,8 @@ class DareForest:
             max_features=min(p, features if features is not None else self.max_features),
             min_samples_leaf=self.min_samples_leaf,
         )
-        if self._presorted is None or self._presorted.shape[1] != len(self._X):
-            self._presorted = np.argsort(self._X, axis=0, kind="stable").T.copy()
+        if self._presorted is None or self._presorted.order.shape[1] != len(self._X):
+            self._presorted = Presorted.of(self._X, self._y)
         return Grower(self._X, self._y, settings, self._rng, self._presorted)
 
     def _fitted(self) -> None:

@@ -32,34 +32,36 @@ def attribute_keys(seed, n_attributes):
 
 
 @kernel
-def threshold_key(seed, attribute, threshold):
+def threshold_keys(seed, attribute, thresholds):
     """A key per threshold, a function of its value (not its rank): deleting rows elsewhere
     leaves the keys of the surviving thresholds as they were."""
     base = mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
-    bits = np.array([threshold], dtype=np.float64).view(np.uint64)[0]
-    return mix(bits * _GOLDEN ^ base)
+    bits = thresholds.view(np.uint64)
+    keys = np.empty(thresholds.shape[0], dtype=np.uint64)
+    for c in range(thresholds.shape[0]):
+        keys[c] = mix(bits[c] * _GOLDEN ^ base)
+    return keys
 
 
 @kernel
-def _sorted_column(X, y, rows, attribute, presorted, member, xs, ys):
+def _sorted_column(columns, y, rows, attribute, order, values, labels, member, xs, ys):
     """Fill ``xs``/``ys`` with the attribute's values (float64) and labels in increasing order."""
     if member.shape[0] > 0:  # pick the node's rows out of every row, presorted
-        order = presorted[attribute]
         i = 0
-        for j in range(order.shape[0]):
-            r = order[j]
-            if member[r]:
-                xs[i] = X[r, attribute]
-                ys[i] = y[r]
+        for j in range(order.shape[1]):
+            if member[order[attribute, j]]:
+                xs[i] = values[attribute, j]
+                ys[i] = labels[attribute, j]
                 i += 1
         return
-    values = np.empty(rows.shape[0], dtype=np.float64)
+    column = columns[attribute]
+    unsorted = np.empty(rows.shape[0], dtype=np.float64)
     for i in range(rows.shape[0]):
-        values[i] = X[rows[i], attribute]
-    order = np.argsort(values)
+        unsorted[i] = column[rows[i]]
+    ranks = np.argsort(unsorted)
     for i in range(rows.shape[0]):
-        xs[i] = values[order[i]]
-        ys[i] = y[rows[order[i]]]
+        xs[i] = unsorted[ranks[i]]
+        ys[i] = y[rows[ranks[i]]]
 
 
 @kernel
@@ -95,6 +97,26 @@ def _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos):
 
 
 @kernel
+def _smallest(keys, k):
+    """Positions of the ``k`` smallest keys (``k < len(keys)``), by insertion into a sorted
+    buffer: a key rarely beats the k-th smallest so far, so this is about one pass."""
+    best = np.empty(k, dtype=np.uint64)
+    where = np.empty(k, dtype=np.int64)
+    filled = 0
+    for c in range(keys.shape[0]):
+        key = keys[c]
+        if filled == k and key >= best[k - 1]:
+            continue
+        i = filled if filled < k else k - 1
+        while i > 0 and best[i - 1] > key:  # the k-th smallest so far falls off the end
+            best[i], where[i] = best[i - 1], where[i - 1]
+            i -= 1
+        best[i], where[i] = key, c
+        filled = min(filled + 1, k)
+    return where
+
+
+@kernel
 def score(left_n, left_pos, n, positives):
     """Sum over both children of ``(p² + q²) / size``: larger is a larger Gini gain."""
     ln, lp = float(left_n), float(left_pos)
@@ -103,18 +125,22 @@ def score(left_n, left_pos, n, positives):
 
 
 @kernel
-def best_split(X, y, rows, presorted, use_presorted, seed, k, max_features, min_samples_leaf):
+def best_split(
+    columns, y, rows, order, values, labels, use_presorted, seed, k, max_features, min_samples_leaf
+):
     """``(attribute, threshold)`` of the best sampled split of ``rows``; attribute -1 when none.
+    ``columns`` is X transposed; ``order``, ``values`` and ``labels`` are those of
+    :class:`~.splits.Presorted`.
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
-    smallest :func:`threshold_key` (all when ``k`` < 1). The largest score wins; equal scores
+    smallest :func:`threshold_keys` (all when ``k`` < 1). The largest score wins; equal scores
     go to the smaller attribute, then the smaller threshold."""
     m = rows.shape[0]
     positives = 0
     for i in range(m):
         positives += y[rows[i]]
-    member = np.zeros(X.shape[0] if use_presorted else 0, dtype=np.bool_)
+    member = np.zeros(columns.shape[1] if use_presorted else 0, dtype=np.bool_)
     if use_presorted:
         for i in range(m):
             member[rows[i]] = True
@@ -125,20 +151,17 @@ def best_split(X, y, rows, presorted, use_presorted, seed, k, max_features, min_
     left_pos = np.empty(m, dtype=np.int64)
     best_a, best_t, best_s = -1, 0.0, -np.inf
     taken = 0
-    for a in np.argsort(attribute_keys(seed, X.shape[1])):
+    for a in np.argsort(attribute_keys(seed, columns.shape[0])):
         if taken == max_features:
             break
-        _sorted_column(X, y, rows, a, presorted, member, xs, ys)
+        _sorted_column(columns, y, rows, a, order, values, labels, member, xs, ys)
         count = _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos)
         if count == 0:
             continue
         taken += 1
         chosen = np.arange(count)
         if 0 < k < count:
-            keys = np.empty(count, dtype=np.uint64)
-            for c in range(count):
-                keys[c] = threshold_key(seed, a, thresholds[c])
-            chosen = np.argsort(keys)[:k]
+            chosen = _smallest(threshold_keys(seed, a, thresholds[:count]), k)
         for c in chosen:
             s = score(left_n[c], left_pos[c], m, positives)
             t = thresholds[c]

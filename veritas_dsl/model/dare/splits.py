@@ -32,23 +32,52 @@ def is_leaf(n: int, positives: int, depth: int, max_depth: int, min_samples_leaf
     return depth >= max_depth or positives in (0, n) or n < 2 * min_samples_leaf
 
 
+@dataclass(frozen=True, eq=False)
+class Presorted:
+    """Every row sorted by each attribute, laid out for the kernel: ``order[a]`` lists the row
+    ids by increasing value of attribute ``a``, ``values[a]`` and ``labels[a]`` their values and
+    labels in that order, ``columns`` is X transposed (one attribute's values contiguous)."""
+
+    order: np.ndarray
+    values: np.ndarray
+    labels: np.ndarray
+    columns: np.ndarray
+
+    @classmethod
+    def of(cls, X: np.ndarray, y: np.ndarray) -> Presorted:
+        order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+        columns = np.ascontiguousarray(X.T)
+        values = np.take_along_axis(columns, order, axis=1)
+        return cls(order, values, np.ascontiguousarray(y[order]), columns)
+
+
 def greedy_split(
-    X: np.ndarray,
     y: np.ndarray,
     rows: np.ndarray,
     seed: int,
     k: int | None,
     max_features: int,
     min_samples_leaf: int,
-    presorted: np.ndarray,
+    presorted: Presorted,
 ) -> Split | None:
     """The best split of ``rows`` among the sampled candidates, or None when no attribute has a
     valid threshold (:func:`~.kernels.best_split` says how candidates are sampled and ties
-    broken). ``presorted[a]`` lists every row id in increasing order of attribute ``a``: for a
-    node holding a large share of the rows, picking its rows out of it beats sorting them."""
-    use_presorted = 8 * len(rows) > presorted.shape[1]
+    broken). A node holding a large share of the rows picks them out of ``presorted`` instead
+    of sorting them."""
+    p = presorted
+    use_presorted = 8 * len(rows) > p.order.shape[1]
     attribute, threshold = best_split(
-        X, y, rows, presorted, use_presorted, seed, k or 0, max_features, min_samples_leaf
+        p.columns,
+        y,
+        rows,
+        p.order,
+        p.values,
+        p.labels,
+        use_presorted,
+        seed,
+        k or 0,
+        max_features,
+        min_samples_leaf,
     )
     return None if attribute < 0 else Split(int(attribute), float(threshold))
 

@@ -136,7 +136,6 @@ class Grower:
                 split = random_split(self.X, rows, self.rng)
             else:
                 split = greedy_split(
-                    self.X,
                     self.y,
                     rows,
                     seed,
@@ -186,7 +185,6 @@ class Grower:
             return
         if kind == GREEDY:
             split = greedy_split(
-                self.X,
                 self.y,
                 rows,
                 tree.seed[node],
