@@ -83,14 +83,6 @@ class Tree:
         self.left[node] = self.right[node] = -1
         self.rows.pop(node, None)
 
-    def depth_of(self) -> list[int]:
-        """Depth of every node (the root 0); valid in preorder, as after :meth:`compact`."""
-        depth = [0] * len(self.kind)
-        for node, kind in enumerate(self.kind):
-            if kind != LEAF:
-                depth[self.left[node]] = depth[self.right[node]] = depth[node] + 1
-        return depth
-
     def compact(self) -> None:
         """Drop nodes no longer reachable and renumber the rest in preorder."""
         order, stack = [], [0]
