@@ -132,3 +132,23 @@ def test_a_corrupt_or_foreign_file_is_a_model_error_naming_it(tmp_path, damage):
 def test_a_missing_file_is_a_model_error(tmp_path):
     with pytest.raises(ModelError, match="no such file"):
         DareForest.load(tmp_path / "absent.npz")
+
+
+def test_save_writes_the_name_given_and_nothing_else(tmp_path):
+    forest, _, _ = _forest()
+    forest.save(tmp_path / "forest.dare")
+    assert [p.name for p in tmp_path.iterdir()] == ["forest.dare"]
+    assert structure(DareForest.load(tmp_path / "forest.dare")) == structure(forest)
+
+
+def test_a_failed_save_leaves_no_file(tmp_path, monkeypatch):
+    forest, _, _ = _forest()
+
+    def full_disk(file, **arrays):  # part of the archive is written, then the disk is full
+        file.write(b"PK\x03\x04")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        forest.save(tmp_path / "forest.dare")
+    assert list(tmp_path.iterdir()) == []

@@ -41,7 +41,8 @@ _ARRAYS = {  # name -> (dtype, dimensions)
 
 
 def save(forest, path: str | Path) -> None:
-    """Write ``forest`` to ``path`` (an ``.npz`` file; numpy adds the suffix if it is missing)."""
+    """Write ``forest`` to ``path`` exactly (any name: no suffix is added), whole or not at all:
+    the write goes to a temporary file beside it, renamed over it."""
     view = ForestView.of(forest._trees, forest.n_features)
     seeds = np.concatenate([np.asarray(t.seed, dtype=np.uint64) for t in forest._trees])
     leaf_rows = [tree.rows[node] for tree in forest._trees for node in sorted(tree.rows)]
@@ -52,8 +53,7 @@ def save(forest, path: str | Path) -> None:
         "rng": forest._rng.bit_generator.state,
         "last_deletion_cost": forest.last_deletion_cost,
     }
-    np.savez_compressed(
-        path,
+    arrays = dict(
         header=np.array(json.dumps(header)),
         X=forest._X,
         y=forest._y,
@@ -70,6 +70,15 @@ def save(forest, path: str | Path) -> None:
         leaf_rows=np.concatenate(leaf_rows).astype(np.int64),
         leaf_offsets=np.cumsum([0] + [len(r) for r in leaf_rows]).astype(np.int64),
     )
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def load(cls, path: str | Path):
