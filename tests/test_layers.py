@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "veritas_dsl.errors",
             "veritas_dsl.float32",
+            "veritas_dsl.jit",
             "veritas_dsl.diagnostics",
             "veritas_dsl.result",
         ),
@@ -46,6 +47,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.run",
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
+            # unlearning: DareForest (a model) now; leakage, which runs engines, to come.
+            "veritas_dsl.unlearning",
         ),
     ),
     ("reports", ("veritas_dsl.report",)),

@@ -1,0 +1,68 @@
+"""The Numba kernel of a greedy DaRE node chooses as a plain numpy reference does, through both of
+its paths (sorting the node's rows, or picking them out of every row presorted)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dare_helpers import tied_data
+from dare_reference import greedy_split as reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import veritas_dsl
+from veritas_dsl.model.dare.splits import Presorted, greedy_split
+
+from conftest import examples
+
+
+@settings(max_examples=examples(1))
+@given(
+    data=tied_data(max_rows=40, max_columns=5),
+    k=st.sampled_from([None, 1, 2, 4]),
+    max_features=st.integers(1, 5),
+    min_samples_leaf=st.integers(1, 4),
+    share=st.floats(0.05, 1.0),
+)
+def test_kernel_chooses_as_the_reference(data, k, max_features, min_samples_leaf, share):
+    X, y, seed = data
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(len(X), max(1, int(share * len(X))), replace=False))
+    expected = reference(X, y, rows, seed, k, max_features, min_samples_leaf)
+    got = greedy_split(y, rows, seed, k, max_features, min_samples_leaf, Presorted.of(X, y))
+    assert (None if got is None else (got.attribute, got.threshold)) == expected
+
+
+@pytest.mark.parametrize("n", [3, 200])
+def test_both_paths_agree_on_wide_values(n):
+    rng = np.random.default_rng(n)
+    X = (rng.standard_normal((n, 3)) * 10.0 ** rng.integers(-30, 30, (n, 3))).astype(np.float32)
+    y = rng.integers(0, 2, n)
+    rows = np.arange(n)
+    for seed in range(5):
+        expected = reference(X, y, rows, seed, 3, 2, 1)
+        split = greedy_split(y, rows, seed, 3, 2, 1, Presorted.of(X, y))
+        assert (split.attribute, split.threshold) == expected
+
+
+def test_the_kernel_is_cached_outside_the_package(tmp_path):
+    # As the A* kernels (tests/solvers/test_astar_cache.py): Numba's default cache beside the
+    # source would leave files in the installed package that pip uninstall does not remove.
+    package = Path(veritas_dsl.__file__).parent
+    before = {p: p.stat().st_mtime_ns for p in package.rglob("*") if p.suffix != ".pyc"}
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("NUMBA_CACHE_DIR", None)
+    code = (
+        "import numpy as np; from veritas_dsl.unlearning import DareForest; "
+        "DareForest(n_trees=1).fit(np.eye(3), [0, 1, 1])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    after = {p: p.stat().st_mtime_ns for p in package.rglob("*") if p.suffix != ".pyc"}
+    assert [str(p) for p in after if after[p] != before.get(p)] == []
+    assert list((tmp_path / "xdg").rglob("*.nbi")) + list((tmp_path / "home").rglob("*.nbi"))

@@ -1,0 +1,268 @@
+"""``DareForest``: a random forest that forgets training rows exactly (Brophy & Lowd, ICML 2021).
+
+Binary labels, no bootstrap (every tree holds every row), Gini, ``x <= v`` goes left, a leaf's
+value is its fraction of positives and the forest outputs the mean over its trees. Row ids are
+the positions of the rows in the order given to :meth:`fit` then :meth:`add`; deleted ids stay
+deleted. With ``random_depth=0, k=None, max_features=None`` the forest is deterministic and a
+deletion gives the very forest a fit on the remaining rows gives, node for node; otherwise it
+gives a forest distributed as such a fit (see :mod:`veritas_dsl.model.dare.tree`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from veritas_dsl.model.dare.splits import Presorted
+from veritas_dsl.model.dare.tree import Grower, Settings, Tree
+from veritas_dsl.model.dare.view import ForestView
+from veritas_dsl.model.errors import ModelError
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.ensemble import Ensemble
+
+
+class DareForest:
+    """A data-removal-enabled random forest for binary classification.
+
+    ``k`` thresholds are sampled per sampled attribute (None: every valid one); ``max_features``
+    attributes are sampled per greedy node (``"sqrt"``, a count, or None: all); the top
+    ``random_depth`` levels are random nodes. :meth:`fit` and :meth:`add` return the forest;
+    every method that raises :class:`ModelError` leaves the forest as it was.
+    """
+
+    def __init__(
+        self,
+        n_trees: int = 100,
+        max_depth: int = 10,
+        k: int | None = 10,
+        random_depth: int = 0,
+        max_features: int | str | None = "sqrt",
+        min_samples_leaf: int = 1,
+        random_state: int = 0,
+    ) -> None:
+        _check_int("n_trees", n_trees, 1)
+        _check_int("max_depth", max_depth, 0)
+        if k is not None:
+            _check_int("k", k, 1)
+        _check_int("random_depth", random_depth, 0)
+        if max_features is not None and max_features != "sqrt":
+            _check_int("max_features", max_features, 1)
+        _check_int("min_samples_leaf", min_samples_leaf, 1)
+        _check_int("random_state", random_state, 0)
+        self.n_trees, self.max_depth, self.k = n_trees, max_depth, k
+        self.random_depth, self.max_features = random_depth, max_features
+        self.min_samples_leaf, self.random_state = min_samples_leaf, random_state
+        self.last_deletion_cost = 0
+        self._X: np.ndarray | None = None
+        self._y: np.ndarray | None = None
+        self._alive: np.ndarray | None = None
+        self._trees: list[Tree] = []
+        self._presorted: Presorted | None = None  # rows sorted per attribute; a cache
+        self._rng = np.random.Generator(np.random.PCG64(random_state))
+
+    def params(self) -> dict:
+        """The constructor's arguments."""
+        return {
+            "n_trees": self.n_trees,
+            "max_depth": self.max_depth,
+            "k": self.k,
+            "random_depth": self.random_depth,
+            "max_features": self.max_features,
+            "min_samples_leaf": self.min_samples_leaf,
+            "random_state": self.random_state,
+        }
+
+    # -- training rows -----------------------------------------------------------------------
+
+    @property
+    def n_features(self) -> int:
+        self._fitted()
+        return self._X.shape[1]
+
+    @property
+    def n_rows(self) -> int:
+        """Row ids handed out so far (deleted ones included)."""
+        self._fitted()
+        return len(self._X)
+
+    def remaining(self) -> np.ndarray:
+        """Ids of the rows not deleted, increasing."""
+        self._fitted()
+        return np.flatnonzero(self._alive)
+
+    def training_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the remaining rows (float32) and their labels, in id order."""
+        keep = self.remaining()
+        return self._X[keep].copy(), self._y[keep].copy()
+
+    # -- fit, delete, add --------------------------------------------------------------------
+
+    def fit(self, X, y) -> DareForest:
+        """Grow the trees on ``X`` (cast to float32) and labels ``y`` in {0, 1}; forget any
+        earlier fit and restart the random generator from ``random_state``."""
+        X, y = _rows(X, y, None)
+        if np.all(y == y[0]):
+            raise ModelError(f"every label is {int(y[0])}: fit needs rows of both classes")
+        self._rng = np.random.Generator(np.random.PCG64(self.random_state))
+        self._X, self._y, self._presorted = X, y, None
+        self._alive = np.ones(len(X), dtype=bool)
+        grower = self._grower()
+        rows = np.arange(len(X))
+        self._trees = [grower.grow(rows) for _ in range(self.n_trees)]
+        self.last_deletion_cost = 0
+        return self
+
+    def delete(self, indices) -> DareForest:
+        """Forget the rows with these ids; ``last_deletion_cost`` becomes the number of rows the
+        trees re-examined by growing subtrees again."""
+        self._fitted()
+        ids = _ids(indices, len(self._X))
+        dead = ids[~self._alive[ids]]
+        if len(dead):
+            raise ModelError(f"row {int(dead[0])} is already deleted")
+        if len(ids) == int(self._alive.sum()):
+            raise ModelError("deleting every remaining row would leave nothing to learn from")
+        alive = self._alive.copy()
+        alive[ids] = False
+        self._change(alive, ids, adding=False)
+        return self
+
+    def add(self, X, y) -> DareForest:
+        """Learn new rows; they get the next ids."""
+        self._fitted()
+        X, y = _rows(X, y, self._X.shape[1])
+        ids = np.arange(len(self._X), len(self._X) + len(X))
+        old = (self._X, self._y, self._alive)
+        self._X = np.concatenate([self._X, X])
+        self._y = np.concatenate([self._y, y])
+        alive = np.concatenate([self._alive, np.ones(len(X), dtype=bool)])
+        self._alive = np.concatenate([self._alive, np.zeros(len(X), dtype=bool)])
+        try:
+            self._change(alive, ids, adding=True)
+        except BaseException:
+            self._X, self._y, self._alive = old
+            raise
+        return self
+
+    def _change(self, alive: np.ndarray, touched: np.ndarray, adding: bool) -> None:
+        """Update every tree to the rows ``alive``; all or nothing (a copy is updated)."""
+        grower = self._grower()
+        rows = np.flatnonzero(alive)
+        rng_state = self._rng.bit_generator.state
+        trees = []
+        try:
+            for tree in self._trees:
+                copy = _copy(tree)
+                grower.update(copy, rows, np.sort(touched), adding)
+                trees.append(copy)
+        except BaseException:
+            self._rng.bit_generator.state = rng_state
+            raise
+        self._trees, self._alive = trees, alive
+        if not adding:
+            self.last_deletion_cost = grower.cost
+
+    def _grower(self) -> Grower:
+        p = self._X.shape[1]
+        features = {None: p, "sqrt": max(1, int(math.sqrt(p)))}.get(self.max_features)
+        settings = Settings(
+            max_depth=self.max_depth,
+            k=self.k,
+            random_depth=self.random_depth,
+            max_features=min(p, features if features is not None else self.max_features),
+            min_samples_leaf=self.min_samples_leaf,
+        )
+        if self._presorted is None or self._presorted.order.shape[1] != len(self._X):
+            self._presorted = Presorted.of(self._X, self._y)
+        return Grower(self._X, self._y, settings, self._rng, self._presorted)
+
+    def _fitted(self) -> None:
+        if self._X is None:
+            raise ModelError("the forest is not fitted yet: call fit(X, y) first")
+
+    # -- outputs -----------------------------------------------------------------------------
+
+    def view(self) -> ForestView:
+        """The trees as they are now, frozen (later deletions do not change it)."""
+        self._fitted()
+        return ForestView.of(self._trees, self._X.shape[1])
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, shape ``(n, 2)``: column 1 is the mean over trees of the
+        fraction of positives in the leaf ``x`` reaches (``X`` is cast to float32)."""
+        return self.view().predict_proba(X)
+
+    def to_ensemble(self) -> Ensemble:
+        """The forest as a binary :class:`Ensemble` whose ``eval`` is ``predict_proba[:, 1]``."""
+        from veritas_dsl.model.ensemble import Ensemble
+
+        return self.view().to_ensemble(Ensemble)
+
+    # -- files -------------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Write the forest to an ``.npz`` file (no pickle), see :mod:`.store`."""
+        from veritas_dsl.model.dare.store import save
+
+        self._fitted()
+        save(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DareForest:
+        """Read a forest written by :meth:`save`; a corrupt or foreign file is a ModelError."""
+        from veritas_dsl.model.dare.store import load
+
+        return load(cls, path)
+
+
+def _check_int(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ModelError(f"{name} must be an integer >= {low}, not {value!r}")
+
+
+def _rows(X, y, width: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float32 rows and int8 labels."""
+    try:
+        X = np.array(X, dtype=np.float32)
+        y_raw = np.asarray(y)
+    except (TypeError, ValueError) as error:
+        raise ModelError(f"the rows are not numbers: {error}") from None
+    if X.ndim != 2 or len(X) == 0 or X.shape[1] == 0:
+        raise ModelError(f"X must be a non-empty 2-d array, not shape {X.shape}")
+    if width is not None and X.shape[1] != width:
+        raise ModelError(f"X has {X.shape[1]} columns; the forest was fitted on {width}")
+    bad = np.argwhere(~np.isfinite(X))
+    if len(bad):
+        r, c = bad[0]
+        raise ModelError(f"X[{r}, {c}] is {X[r, c]}: rows must be finite")
+    if y_raw.shape != (len(X),):
+        raise ModelError(f"y must have one label per row ({len(X)}), not shape {y_raw.shape}")
+    odd = np.flatnonzero(~np.isin(y_raw, (0, 1)))
+    if len(odd):
+        raise ModelError(f"y[{odd[0]}] is {y_raw[odd[0]].item()!r}: labels must be 0 or 1")
+    return X, y_raw.astype(np.int8)
+
+
+def _ids(indices, n: int) -> np.ndarray:
+    ids = np.atleast_1d(np.asarray(indices))
+    if ids.ndim != 1 or len(ids) == 0 or not np.issubdtype(ids.dtype, np.integer):
+        raise ModelError(f"rows to delete must be a non-empty list of integer ids, not {indices!r}")
+    out = np.flatnonzero((ids < 0) | (ids >= n))
+    if len(out):
+        raise ModelError(f"row {int(ids[out[0]])} does not exist (ids run from 0 to {n - 1})")
+    unique, counts = np.unique(ids, return_counts=True)
+    if np.any(counts > 1):
+        raise ModelError(f"row {int(unique[counts > 1][0])} is listed twice")
+    return unique.astype(np.int64)
+
+
+def _copy(tree: Tree) -> Tree:
+    copy = Tree()
+    for name in Tree.FIELDS:
+        setattr(copy, name, list(getattr(tree, name)))
+    copy.rows = dict(tree.rows)
+    return copy

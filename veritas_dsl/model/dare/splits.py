@@ -1,0 +1,100 @@
+"""How a DaRE node chooses its split from the rows it holds: the stopping rules, the greedy split
+(computed by :mod:`.kernels`) and the random split of the top levels.
+
+A greedy node's choice is a pure function of its rows and its 64-bit ``seed``: attributes are
+taken in the order of keys ``hash(seed, attribute)``, thresholds by the smallest keys
+``hash(seed, attribute, threshold)``. Fit and the re-evaluation after a deletion call the same
+:func:`greedy_split`, so a node whose rows are those of a fresh fit makes the fresh fit's choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from veritas_dsl.model.dare.kernels import best_split
+
+
+@dataclass(frozen=True)
+class Split:
+    """A decision ``x[attribute] <= threshold`` goes left (threshold in float64)."""
+
+    attribute: int
+    threshold: float
+
+
+def is_leaf(n: int, positives: int, depth: int, max_depth: int, min_samples_leaf: int) -> bool:
+    """The stopping rules that depend on counts alone (a pure node, too few rows, full depth).
+
+    All three stay true when rows are deleted: a leaf never has to split after a deletion.
+    """
+    return depth >= max_depth or positives in (0, n) or n < 2 * min_samples_leaf
+
+
+@dataclass(frozen=True, eq=False)
+class Presorted:
+    """Every row sorted by each attribute, laid out for the kernel: ``order[a]`` lists the row
+    ids by increasing value of attribute ``a``, ``values[a]`` and ``labels[a]`` their values and
+    labels in that order, ``columns`` is X transposed (one attribute's values contiguous)."""
+
+    order: np.ndarray
+    values: np.ndarray
+    labels: np.ndarray
+    columns: np.ndarray
+
+    @classmethod
+    def of(cls, X: np.ndarray, y: np.ndarray) -> Presorted:
+        order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+        columns = np.ascontiguousarray(X.T)
+        values = np.take_along_axis(columns, order, axis=1)
+        return cls(order, values, np.ascontiguousarray(y[order]), columns)
+
+
+def greedy_split(
+    y: np.ndarray,
+    rows: np.ndarray,
+    seed: int,
+    k: int | None,
+    max_features: int,
+    min_samples_leaf: int,
+    presorted: Presorted,
+) -> Split | None:
+    """The best split of ``rows`` among the sampled candidates, or None when no attribute has a
+    valid threshold (:func:`~.kernels.best_split` says how candidates are sampled and ties
+    broken). A node holding a large share of the rows picks them out of ``presorted`` instead
+    of sorting them."""
+    p = presorted
+    use_presorted = 8 * len(rows) > p.order.shape[1]
+    attribute, threshold = best_split(
+        p.columns,
+        y,
+        rows,
+        p.order,
+        p.values,
+        p.labels,
+        use_presorted,
+        seed,
+        k or 0,
+        max_features,
+        min_samples_leaf,
+    )
+    return None if attribute < 0 else Split(int(attribute), float(threshold))
+
+
+def random_split(X: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> Split | None:
+    """A random node's split: an attribute uniform among those not constant on ``rows``, a
+    threshold uniform in ``[min, max)`` of it; None when every attribute is constant."""
+    block = X[rows].astype(np.float64)
+    low, high = block.min(axis=0), block.max(axis=0)
+    varying = np.nonzero(high > low)[0]
+    if len(varying) == 0:
+        return None
+    attribute = int(varying[rng.integers(len(varying))])
+    return Split(attribute, random_threshold(low[attribute], high[attribute], rng))
+
+
+def random_threshold(low: float, high: float, rng: np.random.Generator) -> float:
+    """A threshold uniform in ``[low, high)`` (``low < high``): both sides keep a row."""
+    threshold = low + rng.random() * (high - low)
+    return float(threshold if low <= threshold < high else low)  # rounding may reach high

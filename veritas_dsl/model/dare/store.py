@@ -1,0 +1,208 @@
+"""Saving a DaRE forest to an ``.npz`` file and reading it back, without pickle.
+
+The file holds the parameters, the training rows and labels (deleted ones included, so ids stay
+stable), which rows are deleted, every node with its cached counts and seed, each leaf's rows, and
+the random generator's state: the same file and the same deletions give the same forest. A file
+is checked before it becomes a forest: every node's counts and every leaf's rows must be those the
+remaining rows reach, so a corrupt file is a :class:`ModelError` naming it, never a wrong forest.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM, Tree
+from veritas_dsl.model.dare.view import ForestView
+from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.forest import check_forest, check_offsets
+
+FILE_FORMAT = "veritas-dsl-dare"
+FILE_VERSION = 1
+_ARRAYS = {  # name -> (dtype, dimensions)
+    "X": (np.float32, 2),
+    "y": (np.int8, 1),
+    "alive": (np.bool_, 1),
+    "kind": (np.int8, 1),
+    "feature": (np.int64, 1),
+    "threshold": (np.float64, 1),
+    "left": (np.int64, 1),
+    "right": (np.int64, 1),
+    "count": (np.int64, 1),
+    "positives": (np.int64, 1),
+    "seed": (np.uint64, 1),
+    "tree_offsets": (np.int64, 1),
+    "leaf_rows": (np.int64, 1),
+    "leaf_offsets": (np.int64, 1),
+}
+
+
+def save(forest, path: str | Path) -> None:
+    """Write ``forest`` to ``path`` exactly (any name: no suffix is added), whole or not at all:
+    the write goes to a temporary file beside it, renamed over it."""
+    view = ForestView.of(forest._trees, forest.n_features)
+    seeds = np.concatenate([np.asarray(t.seed, dtype=np.uint64) for t in forest._trees])
+    leaf_rows = [tree.rows[node] for tree in forest._trees for node in sorted(tree.rows)]
+    header = {
+        "format": FILE_FORMAT,
+        "version": FILE_VERSION,
+        "params": forest.params(),
+        "rng": forest._rng.bit_generator.state,
+        "last_deletion_cost": forest.last_deletion_cost,
+    }
+    arrays = dict(
+        header=np.array(json.dumps(header)),
+        X=forest._X,
+        y=forest._y,
+        alive=forest._alive,
+        kind=view.kind,
+        feature=view.feature,
+        threshold=view.threshold,
+        left=view.left,
+        right=view.right,
+        count=view.count,
+        positives=view.positives,
+        seed=seeds,
+        tree_offsets=view.tree_offsets,
+        leaf_rows=np.concatenate(leaf_rows).astype(np.int64),
+        leaf_offsets=np.cumsum([0] + [len(r) for r in leaf_rows]).astype(np.int64),
+    )
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def load(cls, path: str | Path):
+    """Read a forest written by :func:`save`; anything else is a ModelError naming ``path``."""
+    if not Path(path).is_file():
+        raise ModelError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise ModelError(f"{path}: not a DaRE forest file (not an .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as file:
+            arrays = {name: file[name] for name in file.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
+        raise ModelError(f"{path}: not a DaRE forest file ({error})") from None
+    try:
+        return _forest(cls, arrays)
+    except ModelError as error:
+        raise ModelError(f"{path}: {error}") from None
+
+
+def _forest(cls, arrays: dict):
+    header = _header(arrays)
+    for name, (dtype, ndim) in _ARRAYS.items():
+        if name not in arrays:
+            raise ModelError(f"the array {name} is missing")
+        if arrays[name].dtype != dtype or arrays[name].ndim != ndim:
+            raise ModelError(f"the array {name} is not {ndim}-d {np.dtype(dtype).name}")
+    forest = cls(**header["params"])
+    X, y, alive = arrays["X"], arrays["y"], arrays["alive"]
+    if not (len(X) == len(y) == len(alive)) or X.shape[1] == 0 or not alive.any():
+        raise ModelError("the training rows, labels and deleted marks do not match")
+    if not np.isfinite(X).all() or not np.isin(y, (0, 1)).all():
+        raise ModelError("the training rows are not finite or the labels not 0 and 1")
+    forest._X, forest._y, forest._alive = X, y, alive
+    forest._trees = _trees(arrays, forest)
+    try:
+        forest._rng.bit_generator.state = header["rng"]
+    except (TypeError, ValueError, KeyError) as error:
+        raise ModelError(f"the random generator's state is unreadable ({error})") from None
+    forest.last_deletion_cost = header["last_deletion_cost"]
+    return forest
+
+
+def _header(arrays: dict) -> dict:
+    try:
+        header = json.loads(str(arrays["header"][()]))
+        ok = header["format"] == FILE_FORMAT and isinstance(header["params"], dict)
+    except (KeyError, ValueError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        raise ModelError(f"not a {FILE_FORMAT} file")
+    if header.get("version") != FILE_VERSION:
+        raise ModelError(f"file version {header.get('version')!r}; we read {FILE_VERSION}")
+    cost = header.get("last_deletion_cost")
+    if not isinstance(cost, int) or cost < 0 or not isinstance(header.get("rng"), dict):
+        raise ModelError("the header is damaged")
+    known = {"n_trees", "max_depth", "k", "random_depth", "max_features"}
+    if not set(header["params"]) <= known | {"min_samples_leaf", "random_state"}:
+        raise ModelError(f"unknown parameters {sorted(header['params'])}")
+    return header
+
+
+def _trees(arrays: dict, forest) -> list[Tree]:
+    """The stored trees, after checking they are trees and hold exactly the remaining rows."""
+    offsets, kind = arrays["tree_offsets"], arrays["kind"]
+    n = len(kind)
+    if any(len(arrays[a]) != n for a in Tree.FIELDS):
+        raise ModelError("the node arrays have different lengths")
+    check_offsets(offsets, n)
+    if len(offsets) - 1 != forest.n_trees:
+        raise ModelError(f"{len(offsets) - 1} trees stored, n_trees says {forest.n_trees}")
+    leaf = kind == LEAF
+    if not np.isin(kind, (LEAF, GREEDY, RANDOM)).all():
+        raise ModelError("a node has an unknown kind")
+    check_forest(leaf, arrays["left"], arrays["right"], offsets)
+    p = arrays["X"].shape[1]
+    if np.any(~leaf & ((arrays["feature"] < 0) | (arrays["feature"] >= p))):
+        raise ModelError("a split tests a feature the rows do not have")
+    if not np.isfinite(arrays["threshold"]).all():
+        raise ModelError("a threshold is not finite")
+    leaf_offsets = arrays["leaf_offsets"]
+    if (
+        len(leaf_offsets) != leaf.sum() + 1
+        or leaf_offsets[0] != 0
+        or np.any(np.diff(leaf_offsets) < 0)
+        or leaf_offsets[-1] != len(arrays["leaf_rows"])
+    ):
+        raise ModelError("the leaves' rows are damaged")
+    trees, first_leaf = [], 0
+    for t in range(len(offsets) - 1):
+        start, end = int(offsets[t]), int(offsets[t + 1])
+        tree = Tree()
+        for name in Tree.FIELDS:
+            values = arrays[name][start:end]
+            if name in ("left", "right"):
+                values = np.where(values >= 0, values - start, -1)
+            setattr(tree, name, [v.item() for v in values])
+        for node in np.flatnonzero(leaf[start:end]):
+            rows = arrays["leaf_rows"][leaf_offsets[first_leaf] : leaf_offsets[first_leaf + 1]]
+            tree.rows[int(node)] = rows
+            first_leaf += 1
+        _check_rows(tree, forest)
+        trees.append(tree)
+    return trees
+
+
+def _check_rows(tree: Tree, forest) -> None:
+    """Every node's counts are those of the remaining rows that reach it, each leaf holds exactly
+    them, every split keeps a row on each side, and node kinds sit at their depths."""
+    X, y = forest._X.astype(np.float64), forest._y
+    stack = [(0, np.flatnonzero(forest._alive), 0)]
+    while stack:
+        node, rows, depth = stack.pop()
+        kind = tree.kind[node]
+        if tree.count[node] != len(rows) or tree.positives[node] != int(y[rows].sum()):
+            raise ModelError("a node's cached counts are not those of its rows")
+        misplaced = kind != LEAF and (kind == RANDOM) != (depth < forest.random_depth)
+        if depth > forest.max_depth or misplaced:
+            raise ModelError("a node's kind does not fit its depth")
+        if kind == LEAF:
+            if not np.array_equal(tree.rows[node], rows):
+                raise ModelError("a leaf's rows are not the rows that reach it")
+            continue
+        go_left = X[rows, tree.feature[node]] <= tree.threshold[node]
+        if go_left.all() or not go_left.any():
+            raise ModelError("a split sends every row to one side")
+        stack += [(tree.left[node], rows[go_left], depth + 1)]
+        stack += [(tree.right[node], rows[~go_left], depth + 1)]

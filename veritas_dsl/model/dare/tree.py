@@ -1,0 +1,243 @@
+"""One DaRE tree: a node store of flat lists with each node's cached counts, how it grows from
+rows, and how it updates when rows are deleted or added.
+
+Node kinds: ``LEAF``, ``GREEDY`` (split chosen by :func:`~.splits.greedy_split` from the node's
+rows and its own seed) and ``RANDOM`` (attribute and threshold drawn at random, top levels).
+Leaves keep their row ids; a node's rows are always those of the leaves below it.
+
+Updating a node whose rows changed (why the result is distributed as a fresh fit):
+
+- a node that now meets a stopping rule becomes a leaf, as a fresh fit makes it;
+- a greedy node re-chooses with its own seed: its choice is a function of its rows and seed, so
+  it is the fresh fit's choice for that seed. If the split is unchanged, or moved without moving
+  a row across it, the children are updated in turn; otherwise they are grown afresh;
+- a random node drew its attribute uniformly among the varying ones and its threshold ``v``
+  uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
+  the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
+  ``v`` is drawn again in ``[min', max')`` on the same attribute (the mixture is uniform). The
+  attribute is kept while it varies: keeping it only when ``v`` survived would favour the
+  attributes whose range shrank least (the chi-square test in tests/model/test_dare_random.py
+  caught that). When it stops varying the node is drawn afresh, which makes each attribute
+  that still varies chosen with probability ``1/|V|+(|V|-|V'|)/(|V||V'|) = 1/|V'|``.
+  After additions the varying set can only grow: if it grew the node is drawn afresh (an
+  event that does not depend on the draw); else the attribute is kept, and so is ``v`` unless
+  the attribute's range grew, when ``v`` is drawn again in the new range.
+  This holds for deletions chosen without looking at the forest; a requester who reads ``v``
+  and deletes rows to move the range can bias it (Gupta et al. 2021).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from veritas_dsl.model.dare.splits import (
+    Split,
+    greedy_split,
+    is_leaf,
+    random_split,
+    random_threshold,
+)
+
+LEAF, GREEDY, RANDOM = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The forest's parameters as a tree needs them (``max_features`` already a count)."""
+
+    max_depth: int
+    k: int | None
+    random_depth: int
+    max_features: int
+    min_samples_leaf: int
+
+
+class Tree:
+    """Flat node lists; node 0 is the root. After :meth:`compact` nodes are in preorder."""
+
+    FIELDS = ("kind", "feature", "threshold", "left", "right", "count", "positives", "seed")
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.feature: list[int] = []
+        self.threshold: list[float] = []
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.count: list[int] = []
+        self.positives: list[int] = []
+        self.seed: list[int] = []
+        self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
+
+    def _new(self) -> int:
+        for name in self.FIELDS:
+            getattr(self, name).append(0)
+        return len(self.kind) - 1
+
+    def _set(self, node: int, kind: int, n: int, positives: int, seed: int, split=None) -> None:
+        self.kind[node], self.count[node], self.positives[node] = kind, n, positives
+        self.seed[node] = seed
+        self.feature[node] = -1 if split is None else split.attribute
+        self.threshold[node] = 0.0 if split is None else split.threshold
+        self.left[node] = self.right[node] = -1
+        self.rows.pop(node, None)
+
+    def compact(self) -> None:
+        """Drop nodes no longer reachable and renumber the rest in preorder."""
+        order, stack = [], [0]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            if self.kind[node] != LEAF:
+                stack += [self.right[node], self.left[node]]
+        new = {old: i for i, old in enumerate(order)}
+        for name in self.FIELDS:
+            values = getattr(self, name)
+            setattr(self, name, [values[old] for old in order])
+        for side in (self.left, self.right):
+            for i, child in enumerate(side):
+                side[i] = new[child] if child >= 0 else -1
+        self.rows = {new[old]: rows for old, rows in self.rows.items() if old in new}
+
+
+class Grower:
+    """Grows and updates the trees of one forest on its rows ``X`` (float32), ``y`` (0/1)."""
+
+    def __init__(self, X, y, settings: Settings, rng: np.random.Generator, presorted) -> None:
+        self.X, self.y, self.settings, self.rng = X, y, settings, rng
+        self.presorted = presorted  # row ids by increasing value, per attribute
+        self.cost = 0  # rows re-examined by (re)growing, since the caller last reset it
+
+    def grow(self, rows: np.ndarray) -> Tree:
+        tree = Tree()
+        self._grow(tree, tree._new(), rows, 0)
+        return tree
+
+    def _grow(self, tree: Tree, node: int, rows: np.ndarray, depth: int, seed=None) -> None:
+        """Fill ``node`` from ``rows``, drawing fresh randomness (a greedy node may be given its
+        seed), and grow its children."""
+        s = self.settings
+        n, positives = len(rows), int(self.y[rows].sum())
+        split = None
+        kind = RANDOM if depth < s.random_depth else GREEDY
+        if kind == GREEDY and seed is None:
+            seed = int(self.rng.integers(2**63))
+        if not is_leaf(n, positives, depth, s.max_depth, s.min_samples_leaf):
+            if kind == RANDOM:
+                split = random_split(self.X, rows, self.rng)
+            else:
+                split = greedy_split(
+                    self.y,
+                    rows,
+                    seed,
+                    s.k,
+                    s.max_features,
+                    s.min_samples_leaf,
+                    self.presorted,
+                )
+        self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0)
+
+    def _fill(self, tree, node, rows, depth, split: Split | None, kind, seed) -> None:
+        """Set ``node`` to ``split`` (a leaf when None) and grow fresh children."""
+        tree._set(node, kind, len(rows), int(self.y[rows].sum()), seed, split)
+        if split is None:
+            tree.rows[node] = rows
+            return
+        go_left = self._goes_left(rows, split)
+        for side, part in ((tree.left, rows[go_left]), (tree.right, rows[~go_left])):
+            child = tree._new()
+            side[node] = child
+            self._grow(tree, child, part, depth + 1)
+
+    def _goes_left(self, rows: np.ndarray, split: Split) -> np.ndarray:
+        return self.X[rows, split.attribute].astype(np.float64) <= split.threshold
+
+    def update(self, tree: Tree, rows: np.ndarray, touched: np.ndarray, adding: bool) -> None:
+        """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
+        the rows deleted from it or added to it."""
+        self._update(tree, 0, rows, touched, 0, adding)
+        tree.compact()
+
+    def _update(self, tree, node, rows, touched, depth, adding) -> None:
+        if len(touched) == 0:
+            return
+        s = self.settings
+        n, positives = len(rows), int(self.y[rows].sum())
+        kind = tree.kind[node]
+        if is_leaf(n, positives, depth, s.max_depth, s.min_samples_leaf):
+            if kind != LEAF or adding:
+                self.cost += n
+                self._fill(tree, node, rows, depth, None, LEAF, tree.seed[node])
+            else:
+                tree.count[node], tree.positives[node], tree.rows[node] = n, positives, rows
+            return
+        if kind == LEAF and not adding:  # a deletion never makes a leaf split (splits.is_leaf)
+            tree.count[node], tree.positives[node], tree.rows[node] = n, positives, rows
+            return
+        if kind == GREEDY:
+            split = greedy_split(
+                self.y,
+                rows,
+                tree.seed[node],
+                s.k,
+                s.max_features,
+                s.min_samples_leaf,
+                self.presorted,
+            )
+            keep = split is not None and self._same_partition(tree, node, rows, split)
+        elif kind == RANDOM:
+            split = Split(tree.feature[node], tree.threshold[node])
+            action = self._random_action(rows, touched, split, adding)
+            keep = action == "keep"
+        else:  # a leaf that rows were added to: grow it again
+            split, keep = None, False
+        if not keep:
+            self.cost += n
+            if kind == RANDOM and action == "threshold":
+                values = self.X[rows, split.attribute]
+                low, high = float(values.min()), float(values.max())
+                split = Split(split.attribute, random_threshold(low, high, self.rng))
+                self._fill(tree, node, rows, depth, split, RANDOM, 0)
+            else:
+                seed = tree.seed[node] if kind == GREEDY else None
+                self._grow(tree, node, rows, depth, seed)
+            return
+        # Deleted rows sit where the stored split sent them; the new threshold may differ
+        # from it only where no remaining row lies.
+        touched_left = self._goes_left(touched, Split(split.attribute, tree.threshold[node]))
+        tree.count[node], tree.positives[node] = n, positives
+        tree.threshold[node] = split.threshold
+        go_left = self._goes_left(rows, split)
+        for child, part, moved in (
+            (tree.left[node], rows[go_left], touched[touched_left]),
+            (tree.right[node], rows[~go_left], touched[~touched_left]),
+        ):
+            self._update(tree, child, part, moved, depth + 1, adding)
+
+    def _same_partition(self, tree: Tree, node: int, rows, split: Split) -> bool:
+        """The new split sends every row where the stored one does (its threshold may move)."""
+        if split.attribute != tree.feature[node]:
+            return False
+        if split.threshold == tree.threshold[node]:
+            return True
+        old = Split(tree.feature[node], tree.threshold[node])
+        return bool(np.array_equal(self._goes_left(rows, split), self._goes_left(rows, old)))
+
+    def _random_action(self, rows, touched, split: Split, adding: bool) -> str:
+        """What a random node does so that it is distributed as a fresh draw (module docstring):
+        ``keep`` it, draw a new ``threshold`` on its attribute, or ``redraw`` it all."""
+        block = self.X[rows].astype(np.float64)
+        low, high = block.min(axis=0), block.max(axis=0)
+        a = split.attribute
+        if not adding:
+            if low[a] == high[a]:
+                return "redraw"
+            left = int(np.count_nonzero(block[:, a] <= split.threshold))
+            return "keep" if 0 < left < len(rows) else "threshold"
+        before = np.setdiff1d(rows, touched, assume_unique=True)
+        old = self.X[before].astype(np.float64)
+        old_low, old_high = old.min(axis=0), old.max(axis=0)
+        if not np.array_equal(high > low, old_high > old_low):
+            return "redraw"
+        return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
