@@ -1,9 +1,24 @@
-"""How Numba kernels below the engines are compiled: ``njit``, cached in the user's cache directory.
+"""How our Numba kernels are compiled (the A* engine's, the DaRE forest's): ``njit``, cached in the
+user's cache directory.
 
-The same rules as the A* kernels' (``solvers/astar/jit.py``, which says why): the cache lives in
-``$NUMBA_CACHE_DIR`` or ``platformdirs.user_cache_dir("veritas-dsl")``, never inside the package,
-under a digest of the sources of the kernel's folder, so a stale kernel is never loaded. This
-module sits in the foundation so that the model layer (the DaRE forest's kernels) can use it.
+Numba caches a function next to its source by default, in the ``__pycache__`` folder of the
+installed package. ``pip uninstall`` leaves those files behind, and the folder left over shadows a
+later install as a namespace package. So the kernels are cached in ``$NUMBA_CACHE_DIR`` when it is
+set, and otherwise in ``platformdirs.user_cache_dir("veritas-dsl")`` (``~/.cache/veritas-dsl`` on
+Linux); never inside the package or the checkout. When that directory cannot be written, the
+kernels are compiled in every process instead.
+
+Numba picks a function's cache directory when the function is decorated, from
+``numba.config.CACHE_DIR``: :func:`kernel` sets it for the time of the decoration only, so the
+user's own Numba settings and other code are untouched.
+
+Numba reuses a cached function while its own source file is unchanged, but the cached code
+includes the kernels it calls, which may live in other files: after an upgrade or an edit that
+changed only a callee, the stale caller would be loaded. So each folder of kernels is cached
+under a digest of its sources (and of this module, which sets the compile options): any change
+to any of them starts a fresh cache, and stale entries are never read.
+
+The module sits in the foundation layer so that the model layer's kernels can use it too.
 """
 
 from __future__ import annotations
@@ -62,3 +77,12 @@ def kernel(function=None, /, **options):
             config.CACHE_DIR = saved
 
     return decorate if function is None else decorate(function)
+
+
+#: A kernel called only by other kernels: without the wrappers that let Python call it, which
+#: Numba would otherwise generate and compile for each.
+internal = kernel(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+#: A step of a kernel, inlined into its caller at Numba's level: it is typed and compiled as
+#: part of the caller, never on its own (no library of its own for LLVM to optimise again).
+inlined = njit(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)

@@ -74,7 +74,7 @@ def test_numba_cache_dir_moves_the_kernel_cache(tmp_path):
     assert cached(tmp_path / "xdg") + cached(tmp_path / "home") == []
 
 
-CALLER = """from veritas_dsl.solvers.astar.jit import kernel
+CALLER = """from veritas_dsl.jit import kernel
 from callee import value
 
 
@@ -82,7 +82,7 @@ from callee import value
 def answer():
     return value()
 """
-CALLEE = """from veritas_dsl.solvers.astar.jit import internal
+CALLEE = """from veritas_dsl.jit import internal
 
 
 @internal

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, internal
+from veritas_dsl.jit import inlined, internal
 
 
 @inlined

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import kernel
+from veritas_dsl.jit import kernel
 from veritas_dsl.solvers.astar.kernels.arrays import copy_into, grow
 
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, internal, kernel
+from veritas_dsl.jit import inlined, internal, kernel
 
 _SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 

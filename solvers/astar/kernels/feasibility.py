@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, internal
+from veritas_dsl.jit import inlined, internal
 from veritas_dsl.solvers.astar.kernels.exact import msum_add, msum_round, two_prod, two_sum
 from veritas_dsl.solvers.astar.kernels.layout import FLT_MAX, KIND_CHANGED, KIND_L1, KIND_LINF
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from veritas_dsl.solvers.astar.jit import inlined, internal
+from veritas_dsl.jit import inlined, internal
 
 
 @inlined

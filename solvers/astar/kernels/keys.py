@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, internal
+from veritas_dsl.jit import inlined, internal
 from veritas_dsl.solvers.astar.kernels.exact import encode_distance
 from veritas_dsl.solvers.astar.kernels.layout import MODE_FIND, MODE_MAXIMIZE
 

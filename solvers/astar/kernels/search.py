@@ -1,7 +1,7 @@
 """The search kernel: best-first expansion of states with greedy dives, in bounded calls.
 
 :func:`search` is the only entry Python calls during a search; its steps are written as
-functions inlined into it at Numba's level (:data:`~veritas_dsl.solvers.astar.jit.inlined`), so
+functions inlined into it at Numba's level (:data:`~veritas_dsl.jit.inlined`), so
 the whole loop is one compiled unit, as fast as one long function and compiled once.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, kernel
+from veritas_dsl.jit import inlined, kernel
 from veritas_dsl.solvers.astar.kernels.arrays import copy_into
 from veritas_dsl.solvers.astar.kernels.exact import decode_distance
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive, incumbent_ball

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.solvers.astar.jit import inlined, internal, kernel
+from veritas_dsl.jit import inlined, internal, kernel
 from veritas_dsl.solvers.astar.kernels.arrays import copy_into, lower_bound
 from veritas_dsl.solvers.astar.kernels.layout import C_STAMP, NO_INCUMBENT
 
