@@ -3,16 +3,18 @@
 Formats: ``xgboost`` (JSON or UBJSON model files), ``xgboost_dump`` (JSON tree dumps, with the
 options they lack), ``lightgbm`` (text model files), ``sklearn`` (skops files, which load without
 pickle; pickle and joblib files only when the caller passes ``trust_pickle=True``, since
-unpickling runs code), and ``ensemble`` (our own JSON).
+unpickling runs code), ``ensemble`` (our own JSON) and ``dare`` (a :class:`DareForest` saved by
+its ``save``; the forest as it is now, validated against its own ``predict_proba``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 
-FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "ensemble")
+FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "ensemble", "dare")
 
 #: Options each format takes (name -> what it is); only tree dumps need any.
 FORMAT_OPTIONS: dict[str, dict[str, str]] = {
@@ -35,6 +37,8 @@ def detect_format(path: Path) -> str:
         return "lightgbm"
     if suffix in (".skops", *_PICKLE_SUFFIXES):
         return "sklearn"
+    if suffix == ".dare":
+        return "dare"
     if suffix == ".json":
         with path.open("rb") as handle:
             head = handle.read(256)
@@ -82,6 +86,8 @@ def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]
         return Ensemble.from_lightgbm(path)
     if format == "ensemble":
         return Ensemble.load(path)
+    if format == "dare":
+        return DareForest.load(path).to_ensemble()
     if format == "sklearn":
         estimator = _load_sklearn(path, trust_pickle)
         try:
