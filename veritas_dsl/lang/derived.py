@@ -97,10 +97,10 @@ class DerivedModels(Expressions):
                 help=suggest(base.id, self.models) or 'declare it: model m = dare "forest.dare"',
             )
         if base.id not in self.forests:
-            kind = self.model_formats.get(base.id, "")
             raise self.error(
                 "V410",
-                f"`{base.id}` is {_article(kind)} `{kind}` model, not a `dare` forest",
+                f"`{base.id}` is not a `dare` forest: its format is "
+                f"`{self.model_formats.get(base.id, '?')}`",
                 base.span,
                 f"`{decl.func}` needs a DareForest",
                 help='declare a forest saved by DareForest.save: model m = dare "forest.dare"',
@@ -195,13 +195,11 @@ class DerivedModels(Expressions):
             raise self.error("V408", error.message, span, help=error.help) from None
         except OSError as error:
             raise self.error(
-                "V406", f"cannot read the rows file: {error.strerror or error}", text.span
+                "V406",
+                f"cannot read the rows file `{text.value}`: {error.strerror or error}",
+                text.span,
             ) from None
         return [
             _Id(r.value, Span(str(path), r.line, r.column, r.line, r.column + r.width))
             for r in rows
         ]
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
