@@ -3,10 +3,13 @@ copies: the base model stays the forest as saved."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from veritas_dsl import SpecError, load
+from veritas_dsl import SpecError, load, parse
 from veritas_dsl.unlearning import DareForest
 
 
@@ -162,3 +165,15 @@ def test_a_row_the_saved_forest_forgot_is_named_in_the_spec_and_in_the_file(tmp_
         ("V412", "spec.ver", 2, 37, "row 5 is already deleted in `before`"),
         ("V412", "rows.txt", 3, 1, "row 5 is already deleted in `before`"),
     ]
+
+
+def test_the_spec_examples_of_the_unlearning_page_run():
+    page = Path(__file__).resolve().parents[2] / "docs" / "unlearning.md"
+    blocks = re.findall(r"```ver\n(.*?)```", page.read_text(), flags=re.S)
+    assert blocks
+    for text in blocks:
+        runs = parse(text, str(page)).run(jobs=1)
+        assert runs and all(c.holds for r in runs for c in r.checks)
+        assert all(
+            r.termination.value in ("optimal", "infeasible") for run in runs for r in run.results
+        )
