@@ -5,6 +5,7 @@ python examples/make_examples.py
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,38 @@ def credit_forest(X: np.ndarray, y: np.ndarray) -> None:
     named.save(HERE / "models" / "credit_forest.json")
 
 
+def unlearning_forest() -> None:
+    """A small DaRE forest in the deterministic configuration (deleting rows then equals fitting
+    again without them), and the rows examples/unlearning.ver deletes from it."""
+    from veritas_dsl.unlearning import DareForest
+
+    rng = np.random.default_rng(7)
+    n = 300
+    X = np.column_stack(
+        [rng.integers(18, 91, n), rng.integers(0, 200, n), rng.integers(0, 10, n)]
+    ).astype(np.float32)
+    score = 0.04 * (X[:, 0] - 40) + X[:, 1] / 50 - X[:, 2] / 3
+    y = (score + rng.normal(0, 0.7, n) > 1.0).astype(int)
+    forest = DareForest(n_trees=10, max_depth=4, k=None, max_features=None, random_state=7)
+    path = HERE / "models" / "unlearning.dare"
+    forest.fit(X, y).save(path)
+    _fix_zip_times(path)
+    (HERE / "data" / "deleted_rows.txt").write_text(
+        "# Training rows to forget: ids count from 0, one a line.\n6\n12\n15\n"
+    )
+
+
+def _fix_zip_times(path: Path) -> None:
+    """An npz archive stamps each entry with the time of writing; fix them, so that running
+    this script again changes no byte."""
+    with zipfile.ZipFile(path) as source:
+        entries = [(info, source.read(info)) for info in source.infolist()]
+    with zipfile.ZipFile(path, "w") as target:
+        for info, data in entries:
+            info.date_time = (1980, 1, 1, 0, 0, 0)
+            target.writestr(info, data)
+
+
 def main() -> None:
     (HERE / "models").mkdir(exist_ok=True)
     (HERE / "data").mkdir(exist_ok=True)
@@ -104,6 +137,7 @@ def main() -> None:
     )
     credit_forest(X, y)
     literature_model()
+    unlearning_forest()
 
 
 if __name__ == "__main__":

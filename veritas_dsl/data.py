@@ -151,6 +151,49 @@ def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) ->
     return Dataset(name, names, values, shown)
 
 
+@dataclass(frozen=True)
+class RowId:
+    """A training-row id read from a file, and where it stands (``line``, ``column`` from 1)."""
+
+    value: int
+    line: int
+    column: int
+    width: int
+
+
+def read_row_ids(path: Path) -> list[RowId]:
+    """A file of training-row ids: one whole number (0, 1, ...) a line; blank lines and ``#``
+    comments (to the end of a line) are skipped. Anything else is a :class:`DataError`."""
+    shown = str(path)
+    ids = []
+    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
+        fields = _fields(raw.split("#", 1)[0])
+        if not fields:
+            continue
+        text, column = fields[0]
+        if not (text.isascii() and text.isdigit()):
+            raise DataError(
+                f"`{text}` is not a row id",
+                shown,
+                number,
+                column,
+                len(text),
+                help="a row id is a whole number, 0 for the first training row",
+            )
+        if len(fields) > 1:
+            extra, column = fields[1]
+            raise DataError(
+                "one row id a line",
+                shown,
+                number,
+                column,
+                len(extra),
+                help="put each id on a line of its own",
+            )
+        ids.append(RowId(int(text), number, column, len(text)))
+    return ids
+
+
 def _text(path: Path) -> str:
     """The file's text, read as UTF-8 (a leading byte-order mark is dropped)."""
     data = path.read_bytes()

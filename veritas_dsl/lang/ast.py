@@ -151,6 +151,36 @@ class ModelDecl:
 
 
 @dataclass(frozen=True)
+class RowList:
+    """``[3, 17, 42]``: training-row ids, as written (checked in ``check.py``)."""
+
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class DeriveArg:
+    """``rows = [3, 17]`` or ``without = "ids.txt"`` in a derived model's declaration."""
+
+    name: str
+    value: RowList | Text
+    span: Span
+
+
+@dataclass(frozen=True)
+class DerivedDecl:
+    """``model NAME = FUNC(BASE, ARG = ..., ...)``: a model made from another one
+    (``delete`` and ``retrain`` of a ``dare`` forest)."""
+
+    name: str
+    func: str
+    func_span: Span
+    base: Name
+    args: tuple[DeriveArg, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class DataDecl:
     """``data NAME = KIND "path" (options)``."""
 
@@ -273,7 +303,7 @@ class QueryDecl:
     span: Span
 
 
-Item = ModelDecl | DataDecl | FeaturesBlock | ConstDecl | QueryDecl
+Item = ModelDecl | DerivedDecl | DataDecl | FeaturesBlock | ConstDecl | QueryDecl
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,29 @@ class Build(Transformer_NonRecursive):
         return self.file_decl(ast.ModelDecl, meta, children)
 
     @v_args(meta=True)
+    def derived_decl(self, meta, children):
+        name, func, base, *args = children
+        return ast.DerivedDecl(
+            str(name),
+            str(func),
+            self.token_span(func),
+            ast.Name(str(base), self.token_span(base)),
+            tuple(args),
+            self.span(meta),
+        )
+
+    @v_args(meta=True)
+    def derive_arg(self, meta, children):
+        name, value = children
+        if isinstance(value, Token):
+            value = self.text(value)
+        return ast.DeriveArg(str(name), value, self.span(meta))
+
+    @v_args(meta=True)
+    def row_list(self, meta, children):
+        return ast.RowList(tuple(c for c in children if c is not None), self.span(meta))
+
+    @v_args(meta=True)
     def data_decl(self, meta, children):
         return self.file_decl(ast.DataDecl, meta, children)
 

@@ -28,10 +28,13 @@ class _Checker(Queries):
 
     def run(self) -> t.CheckedSpec:
         items = self.spec.items
-        for item in items:
+        models = [i for i in items if isinstance(i, ast.ModelDecl | ast.DerivedDecl)]
+        for k, item in enumerate(models):
             if isinstance(item, ast.ModelDecl):
                 self.model_decl(item)
-        self.feature_space([i for i in items if isinstance(i, ast.ModelDecl)])
+            else:
+                self.derived_decl(item, {d.name: d.span for d in reversed(models[k + 1 :])})
+        self.feature_space(models)
         for item in items:
             if isinstance(item, ast.DataDecl):
                 self.data_decl(item)

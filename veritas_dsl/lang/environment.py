@@ -11,10 +11,10 @@ from veritas_dsl.data import DataError, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.expressions import Expressions
+from veritas_dsl.lang.derived import DerivedModels
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
-from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_model
+from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_forest, load_model
 
 DATA_FORMATS = {
     "csv": {},
@@ -24,7 +24,7 @@ DATA_FORMATS = {
 COUNT_LIMITS = {"features": 1_000_000, "classes": 100_000, "first_index": 1}
 
 
-class Environment(Expressions):
+class Environment(DerivedModels):
     """Checks the declarations of models, data, constants and features, recording each name."""
 
     def resolve_path(self, text: ast.Text) -> Path:
@@ -50,8 +50,13 @@ class Environment(Expressions):
         except Failed:
             self.broken.add(decl.name)
             return
+        self.model_formats[decl.name] = decl.kind
         try:
-            self.models[decl.name] = load_model(path, decl.kind, self.trust_pickle, options)
+            if decl.kind == "dare":  # kept whole: models may be derived from it
+                self.forests[decl.name] = load_forest(path)
+                self.models[decl.name] = self.forests[decl.name].to_ensemble()
+            else:
+                self.models[decl.name] = load_model(path, decl.kind, self.trust_pickle, options)
             self.model_paths[decl.name] = str(path)
         except ModelError as error:
             self.broken.add(decl.name)
@@ -63,7 +68,7 @@ class Environment(Expressions):
                 help=("trust_pickle" in message and "pass --trust-pickle to `ver`") or "",
             )
 
-    def feature_space(self, decls: list[ast.ModelDecl]) -> None:
+    def feature_space(self, decls: list[ast.ModelDecl | ast.DerivedDecl]) -> None:
         loaded = [d for d in decls if d.name in self.models]
         if not decls:
             self.error(

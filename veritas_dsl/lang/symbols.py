@@ -17,6 +17,7 @@ from veritas_dsl.diagnostics import Diagnostic, Span, suggest
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.ast import SpecFile
+from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
 
 #: Names the language gives a meaning; a declaration may not take them.
@@ -48,6 +49,8 @@ class Symbols:
         self.declared: dict[str, Span] = {}
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}
+        self.model_formats: dict[str, str] = {}  # of each model loaded from a file
+        self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
         self.broken: set[str] = set()  # declared names whose declaration failed
         self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
         # No model loaded: the features are unknown, and so is whether a name is one.

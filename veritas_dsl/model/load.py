@@ -72,6 +72,20 @@ def load_model(
         ) from None
 
 
+def load_forest(path: str | Path) -> DareForest:
+    """The :class:`DareForest` saved at ``path`` (format ``dare``), for the models derived from
+    it; a missing, unreadable or corrupt file is a ``ModelError`` naming the path."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    try:
+        return DareForest.load(path)
+    except OSError as error:
+        raise ModelError(
+            f"{path}: cannot read the model file ({error.strerror or error})"
+        ) from None
+
+
 def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]) -> Ensemble:
     if format == "xgboost":
         return Ensemble.from_xgboost(path)
@@ -87,7 +101,7 @@ def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]
     if format == "ensemble":
         return Ensemble.load(path)
     if format == "dare":
-        return DareForest.load(path).to_ensemble()
+        return DareForest.load(path).to_ensemble()  # load_forest keeps the forest itself
     if format == "sklearn":
         estimator = _load_sklearn(path, trust_pickle)
         try:

@@ -1,0 +1,205 @@
+"""Models derived from a ``dare`` forest: ``delete(base, rows = ...)`` and
+``retrain(base, without = ...)``, their row ids checked and located (in the spec or in a rows file).
+
+The base forest is never changed: each derived model is made on a copy, once per check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from veritas_dsl.data import DataError, read_row_ids
+from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.lang import ast
+from veritas_dsl.lang.expressions import Expressions
+from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.model.dare import DareForest
+from veritas_dsl.model.derive import deleted, retrained
+from veritas_dsl.model.ensemble import ModelError
+
+#: Each derivation and the one argument naming its rows.
+DERIVATIONS = {"delete": "rows", "retrain": "without"}
+_EXAMPLES = {
+    "delete": "model after = delete(before, rows = [3, 17])",
+    "retrain": "model again = retrain(before, without = [3, 17])",
+}
+
+
+@dataclass(frozen=True)
+class _Id:
+    value: int
+    span: Span
+
+
+class DerivedModels(Expressions):
+    """Checks ``model NAME = delete(...)`` and ``= retrain(...)`` against the models before it."""
+
+    def derived_decl(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> None:
+        """``later``: names of models declared after this declaration, and where."""
+        if not self.declare(decl.name, decl.span, "model"):
+            return
+        try:
+            forest = self.derive(decl, later)
+        except Failed:
+            self.broken.add(decl.name)
+            return
+        self.forests[decl.name] = forest
+        self.models[decl.name] = forest.to_ensemble()
+
+    def derive(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
+        if decl.func not in DERIVATIONS:
+            raise self.error(
+                "V411",
+                f"unknown model derivation `{decl.func}`",
+                decl.func_span,
+                "not `delete` or `retrain`",
+                help=suggest(decl.func, DERIVATIONS) or _EXAMPLES["delete"],
+            )
+        base = self.base_forest(decl, later)
+        arg = self.rows_arg(decl)
+        ids = self.row_ids(arg, decl, base)
+        values = [i.value for i in ids]
+        if len(set(values)) >= len(base.remaining()):
+            raise self.error(
+                "V413",
+                f"this leaves `{decl.base.id}` no training row",
+                arg.span,
+                f"all {len(base.remaining())} remaining rows",
+                help="a forest needs rows to learn from",
+            )
+        try:
+            return deleted(base, values) if decl.func == "delete" else retrained(base, values)
+        except ModelError as error:
+            raise self.error(
+                "V413", f"cannot {decl.func} `{decl.base.id}`: {error}", decl.span
+            ) from None
+
+    def base_forest(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
+        base = decl.base
+        if base.id in self.broken:
+            raise Failed  # its own error says it all
+        if base.id not in self.declared:
+            if base.id in later:
+                raise self.error(
+                    "V217",
+                    f"model `{base.id}` is declared later",
+                    base.span,
+                    "used before its declaration",
+                    help=f"move `{decl.name}` below the declaration of `{base.id}`",
+                    notes=[f"`{base.id}` is declared at {later[base.id]}"],
+                )
+            raise self.error(
+                "V217",
+                f"unknown model `{base.id}`",
+                base.span,
+                "not a model declared above",
+                help=suggest(base.id, self.models) or 'declare it: model m = dare "forest.dare"',
+            )
+        if base.id not in self.forests:
+            raise self.error(
+                "V410",
+                f"`{base.id}` is not a `dare` forest: its format is "
+                f"`{self.model_formats.get(base.id, '?')}`",
+                base.span,
+                f"`{decl.func}` needs a DareForest",
+                help='declare a forest saved by DareForest.save: model m = dare "forest.dare"',
+            )
+        return self.forests[base.id]
+
+    def rows_arg(self, decl: ast.DerivedDecl) -> ast.DeriveArg:
+        wanted = DERIVATIONS[decl.func]
+        found = None
+        for arg in decl.args:
+            if arg.name != wanted:
+                raise self.error(
+                    "V403",
+                    f"unknown argument `{arg.name}` of `{decl.func}`",
+                    arg.span,
+                    help=suggest(arg.name, [wanted]) or f"`{decl.func}` takes `{wanted}`",
+                )
+            if found is not None:
+                raise self.error("V403", f"`{wanted}` is given twice", arg.span)
+            found = arg
+        if found is None:
+            raise self.error(
+                "V403",
+                f"`{decl.func}` needs `{wanted}`: the training rows to leave out",
+                decl.span,
+                help=f'{_EXAMPLES[decl.func]}, or {wanted} = "ids.txt" (one id a line)',
+            )
+        return found
+
+    def row_ids(self, arg: ast.DeriveArg, decl: ast.DerivedDecl, base: DareForest) -> list[_Id]:
+        """The ids of ``arg``, each checked against ``base``; every bad one is reported."""
+        ids = self.file_ids(arg.value) if isinstance(arg.value, ast.Text) else self.list_ids(arg)
+        if not ids and decl.func == "delete":
+            raise self.error("V412", "no rows to delete", arg.value.span, help=_EXAMPLES["delete"])
+        n, alive = base.n_rows, set(base.remaining().tolist())
+        first: dict[int, Span] = {}
+        failed = False
+        for row in ids:
+            if row.value >= n:
+                failed = True
+                self.error(
+                    "V412",
+                    f"row {row.value} does not exist: `{decl.base.id}` has rows 0 to {n - 1}",
+                    row.span,
+                    "out of range",
+                )
+            elif row.value in first:
+                failed = True
+                self.error(
+                    "V412",
+                    f"row {row.value} is listed twice",
+                    row.span,
+                    "again",
+                    notes=[f"first listed at {first[row.value]}"],
+                )
+            elif row.value not in alive:
+                failed = True
+                self.error(
+                    "V412",
+                    f"row {row.value} is already deleted in `{decl.base.id}`",
+                    row.span,
+                    "the saved forest forgot it",
+                    help="leave it out",
+                )
+            first.setdefault(row.value, row.span)
+        if failed:
+            raise Failed
+        return ids
+
+    def list_ids(self, arg: ast.DeriveArg) -> list[_Id]:
+        ids = []
+        for item in arg.value.items:
+            value = self.constant(item, Scope())
+            if not value.is_integer() or value < 0:
+                raise self.error(
+                    "V412",
+                    f"`{value:g}` is not a row id",
+                    item.span,
+                    help="a row id is a whole number, 0 for the first training row",
+                )
+            ids.append(_Id(int(value), item.span))
+        return ids
+
+    def file_ids(self, text: ast.Text) -> list[_Id]:
+        path = Path(text.value) if Path(text.value).is_absolute() else self.base / text.value
+        try:
+            rows = read_row_ids(path)
+        except DataError as error:
+            span = Span(
+                error.path, error.line, error.column, error.line, error.column + error.width
+            )
+            raise self.error("V408", error.message, span, help=error.help) from None
+        except OSError as error:
+            raise self.error(
+                "V406",
+                f"cannot read the rows file `{text.value}`: {error.strerror or error}",
+                text.span,
+            ) from None
+        return [
+            _Id(r.value, Span(str(path), r.line, r.column, r.line, r.column + r.width))
+            for r in rows
+        ]

@@ -1,0 +1,24 @@
+"""Models made from a saved :class:`DareForest`: the forest after deleting training rows, and the
+forest fit again from scratch without them. The forest given is never changed."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from veritas_dsl.model.dare import DareForest
+
+
+def deleted(forest: DareForest, ids) -> DareForest:
+    """A copy of ``forest`` that forgot the rows ``ids`` (its random generator copied too, so
+    this is the forest ``forest.delete(ids)`` would make); raises ``ModelError`` as ``delete``."""
+    return copy.deepcopy(forest).delete(ids)
+
+
+def retrained(forest: DareForest, ids) -> DareForest:
+    """A forest fit with ``forest``'s parameters and seed on its remaining rows but ``ids``
+    (rows keep their id order); raises ``ModelError`` as ``fit`` (say, one class left)."""
+    X, y = forest.training_rows()
+    keep = ~np.isin(forest.remaining(), np.asarray(ids, dtype=np.int64))
+    return DareForest(**forest.params()).fit(X[keep], y[keep])
