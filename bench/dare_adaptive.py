@@ -4,12 +4,15 @@ the published forest, against deleting the same number of rows at random.
     python bench/dare_adaptive.py [--seeds 300] [--budgets 1,5] [--depth 4]
                                   [--data tail,uniform,breast_cancer]
 
-The adaptive requester reads the root of tree 0: its attribute ``a`` and threshold ``v``. It
-deletes the rows with the smallest values of ``a`` below ``v``, at most ``budget`` % of the rows,
-keeping the row just below ``v``: the root keeps both sides, so a random root keeps ``v``, which
-now sits near the attribute's new minimum. The random requester deletes as many rows chosen at
-random (without reading the forest). Per seed, the forest edited by each requester is compared
-with a fit from scratch on the same remaining rows, same settings:
+The adaptive requester (``adaptive``) reads the root of tree 0: its attribute ``a`` and
+threshold ``v``. It deletes the rows with the smallest values of ``a`` below ``v``, at most
+``budget`` % of the rows, keeping the row just below ``v``: the root keeps both sides, so a
+random root keeps ``v``, which now sits near the attribute's new minimum. ``adapt. 2`` does the
+same on the side of ``v`` holding fewer rows (from the top down when that is the upper side), so
+it also reaches attributes whose range is held by a few large values. The random requester
+(``random``) deletes as many rows as ``adaptive``, chosen at random without reading the forest.
+Per seed, the forest each requester edits is compared with fits from scratch on the same
+remaining rows, same settings:
 
 - KS, p: the two-sample Kolmogorov-Smirnov statistic and p-value (scipy, which comes with
   scikit-learn) between the edited forests' relative root thresholds ``(v - min) / (max - min)``
@@ -40,6 +43,7 @@ CONFIGS = {
     "R-DaRE": dict(random_depth=1, k=10, max_features="sqrt"),
     "determ.": dict(random_depth=0, k=None, max_features=None),
 }
+REQUESTERS = ("adaptive", "adapt. 2", "random")
 NODE_FIELDS = ("kind", "feature", "threshold", "left", "right", "count", "positives")
 
 
@@ -55,15 +59,19 @@ def data(name: str) -> tuple[np.ndarray, np.ndarray]:
     return X.astype(np.float32), y
 
 
-def adaptive(forest: DareForest, X: np.ndarray, budget: int) -> np.ndarray:
-    """The ids the adaptive requester deletes: the smallest values of the root's attribute below
-    its threshold, at most ``budget``, keeping the largest below it."""
+def adaptive(forest: DareForest, X: np.ndarray, budget: int, side: str = "low") -> np.ndarray:
+    """The ids an adaptive requester deletes: on one side of the root's threshold, the values of
+    its attribute farthest from it, at most ``budget``, keeping the nearest. ``side`` is
+    ``"low"`` (below the threshold) or ``"fewer"`` (the side holding fewer rows)."""
     view = forest.view()
     attribute, threshold = int(view.feature[0]), view.threshold[0]
     ids = forest.remaining()
-    below = ids[X[ids, attribute] <= threshold]
-    below = below[np.argsort(X[below, attribute], kind="stable")]
-    return below[: max(0, min(budget, len(below) - 1))]
+    below = X[ids, attribute] <= threshold
+    low = side == "low" or below.sum() <= (~below).sum()
+    chosen = ids[below] if low else ids[~below]
+    order = np.argsort(X[chosen, attribute], kind="stable")
+    chosen = chosen[order] if low else chosen[order[::-1]]
+    return chosen[: max(0, min(budget, len(chosen) - 1))]
 
 
 def relative(forest: DareForest, rows: np.ndarray) -> float:
@@ -91,21 +99,23 @@ def trial(X, y, params: dict, seed: int, seeds: int, deleted: np.ndarray) -> tup
 
 
 def run(X, y, params: dict, budget: int, seeds: int) -> dict[str, dict]:
-    """Both requesters over ``seeds`` seeds: per requester, the three columns of the table."""
-    samples: dict[str, list] = {"adaptive": [], "random": []}
-    counts = []
+    """The requesters over ``seeds`` seeds: per requester, the three columns of the table."""
+    samples: dict[str, list] = {name: [] for name in REQUESTERS}
+    counts: dict[str, list] = {name: [] for name in REQUESTERS}
     for seed in range(seeds):
-        chosen = adaptive(DareForest(**params, random_state=seed).fit(X, y), X, budget)
-        at_random = np.random.default_rng(seed).choice(len(X), len(chosen), replace=False)
-        counts.append(len(chosen))
-        samples["adaptive"].append(trial(X, y, params, seed, seeds, chosen))
-        samples["random"].append(trial(X, y, params, seed, seeds, at_random))
+        forest = DareForest(**params, random_state=seed).fit(X, y)
+        low = adaptive(forest, X, budget, "low")
+        fewer = adaptive(forest, X, budget, "fewer")
+        at_random = np.random.default_rng(seed).choice(len(X), len(low), replace=False)
+        for name, deleted in zip(REQUESTERS, (low, fewer, at_random), strict=True):
+            samples[name].append(trial(X, y, params, seed, seeds, deleted))
+            counts[name].append(len(deleted))
     out = {}
     for requester, rows in samples.items():
         edited, fresh, identical = (np.array(column) for column in zip(*rows, strict=True))
         test = ks_2samp(edited, fresh)
         out[requester] = {
-            "deleted": statistics.median(counts),
+            "deleted": statistics.median(counts[requester]),
             "edited": edited.mean(),
             "fresh": fresh.mean(),
             "ks": test.statistic,
@@ -130,7 +140,7 @@ def main() -> None:
         "(edited | fit again), identical = edited equals the same seed's fit node for node"
     )
     print(
-        f"{'data':<14}{'n':>5} {'config':<8}{'budget':>7} {'requester':<9}{'deleted':>8}"
+        f"{'data':<14}{'n':>5} {'config':<8}{'budget':>7} {'requester':<10}{'deleted':>8}"
         f"{'rel edit':>9}{'rel fit':>8}{'KS':>7}{'p':>10}{'identical':>10}"
     )
     start = time.perf_counter()
@@ -142,7 +152,7 @@ def main() -> None:
                 budget = round(percent / 100 * len(X))
                 for requester, r in run(X, y, params, budget, args.seeds).items():
                     print(
-                        f"{name:<14}{len(X):>5} {config:<8}{percent:>6g}% {requester:<9}"
+                        f"{name:<14}{len(X):>5} {config:<8}{percent:>6g}% {requester:<10}"
                         f"{r['deleted']:>8g}{r['edited']:>9.3f}{r['fresh']:>8.3f}{r['ks']:>7.3f}"
                         f"{r['p']:>10.2g}{r['identical']:>10.0%}"
                     )
