@@ -15,9 +15,10 @@ every row in every tree (no bootstrap):
 - ``sklearn``: ``RandomForestClassifier(trees, max_depth=depth, max_features="sqrt",
   bootstrap=False, n_jobs=1)``.
 
-What still differs: scikit-learn draws further attributes when none of the sampled ones splits a
-node, and breaks ties between equal scores at random (we take the smaller attribute, then the
-smaller threshold); we keep each node's counts and each leaf's rows for deletion, which
+What still differs: scikit-learn breaks ties between equal scores at random (we take the smaller
+attribute, then the smaller threshold); it draws attributes until ``max_features`` non-constant
+ones, and more only when none of them splits the node, where we draw until ``max_features`` with
+a valid threshold; we keep each node's counts and each leaf's rows for deletion, which
 scikit-learn does not. Times are medians over ``runs`` fits, after a warm-up that compiles our
 Numba kernels, in CPU seconds of this process by default (on a shared machine the steadier
 figure; both fit on one thread) or wall seconds with ``--clock wall``. Ratios are ours over
