@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -60,3 +62,16 @@ def assert_same_forest(edited: DareForest, X: np.ndarray, y: np.ndarray) -> None
 def shape(forest: DareForest) -> tuple:
     view = forest.view()
     return tuple(getattr(view, n).tobytes() for n in ("kind", "feature", "left", "right"))
+
+
+def ks(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    points = np.concatenate([a, b])
+    cdf_a = np.searchsorted(np.sort(a), points, side="right") / len(a)
+    cdf_b = np.searchsorted(np.sort(b), points, side="right") / len(b)
+    return float(np.abs(cdf_a - cdf_b).max())
+
+
+def ks_critical(n: int, m: int, alpha: float = 0.001) -> float:
+    """The two-sample KS statistic's asymptotic upper ``alpha`` point for sizes ``n`` and ``m``."""
+    return math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n + m) / (n * m))

@@ -8,11 +8,9 @@ those of a 0.1 % level, computed by hand (no scipy in our dependencies).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from dare_helpers import tied_data
+from dare_helpers import ks, ks_critical, tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,20 +56,7 @@ def _chi_square(a: np.ndarray, b: np.ndarray, categories: int) -> tuple[float, i
     return float(((table - expected) ** 2 / expected).sum()), table.shape[1] - 1
 
 
-def _ks(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
-    points = np.concatenate([a, b])
-    cdf_a = np.searchsorted(np.sort(a), points, side="right") / len(a)
-    cdf_b = np.searchsorted(np.sort(b), points, side="right") / len(b)
-    return float(np.abs(cdf_a - cdf_b).max())
-
-
 CHI_SQUARE_001 = {1: 10.83, 2: 13.82}  # upper 0.1 % points
-
-
-def ks_critical(n: int, m: int, alpha: float = 0.001) -> float:
-    """The two-sample KS statistic's asymptotic upper ``alpha`` point for sizes ``n`` and ``m``."""
-    return math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
 
 
 def _samples(X, y, deleted, adding: bool = False):
@@ -97,10 +82,10 @@ def _assert_same_distribution(edited: np.ndarray, fresh: np.ndarray, n_attribute
     attribute."""
     chi2, dof = _chi_square(edited[:, 0].astype(int), fresh[:, 0].astype(int), n_attributes)
     assert chi2 < CHI_SQUARE_001[dof], (chi2, dof)
-    assert _ks(edited[:, 1], fresh[:, 1]) < ks_critical(SEEDS, SEEDS)
+    assert ks(edited[:, 1], fresh[:, 1]) < ks_critical(SEEDS, SEEDS)
     for attribute in range(n_attributes):  # given the attribute: sharper, on a third of the data
         a, b = edited[edited[:, 0] == attribute, 1], fresh[fresh[:, 0] == attribute, 1]
-        assert _ks(a, b) < ks_critical(len(a), len(b)), attribute
+        assert ks(a, b) < ks_critical(len(a), len(b)), attribute
 
 
 def test_delete_then_predict_is_distributed_as_retraining():
@@ -114,7 +99,7 @@ def test_delete_then_predict_is_distributed_as_retraining():
         [_root(DareForest(**PARAMS, random_state=s).fit(X, y), X[keep]) for s in range(SEEDS)]
     )
     stale, retrained = before[before[:, 0] == 0, 1], fresh[fresh[:, 0] == 0, 1]
-    assert _ks(stale, retrained) > ks_critical(len(stale), len(retrained))
+    assert ks(stale, retrained) > ks_critical(len(stale), len(retrained))
 
 
 def test_add_is_distributed_as_fitting_with_the_rows():
@@ -123,8 +108,8 @@ def test_add_is_distributed_as_fitting_with_the_rows():
 
 
 def test_the_statistics_on_known_samples():
-    assert _ks(np.array([0.1, 0.2]), np.array([0.3, 0.4])) == 1.0
-    assert _ks(np.array([0.1, 0.3]), np.array([0.2, 0.4])) == 0.5
+    assert ks(np.array([0.1, 0.2]), np.array([0.3, 0.4])) == 1.0
+    assert ks(np.array([0.1, 0.3]), np.array([0.2, 0.4])) == 0.5
     chi2, dof = _chi_square(np.array([0, 0, 1, 1]), np.array([0, 0, 1, 1]), 3)
     assert (chi2, dof) == (0.0, 1)
     chi2, _ = _chi_square(np.array([0] * 10), np.array([1] * 10), 2)
