@@ -80,25 +80,29 @@ def _neighbours(values, labels, order, position, leaf_of, first, end, r):
 
 
 @kernel
-def _make_room(cand, cand_values, bound, i, a, seed):
-    """A slot for a new threshold of attribute ``a`` (the ``i``-th taken) whose key is at most
-    ``bound[i]``: a dead one, or else the one of largest key, which leaves the cache (its
-    bound drops to the largest key left, so it still holds every valid threshold below it)."""
+def _make_room(cand, cand_values, bound, i, a, seed, key):
+    """A slot for a new valid threshold of attribute ``a`` (the ``i``-th taken) of key ``key``,
+    at most ``bound[i]``: a dead one, or else that of the largest key, which leaves the cache
+    (the bound drops to the largest key left, so the cache still holds every valid threshold
+    of key at most its bound); -1 when the new threshold has that largest key itself."""
     worst, worst_key = -1, np.uint64(0)
     for c in range(cand.shape[0]):
         if cand[c, 0] != a:
             continue
         if cand[c, 7] == 0:
             return c
-        key = threshold_key(seed, a, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
-        if worst < 0 or key > worst_key:
-            worst, worst_key = c, key
+        other = threshold_key(seed, a, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
+        if worst < 0 or other > worst_key:
+            worst, worst_key = c, other
+    if key > worst_key:
+        bound[i] = worst_key
+        return -1
     cand[worst, 7] = 0
-    bound[i] = np.uint64(0)
+    bound[i] = key
     for c in range(cand.shape[0]):
         if cand[c, 0] == a and cand[c, 7] == 1:
-            key = threshold_key(seed, a, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
-            bound[i] = max(bound[i], key)
+            other = threshold_key(seed, a, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
+            bound[i] = max(bound[i], other)
     return worst
 
 
@@ -244,17 +248,19 @@ def follow_deletion(
                         # below x: the merged threshold's.
                         merged = below if below >= 0 else above
                     else:
-                        merged = _make_room(cand, cand_values, bound, i, a, seed)
-                        left = _rows_up_to(
-                            values[a], labels[a], order[a], leaf_of, first, end, r,
-                            cand, cand_values, a, low_side[1],
-                        )  # fmt: skip
-                        cand[merged, 1], cand[merged, 2] = left
-                        cand[merged, 0], cand[merged, 7] = a, 1
-                        bound[i] = max(bound[i], key)
-                    cand[merged, 3], cand[merged, 4] = low_side[2], low_side[3]
-                    cand[merged, 5], cand[merged, 6] = high_side[2], high_side[3]
-                    cand_values[merged, 0], cand_values[merged, 1] = low_side[1], high_side[1]
+                        merged = _make_room(cand, cand_values, bound, i, a, seed, key)
+                        if merged >= 0:
+                            left = _rows_up_to(
+                                values[a], labels[a], order[a], leaf_of, first, end, r,
+                                cand, cand_values, a, low_side[1],
+                            )  # fmt: skip
+                            cand[merged, 1], cand[merged, 2] = left
+                            cand[merged, 0], cand[merged, 7] = a, 1
+                    if merged >= 0:
+                        cand[merged, 3], cand[merged, 4] = low_side[2], low_side[3]
+                        cand[merged, 5], cand[merged, 6] = high_side[2], high_side[3]
+                        cand_values[merged, 0] = low_side[1]
+                        cand_values[merged, 1] = high_side[1]
         best_a, best_t, best_s, ok = _best_of(
             cand, cand_values, a, k, n, positives, min_samples_leaf, seed, bound[i] == ALL,
             best_a, best_t, best_s,
