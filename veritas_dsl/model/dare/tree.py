@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
 from veritas_dsl.model.dare.splits import (
     Split,
@@ -93,28 +94,24 @@ class Tree:
     def compact(self, n_rows: int) -> None:
         """Drop nodes no longer reachable, renumber the rest in preorder, and index them
         (``end``, ``leaf_of`` over ``n_rows`` row ids)."""
-        order, stack = [], [0]
-        while stack:
-            node = stack.pop()
-            order.append(node)
-            if self.kind[node] != LEAF:
-                stack += [self.right[node], self.left[node]]
-        new = {old: i for i, old in enumerate(order)}
+        kind = np.asarray(self.kind, dtype=np.int64)
+        left = np.asarray(self.left, dtype=np.int64)
+        right = np.asarray(self.right, dtype=np.int64)
+        order, end = _preorder(kind, left, right)
+        new = np.full(len(kind), -1, dtype=np.int64)
+        new[order] = np.arange(len(order))
         for name in self.FIELDS:
-            values = getattr(self, name)
-            setattr(self, name, [values[old] for old in order])
-        for side in (self.left, self.right):
-            for i, child in enumerate(side):
-                side[i] = new[child] if child >= 0 else -1
-        self.rows = {new[old]: rows for old, rows in self.rows.items() if old in new}
-        self.cache = {new[old]: cache for old, cache in self.cache.items() if old in new}
-        self.end = list(range(1, len(order) + 1))
-        for node in range(len(order) - 1, -1, -1):
-            if self.kind[node] != LEAF:
-                self.end[node] = self.end[self.right[node]]
+            setattr(self, name, np.asarray(getattr(self, name))[order].tolist())
+        self.left = np.where(left[order] >= 0, new[left[order]], -1).tolist()
+        self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
+        self.rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
+        self.cache = {int(new[old]): cache for old, cache in self.cache.items() if new[old] >= 0}
+        self.end = end.tolist()
         self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
-        for node, rows in self.rows.items():
-            self.leaf_of[rows] = node
+        if self.rows:
+            held = np.concatenate(list(self.rows.values()))
+            sizes = [len(rows) for rows in self.rows.values()]
+            self.leaf_of[held] = np.repeat(np.fromiter(self.rows, np.int32), sizes)
 
     def rows_below(self, node: int) -> np.ndarray:
         """The rows of the leaves under ``node``, increasing (the tree is compact)."""
@@ -321,3 +318,29 @@ class Grower:
         if not np.array_equal(high > low, old_high > old_low):
             return "redraw"
         return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
+
+
+@kernel
+def _preorder(kind, left, right):
+    """The nodes reachable from node 0, in preorder, and each one's subtree end in that order."""
+    order = np.empty(kind.shape[0], dtype=np.int64)
+    stack = np.empty(kind.shape[0] + 1, dtype=np.int64)
+    stack[0], top, count = 0, 1, 0
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        order[count] = node
+        count += 1
+        if kind[node] != LEAF:
+            stack[top], stack[top + 1] = right[node], left[node]
+            top += 2
+    order = order[:count]
+    end = np.arange(1, count + 1)
+    position = np.full(kind.shape[0], -1, dtype=np.int64)
+    for i in range(count):
+        position[order[i]] = i
+    for i in range(count - 1, -1, -1):
+        node = order[i]
+        if kind[node] != LEAF:
+            end[i] = end[position[right[node]]]
+    return order, end
