@@ -126,9 +126,18 @@ class DareForest:
             raise ModelError(f"row {int(dead[0])} is already deleted")
         if len(ids) == int(self._alive.sum()):
             raise ModelError("deleting every remaining row would leave nothing to learn from")
-        alive = self._alive.copy()
-        alive[ids] = False
-        self._change(alive, ids, adding=False)
+        if len(ids) > 1:  # every tree updated from its rows at once, on a copy
+            alive = self._alive.copy()
+            alive[ids] = False
+            self._change(alive, ids, adding=False)
+            return self
+        # Nothing below can fail on the input, so the trees are edited in place: only the
+        # deleted row travels down them (Grower.forget).
+        grower = self._grower()
+        for tree in self._trees:
+            grower.forget(tree, int(ids[0]))
+        self._alive[ids[0]] = False
+        self.last_deletion_cost = grower.cost
         return self
 
     def add(self, X, y) -> DareForest:
@@ -156,7 +165,7 @@ class DareForest:
         trees = []
         try:
             for tree in self._trees:
-                copy = _copy(tree)
+                copy = tree.copy()
                 grower.update(copy, rows, np.sort(touched), adding)
                 trees.append(copy)
         except BaseException:
@@ -258,11 +267,3 @@ def _ids(indices, n: int) -> np.ndarray:
     if np.any(counts > 1):
         raise ModelError(f"row {int(unique[counts > 1][0])} is listed twice")
     return unique.astype(np.int64)
-
-
-def _copy(tree: Tree) -> Tree:
-    copy = Tree()
-    for name in Tree.FIELDS:
-        setattr(copy, name, list(getattr(tree, name)))
-    copy.rows = dict(tree.rows)
-    return copy

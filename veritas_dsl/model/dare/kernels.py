@@ -12,6 +12,11 @@ from veritas_dsl.jit import kernel
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
+#: A node caches the ``RESERVE * k`` valid thresholds of smallest keys per sampled attribute
+#: (the ``k`` sampled and spares that replace them when deletions invalidate them).
+RESERVE = 2
+#: The cache's bound on keys when it holds every valid threshold of an attribute.
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @kernel
@@ -35,12 +40,18 @@ def attribute_keys(seed, n_attributes):
 def threshold_keys(seed, attribute, thresholds):
     """A key per threshold, a function of its value (not its rank): deleting rows elsewhere
     leaves the keys of the surviving thresholds as they were."""
-    base = mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
-    bits = thresholds.view(np.uint64)
     keys = np.empty(thresholds.shape[0], dtype=np.uint64)
     for c in range(thresholds.shape[0]):
-        keys[c] = mix(bits[c] * _GOLDEN ^ base)
+        keys[c] = threshold_key(seed, attribute, thresholds[c])
     return keys
+
+
+@kernel
+def threshold_key(seed, attribute, threshold):
+    """The key of one threshold (float64) of one attribute at the node with this seed."""
+    base = mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
+    bits = np.array([threshold], dtype=np.float64).view(np.uint64)[0]
+    return mix(bits * _GOLDEN ^ base)
 
 
 @kernel
@@ -65,9 +76,11 @@ def _sorted_column(columns, y, rows, attribute, order, values, labels, member, x
 
 
 @kernel
-def _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos):
+def _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos, around, values):
     """Write the valid thresholds (midpoints of adjacent distinct values not both pure with one
-    label, leaving ``min_samples_leaf`` rows each side) with their left counts; return how many."""
+    label, leaving ``min_samples_leaf`` rows each side) with their left counts, the rows and
+    positives at the values just below and above (``around``) and those values; return how
+    many."""
     m = xs.shape[0]
     count = 0
     seen = 0  # rows before the current value
@@ -88,6 +101,9 @@ def _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos):
                 thresholds[count] = (prev_value + xs[i]) / 2.0
                 left_n[count] = seen
                 left_pos[count] = seen_pos
+                around[count, 0], around[count, 1] = prev_n, prev_pos
+                around[count, 2], around[count, 3] = n_here, pos
+                values[count, 0], values[count, 1] = prev_value, xs[i]
                 count += 1
         prev_value, prev_n, prev_pos = xs[i], n_here, pos
         seen += n_here
@@ -126,16 +142,34 @@ def score(left_n, left_pos, n, positives):
 
 @kernel
 def best_split(
-    columns, y, rows, order, values, labels, use_presorted, seed, k, max_features, min_samples_leaf
+    columns,
+    y,
+    rows,
+    order,
+    values,
+    labels,
+    use_presorted,
+    seed,
+    k,
+    max_features,
+    min_samples_leaf,
+    cache_limit,
 ):
-    """``(attribute, threshold)`` of the best sampled split of ``rows``; attribute -1 when none.
-    ``columns`` is X transposed; ``order``, ``values`` and ``labels`` are those of
+    """``(attribute, threshold, cache)`` of the best sampled split of ``rows``; attribute -1
+    when none. ``columns`` is X transposed; ``order``, ``values`` and ``labels`` are those of
     :class:`~.splits.Presorted`.
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
     smallest :func:`threshold_keys` (all when ``k`` < 1). The largest score wins; equal scores
-    go to the smaller attribute, then the smaller threshold."""
+    go to the smaller attribute, then the smaller threshold.
+
+    ``cache`` is what decides the choice (see :mod:`.cache`): the attributes taken; per
+    attribute the largest key cached (``ALL`` when every valid threshold is); per cached
+    threshold ``(attribute, left rows, left positives, rows and positives at the value below,
+    at the value above, 1)`` (the last column: still valid) and those two values. Cached are
+    the ``RESERVE * k`` valid thresholds of smallest keys. It is empty (``cached`` False) when
+    it would hold more than ``cache_limit`` thresholds."""
     m = rows.shape[0]
     positives = 0
     for i in range(m):
@@ -149,22 +183,53 @@ def best_split(
     thresholds = np.empty(m, dtype=np.float64)
     left_n = np.empty(m, dtype=np.int64)
     left_pos = np.empty(m, dtype=np.int64)
+    around = np.empty((m, 4), dtype=np.int64)
+    bounds = np.empty((m, 2), dtype=np.float64)
+    capacity = max_features * (min(RESERVE * k, m) if k > 0 else m)
+    cached = capacity <= cache_limit
+    if not cached:
+        capacity = 0
+    attrs = np.empty(max_features, dtype=np.int64)
+    bound = np.full(max_features, ALL, dtype=np.uint64)
+    cand = np.empty((capacity, 8), dtype=np.int64)
+    cand_values = np.empty((capacity, 2), dtype=np.float64)
     best_a, best_t, best_s = -1, 0.0, -np.inf
     taken = 0
+    filled = 0
     for a in np.argsort(attribute_keys(seed, columns.shape[0])):
         if taken == max_features:
             break
         _sorted_column(columns, y, rows, a, order, values, labels, member, xs, ys)
-        count = _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos)
+        count = _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos, around, bounds)
         if count == 0:
             continue
-        taken += 1
-        chosen = np.arange(count)
+        attrs[taken] = a
+        kept = chosen = np.arange(count)
         if 0 < k < count:
-            chosen = _smallest(threshold_keys(seed, a, thresholds[:count]), k)
+            keys = threshold_keys(seed, a, thresholds[:count])
+            if RESERVE * k < count:
+                kept = _smallest(keys, RESERVE * k)
+                bound[taken] = keys[kept[-1]]
+            else:
+                kept = np.argsort(keys)
+            chosen = kept[:k]
+        taken += 1
         for c in chosen:
             s = score(left_n[c], left_pos[c], m, positives)
             t = thresholds[c]
             if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
                 best_a, best_t, best_s = a, t, s
-    return best_a, best_t
+        if cached:
+            for c in kept:
+                cand[filled, 0], cand[filled, 1], cand[filled, 2] = a, left_n[c], left_pos[c]
+                cand[filled, 3:7] = around[c]
+                cand[filled, 7] = 1
+                cand_values[filled] = bounds[c]
+                filled += 1
+    cache = (
+        attrs[:taken].copy(),
+        bound[:taken].copy(),
+        cand[:filled].copy(),
+        cand_values[:filled].copy(),
+    )
+    return best_a, best_t, cached, cache

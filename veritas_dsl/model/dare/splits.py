@@ -15,6 +15,10 @@ import numpy as np
 
 from veritas_dsl.model.dare.kernels import best_split
 
+#: The most sampled thresholds a greedy node caches (``k=None`` on many rows would cache every
+#: valid threshold); a node without a cache chooses again from its rows after a deletion.
+CACHE_LIMIT = 4096
+
 
 @dataclass(frozen=True)
 class Split:
@@ -36,19 +40,23 @@ def is_leaf(n: int, positives: int, depth: int, max_depth: int, min_samples_leaf
 class Presorted:
     """Every row sorted by each attribute, laid out for the kernel: ``order[a]`` lists the row
     ids by increasing value of attribute ``a``, ``values[a]`` and ``labels[a]`` their values and
-    labels in that order, ``columns`` is X transposed (one attribute's values contiguous)."""
+    labels in that order, ``columns`` is X transposed (one attribute's values contiguous),
+    ``position[a, r]`` is where row ``r`` sits in ``order[a]``."""
 
     order: np.ndarray
     values: np.ndarray
     labels: np.ndarray
     columns: np.ndarray
+    position: np.ndarray
 
     @classmethod
     def of(cls, X: np.ndarray, y: np.ndarray) -> Presorted:
         order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
         columns = np.ascontiguousarray(X.T)
         values = np.take_along_axis(columns, order, axis=1)
-        return cls(order, values, np.ascontiguousarray(y[order]), columns)
+        position = np.empty_like(order)
+        np.put_along_axis(position, order, np.arange(order.shape[1])[None, :], axis=1)
+        return cls(order, values, np.ascontiguousarray(y[order]), columns, position)
 
 
 def greedy_split(
@@ -62,11 +70,25 @@ def greedy_split(
 ) -> Split | None:
     """The best split of ``rows`` among the sampled candidates, or None when no attribute has a
     valid threshold (:func:`~.kernels.best_split` says how candidates are sampled and ties
-    broken). A node holding a large share of the rows picks them out of ``presorted`` instead
-    of sorting them."""
+    broken)."""
+    return greedy_choice(y, rows, seed, k, max_features, min_samples_leaf, presorted)[0]
+
+
+def greedy_choice(
+    y: np.ndarray,
+    rows: np.ndarray,
+    seed: int,
+    k: int | None,
+    max_features: int,
+    min_samples_leaf: int,
+    presorted: Presorted,
+) -> tuple[Split | None, tuple | None]:
+    """:func:`greedy_split` and the node's cache (:mod:`.cache`; None when it would hold more
+    than ``CACHE_LIMIT`` thresholds). A node holding a large share of the rows picks them out
+    of ``presorted`` instead of sorting them."""
     p = presorted
     use_presorted = 8 * len(rows) > p.order.shape[1]
-    attribute, threshold = best_split(
+    attribute, threshold, cached, cache = best_split(
         p.columns,
         y,
         rows,
@@ -78,8 +100,11 @@ def greedy_split(
         k or 0,
         max_features,
         min_samples_leaf,
+        CACHE_LIMIT,
     )
-    return None if attribute < 0 else Split(int(attribute), float(threshold))
+    if attribute < 0:
+        return None, None
+    return Split(int(attribute), float(threshold)), cache if cached else None
 
 
 def random_split(X: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> Split | None:

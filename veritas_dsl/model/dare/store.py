@@ -180,6 +180,7 @@ def _trees(arrays: dict, forest) -> list[Tree]:
             tree.rows[int(node)] = rows
             first_leaf += 1
         _check_rows(tree, forest)
+        tree.compact(len(arrays["X"]))  # the caches are built again as deletions need them
         trees.append(tree)
     return trees
 

@@ -32,9 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.jit import kernel
+from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
 from veritas_dsl.model.dare.splits import (
     Split,
-    greedy_split,
+    greedy_choice,
     is_leaf,
     random_split,
     random_threshold,
@@ -69,6 +71,11 @@ class Tree:
         self.positives: list[int] = []
         self.seed: list[int] = []
         self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
+        self.cache: dict[int, tuple] = {}  # greedy node -> what decides its split (.cache)
+        # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
+        # leaf holding row r (-1: a row the tree does not hold).
+        self.end: list[int] = []
+        self.leaf_of = np.empty(0, dtype=np.int32)
 
     def _new(self) -> int:
         for name in self.FIELDS:
@@ -82,23 +89,44 @@ class Tree:
         self.threshold[node] = 0.0 if split is None else split.threshold
         self.left[node] = self.right[node] = -1
         self.rows.pop(node, None)
+        self.cache.pop(node, None)
 
-    def compact(self) -> None:
-        """Drop nodes no longer reachable and renumber the rest in preorder."""
-        order, stack = [], [0]
-        while stack:
-            node = stack.pop()
-            order.append(node)
-            if self.kind[node] != LEAF:
-                stack += [self.right[node], self.left[node]]
-        new = {old: i for i, old in enumerate(order)}
+    def compact(self, n_rows: int) -> None:
+        """Drop nodes no longer reachable, renumber the rest in preorder, and index them
+        (``end``, ``leaf_of`` over ``n_rows`` row ids)."""
+        kind = np.asarray(self.kind, dtype=np.int64)
+        left = np.asarray(self.left, dtype=np.int64)
+        right = np.asarray(self.right, dtype=np.int64)
+        order, end = _preorder(kind, left, right)
+        new = np.full(len(kind), -1, dtype=np.int64)
+        new[order] = np.arange(len(order))
         for name in self.FIELDS:
-            values = getattr(self, name)
-            setattr(self, name, [values[old] for old in order])
-        for side in (self.left, self.right):
-            for i, child in enumerate(side):
-                side[i] = new[child] if child >= 0 else -1
-        self.rows = {new[old]: rows for old, rows in self.rows.items() if old in new}
+            setattr(self, name, np.asarray(getattr(self, name))[order].tolist())
+        self.left = np.where(left[order] >= 0, new[left[order]], -1).tolist()
+        self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
+        self.rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
+        self.cache = {int(new[old]): cache for old, cache in self.cache.items() if new[old] >= 0}
+        self.end = end.tolist()
+        self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
+        if self.rows:
+            held = np.concatenate(list(self.rows.values()))
+            sizes = [len(rows) for rows in self.rows.values()]
+            self.leaf_of[held] = np.repeat(np.fromiter(self.rows, np.int32), sizes)
+
+    def rows_below(self, node: int) -> np.ndarray:
+        """The rows of the leaves under ``node``, increasing (the tree is compact)."""
+        leaves = [self.rows[j] for j in range(node, self.end[node]) if self.kind[j] == LEAF]
+        return np.sort(np.concatenate(leaves))
+
+    def copy(self) -> Tree:
+        """A copy that updates without touching this tree (caches are replaced, not edited,
+        by everything but :meth:`Grower.forget`, which the forest runs in place)."""
+        copy = Tree()
+        for name in self.FIELDS:
+            setattr(copy, name, list(getattr(self, name)))
+        copy.rows, copy.cache = dict(self.rows), dict(self.cache)
+        copy.end, copy.leaf_of = list(self.end), self.leaf_of.copy()
+        return copy
 
 
 class Grower:
@@ -112,6 +140,7 @@ class Grower:
     def grow(self, rows: np.ndarray) -> Tree:
         tree = Tree()
         self._grow(tree, tree._new(), rows, 0)
+        tree.compact(len(self.X))
         return tree
 
     def _grow(self, tree: Tree, node: int, rows: np.ndarray, depth: int, seed=None) -> None:
@@ -119,7 +148,7 @@ class Grower:
         seed), and grow its children."""
         s = self.settings
         n, positives = len(rows), int(self.y[rows].sum())
-        split = None
+        split = cache = None
         kind = RANDOM if depth < s.random_depth else GREEDY
         if kind == GREEDY and seed is None:
             seed = int(self.rng.integers(2**63))
@@ -127,20 +156,20 @@ class Grower:
             if kind == RANDOM:
                 split = random_split(self.X, rows, self.rng)
             else:
-                split = greedy_split(
-                    self.y,
-                    rows,
-                    seed,
-                    s.k,
-                    s.max_features,
-                    s.min_samples_leaf,
-                    self.presorted,
-                )
-        self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0)
+                split, cache = self._greedy(rows, seed)
+        self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
 
-    def _fill(self, tree, node, rows, depth, split: Split | None, kind, seed) -> None:
+    def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
+        s = self.settings
+        return greedy_choice(
+            self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf, self.presorted
+        )
+
+    def _fill(self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None) -> None:
         """Set ``node`` to ``split`` (a leaf when None) and grow fresh children."""
         tree._set(node, kind, len(rows), int(self.y[rows].sum()), seed, split)
+        if cache is not None:
+            tree.cache[node] = cache
         if split is None:
             tree.rows[node] = rows
             return
@@ -157,7 +186,59 @@ class Grower:
         """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
         the rows deleted from it or added to it."""
         self._update(tree, 0, rows, touched, 0, adding)
-        tree.compact()
+        tree.compact(len(self.X))
+
+    def forget(self, tree: Tree, r: int) -> None:
+        """Delete row ``r`` from ``tree`` (compact, holding it), in place. Only ``r`` travels
+        down: each node's counts drop by its own, a random node keeps its split while both
+        sides keep a row, a greedy node's cache (:mod:`.cache`) says whether its choice
+        stays; the first node where it may not is updated from its rows by :meth:`_update`,
+        which gives what that node would give on any other path."""
+        s, P = self.settings, self.presorted
+        sorted_rows = (P.values, P.labels, P.order, P.position)
+        x, label = self.X[r], int(self.y[r])
+        node = depth = 0
+        while True:
+            n, positives = tree.count[node] - 1, tree.positives[node] - label
+            kind = tree.kind[node]
+            if kind == LEAF:
+                rows = tree.rows[node]
+                tree.rows[node] = np.delete(rows, np.searchsorted(rows, r))
+                tree.count[node], tree.positives[node] = n, positives
+                tree.leaf_of[r] = -1
+                return
+            if is_leaf(n, positives, depth, s.max_depth, s.min_samples_leaf):
+                break
+            if kind == GREEDY:
+                cache = tree.cache.get(node)
+                status = CHOOSE_AGAIN
+                if cache is not None:
+                    status, a, t = follow_deletion(
+                        *cache, x, label, n, positives, s.k or 0, s.min_samples_leaf,
+                        tree.seed[node], sorted_rows, tree.leaf_of, node, tree.end[node], r,
+                    )  # fmt: skip
+                if status != DECIDED:  # choose from the rows, caching anew; the subtree stays
+                    rows = tree.rows_below(node)
+                    rows = np.delete(rows, np.searchsorted(rows, r))
+                    split, cache = self._greedy(rows, tree.seed[node])
+                    if split is None:
+                        break
+                    a, t = split.attribute, split.threshold
+                    tree.cache.pop(node, None)
+                    if cache is not None:
+                        tree.cache[node] = cache
+                if a != tree.feature[node] or t != tree.threshold[node]:
+                    break
+            goes_left = np.float64(x[tree.feature[node]]) <= tree.threshold[node]
+            child = tree.left[node] if goes_left else tree.right[node]
+            if kind == RANDOM and tree.count[child] == 1:
+                break
+            tree.count[node], tree.positives[node] = n, positives
+            node, depth = child, depth + 1
+        rows = tree.rows_below(node)
+        rows = np.delete(rows, np.searchsorted(rows, r))
+        self._update(tree, node, rows, np.array([r]), depth, False)
+        tree.compact(len(self.X))
 
     def _update(self, tree, node, rows, touched, depth, adding) -> None:
         if len(touched) == 0:
@@ -176,16 +257,12 @@ class Grower:
             tree.count[node], tree.positives[node], tree.rows[node] = n, positives, rows
             return
         if kind == GREEDY:
-            split = greedy_split(
-                self.y,
-                rows,
-                tree.seed[node],
-                s.k,
-                s.max_features,
-                s.min_samples_leaf,
-                self.presorted,
-            )
+            split, cache = self._greedy(rows, tree.seed[node])
             keep = split is not None and self._same_partition(tree, node, rows, split)
+            if keep and cache is not None:
+                tree.cache[node] = cache
+            elif keep:
+                tree.cache.pop(node, None)
         elif kind == RANDOM:
             split = Split(tree.feature[node], tree.threshold[node])
             action = self._random_action(rows, touched, split, adding)
@@ -241,3 +318,29 @@ class Grower:
         if not np.array_equal(high > low, old_high > old_low):
             return "redraw"
         return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
+
+
+@kernel
+def _preorder(kind, left, right):
+    """The nodes reachable from node 0, in preorder, and each one's subtree end in that order."""
+    order = np.empty(kind.shape[0], dtype=np.int64)
+    stack = np.empty(kind.shape[0] + 1, dtype=np.int64)
+    stack[0], top, count = 0, 1, 0
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        order[count] = node
+        count += 1
+        if kind[node] != LEAF:
+            stack[top], stack[top + 1] = right[node], left[node]
+            top += 2
+    order = order[:count]
+    end = np.arange(1, count + 1)
+    position = np.full(kind.shape[0], -1, dtype=np.int64)
+    for i in range(count):
+        position[order[i]] = i
+    for i in range(count - 1, -1, -1):
+        node = order[i]
+        if kind[node] != LEAF:
+            end[i] = end[position[right[node]]]
+    return order, end
