@@ -45,3 +45,7 @@ def test_two_processes_agree_with_one(tmp_path, two_trees):
         assert [c.holds for c in a.checks] == [c.holds for c in b.checks]
         assert len(a.result.witnesses) == len(b.result.witnesses)
     assert [c.holds for r in alone[:6] for c in r.checks] == [True, False, False, True, True, False]
+    # a worker is a fresh process: its first A* solve makes the kernels ready outside its limit
+    # (this process made them ready for `alone`: a wait of more than a few milliseconds is a worker's)
+    assert all("compile_s" in r.result.stats for r in together)
+    assert any(r.result.stats["compile_s"] > 0.01 for r in together)

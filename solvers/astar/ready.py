@@ -1,0 +1,87 @@
+"""The kernels made ready (compiled, or loaded from Numba's cache) once per process, before any
+time limit starts.
+
+A kernel is compiled on its first call in a process, or loaded from the cache
+(:mod:`veritas_dsl.jit`): cold, that takes tens of seconds on a loaded machine, loaded a second
+or so, and the search itself often milliseconds. A limit bounds the engine's work, so
+:func:`ready` runs every kernel Python calls on two tiny canned queries (a maximisation, and a
+closest example under L1 with an output constraint) before the engine's clock starts.
+
+The canned queries go through the same Python code as a real one (:func:`build_problem` and
+:class:`Run`), and so call each kernel with the very types a real query passes (read-only model
+arrays, the same tuples of arrays): a real query compiles nothing more
+(``tests/solvers/test_astar_ready.py`` checks each kernel's signatures).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from veritas_dsl.ir.query import (
+    Feature,
+    Maximize,
+    MinimizeDistance,
+    OutputAtom,
+    OutputConstraint,
+    OutputTerm,
+    Query,
+    Row,
+)
+from veritas_dsl.ir.reductions import Chain, MergeTies, StaticBounds
+from veritas_dsl.model import Ensemble
+from veritas_dsl.result import Termination
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.anytime import Run
+from veritas_dsl.solvers.astar.problem import Plan, build_problem
+
+#: Memory limit of the canned searches (they use a few kilobytes).
+_MEMORY_BYTES = 64 << 20
+
+
+def ready() -> float:
+    """Make every kernel the engine calls ready in this process; the seconds this call took
+    (about 0 once they are). Raises ``KeyboardInterrupt`` when Ctrl-C stopped it, and it is then
+    tried again by the next call."""
+    start = time.monotonic()
+    _run_canned_queries()
+    return time.monotonic() - start
+
+
+@functools.cache
+def _run_canned_queries() -> None:
+    model = _canned_model()
+    features = (Feature("a"), Feature("b"))
+    models = {"m": model}
+    value = OutputTerm((OutputAtom(1.0, "m", "x"),))
+    maximize = Query("ready", features, ("x",), models, goal=Maximize(value))
+    closest = Query(
+        "ready",
+        features,
+        ("x",),
+        models,
+        (OutputConstraint(value, ">=", 3.0),),
+        MinimizeDistance("l1", "x", Row((0.0, 0.0))),
+    )
+    plans = (Plan(K.MODE_MAXIMIZE, objective=value), Plan(K.MODE_DISTANCE, distance=closest.goal))
+    for query, plan in zip((maximize, closest), plans, strict=True):
+        reduced, _ = Chain((MergeTies(), StaticBounds())).apply(query)
+        problem = build_problem(reduced, plan)
+        run = Run([problem], plan, time.monotonic(), None, None, _MEMORY_BYTES, None)
+        if run.run().termination is Termination.INTERRUPTED:  # Run catches Ctrl-C
+            raise KeyboardInterrupt
+
+
+def _canned_model() -> Ensemble:
+    """Two trees of depth two over features ``a`` and ``b``, built as an importer builds one."""
+    return Ensemble(
+        feature=[0, -1, 1, -1, -1, 1, 0, -1, -1, -1],
+        threshold=[1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 0.0],
+        left=[1, -1, 3, -1, -1, 6, 7, -1, -1, -1],
+        right=[2, -1, 4, -1, -1, 9, 8, -1, -1, -1],
+        value=[[0.0], [1.0], [0.0], [3.0], [-2.0], [0.0], [0.0], [0.5], [4.0], [-1.0]],
+        tree_offsets=[0, 5, 10],
+        base_score=[0.0],
+        feature_names=("a", "b"),
+        source="canned",
+    )
