@@ -28,7 +28,7 @@ from veritas_dsl.ir import Maximize, Minimize, Query
 from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.solve import solve
-from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning import DareForest, LeakageError, leakage
 from veritas_dsl.validate import validate_witness
 
 from conftest import require
@@ -101,3 +101,48 @@ def test_the_footprint_optimum_is_the_closed_form(name, before, after, row, labe
     x = np.asarray(witness.inputs["x"], dtype=np.float32)
     changed = change != 0
     assert np.array_equal(before.view().leaves(x)[0][changed], leaves[changed])
+
+
+@pytest.mark.parametrize("engine", ["astar", "milp"])
+@pytest.mark.parametrize("before, after, row, label", CASES[:4] + CASES[-2:])
+def test_leakage_reports_the_closed_form_box_and_its_anonymity_set(
+    engine, before, after, row, label
+):
+    found = leakage(before, after, engine=engine)
+    leaves, _, expected = closed_form(before, after, row)
+    extreme = found.minimum if label == 1 else found.maximum
+    assert found.direction == ("min" if label == 1 else "max")
+    assert math.isclose(extreme, expected, rel_tol=0, abs_tol=1e-12)
+    assert found.changed_trees == 2 * before.n_trees  # every tree changed its deleted row's leaf
+    (deleted,) = found.deleted
+    X, _ = before.training_rows()
+    assert deleted in found.anonymity
+    # The anonymity set is exactly the rows that reach the deleted row's leaf in every tree.
+    same = np.all(before.view().leaves(X) == leaves, axis=1)
+    assert found.anonymity == tuple(before.remaining()[same].tolist())
+    low, high = np.array(found.box).T
+    assert np.all((low <= row.astype(np.float32)) & (row.astype(np.float32) < high))
+
+
+def test_leakage_with_and_without_cancelling_agrees():
+    X, y = make_classification(80, 3, n_informative=2, n_redundant=0, random_state=3)
+    before = DareForest(n_trees=4, max_depth=3, k=3, random_state=3).fit(X, y)
+    for row in range(6):
+        after = copy.deepcopy(before).delete([row])
+        fast, slow = leakage(before, after), leakage(before, after, cancel=False)
+        assert (fast.minimum, fast.maximum) == pytest.approx(
+            (slow.minimum, slow.maximum), abs=1e-12
+        )
+        assert fast.changed_trees == slow.changed_trees <= 2 * before.n_trees
+
+
+def test_leakage_refuses_forests_that_are_not_before_and_after():
+    X, y = make_classification(40, 3, n_informative=2, n_redundant=0, random_state=4)
+    before = DareForest(n_trees=2, max_depth=2).fit(X, y)
+    other = DareForest(n_trees=2, max_depth=2).fit(X + 1, y)
+    with pytest.raises(LeakageError, match="not before with rows deleted"):
+        leakage(before, other)
+    with pytest.raises(LeakageError, match="not before with rows deleted"):
+        leakage(copy.deepcopy(before).delete([1]), before)  # a row came back
+    with pytest.raises(LeakageError, match="DareForest"):
+        leakage(before.to_ensemble(), before)
