@@ -177,6 +177,11 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
     inspect.set_defaults(handler=_inspect)
 
+    _add_leakage(commands)
+    return parser
+
+
+def _add_leakage(commands) -> None:
     leak = commands.add_parser(
         "leakage", help="what comparing a DaRE forest before and after a deletion reveals"
     )
@@ -190,7 +195,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     leak.add_argument("--json", action="store_true", help="print one JSON document")
     leak.set_defaults(handler=_leakage, parser=leak)
-    return parser
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
