@@ -189,7 +189,7 @@ def _add_leakage(commands) -> None:
     leak.add_argument(
         "--delete", required=True, metavar="ROWS", help="ids of the rows to delete: 3,17,42"
     )
-    leak.add_argument("--solver", help="engine for the two optimisations (default astar)")
+    leak.add_argument("--solver", help="engine for the two optimisations (default milp)")
     leak.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="time limit per optimisation (default 60)"
     )
@@ -461,7 +461,7 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
     before = DareForest.load(args.forest)
     after = DareForest.load(args.forest).delete(rows)
     timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
-    found = leakage(before, after, engine=args.solver or "astar", timeout_s=timeout)
+    found = leakage(before, after, engine=args.solver or "milp", timeout_s=timeout)
     print(json.dumps(found.to_dict(), indent=2) if args.json else leakage_report.render(found))
     return ExitCode.OK
 

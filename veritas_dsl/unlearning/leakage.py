@@ -120,7 +120,7 @@ def leakage(
     before: DareForest,
     after: DareForest,
     *,
-    engine: str = "astar",
+    engine: str = "milp",
     timeout_s: float | None = DEFAULT_TIMEOUT_S,
     cancel: bool = True,
 ) -> Leakage:
@@ -147,7 +147,7 @@ def leakage(
     lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
     inside = np.all((lo <= X) & (hi > X), axis=1)
     return Leakage(
-        minimum=low,
+        minimum=low + 0.0,  # not -0.0
         maximum=high,
         direction=direction,
         box=box,
