@@ -14,11 +14,16 @@ import time
 
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.query import Query
+from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
 
 logger = logging.getLogger("veritas_dsl")
+
+#: Rewrites every engine's query goes through before its own chain: trees that cancel in a term
+#: of outputs (``after(x) - before(x)``) are gone before any engine sees them.
+SHARED = Chain((CancelTrees(),))
 
 
 def check(engine: Engine, query: Query, limits: Limits) -> None:
@@ -43,8 +48,10 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
     check(engine, query, limits)
     start = time.monotonic()
     try:
+        reduced, inverse = SHARED.apply(query)
         # engine.solve applies the engine's chain of reductions (base.solve_with).
-        return engine.solve(query, limits, progress=progress)
+        result = engine.solve(reduced, limits, progress=SHARED.invert_progress(progress, inverse))
+        return SHARED.invert(result, inverse)
     except UnsupportedQuery as refusal:
         others = registry.able(query, but=engine)
         hint = f"; engines that can: {', '.join(others)}" if others else ""

@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.run",
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
-            # unlearning: DareForest (a model) now; leakage, which runs engines, to come.
+            # unlearning: DareForest (a model) and leakage, which runs engines.
             "veritas_dsl.unlearning",
         ),
     ),

@@ -22,6 +22,7 @@ from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
+from veritas_dsl.report import leakage as leakage_report
 from veritas_dsl.report import terminal
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
@@ -175,7 +176,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
     inspect.set_defaults(handler=_inspect)
+
+    _add_leakage(commands)
     return parser
+
+
+def _add_leakage(commands) -> None:
+    leak = commands.add_parser(
+        "leakage", help="what comparing a DaRE forest before and after a deletion reveals"
+    )
+    leak.add_argument("forest", help="a saved DaRE forest (.dare), as it was before the deletion")
+    leak.add_argument(
+        "--delete", required=True, metavar="ROWS", help="ids of the rows to delete: 3,17,42"
+    )
+    leak.add_argument("--solver", help="engine for the two optimisations (default milp)")
+    leak.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="time limit per optimisation (default 60)"
+    )
+    leak.add_argument("--json", action="store_true", help="print one JSON document")
+    leak.set_defaults(handler=_leakage, parser=leak)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -428,6 +447,22 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
             file=sys.stderr,
         )
         return ExitCode.ERROR
+    return ExitCode.OK
+
+
+def _leakage(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.unlearning import DareForest, leakage
+    from veritas_dsl.unlearning.leakage import DEFAULT_TIMEOUT_S
+
+    try:
+        rows = [int(part) for part in args.delete.split(",")]
+    except ValueError:
+        args.parser.error(f"argument --delete: {args.delete!r} is not a list of row ids like 3,17")
+    before = DareForest.load(args.forest)
+    after = DareForest.load(args.forest).delete(rows)
+    timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
+    found = leakage(before, after, engine=args.solver or "milp", timeout_s=timeout)
+    print(json.dumps(found.to_dict(), indent=2) if args.json else leakage_report.render(found))
     return ExitCode.OK
 
 

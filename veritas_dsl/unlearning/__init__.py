@@ -1,5 +1,6 @@
-"""Unlearning: forests that forget training rows, and what a deletion changed."""
+"""Unlearning: forests that forget training rows, and what a deletion reveals."""
 
 from veritas_dsl.model.dare import DareForest
+from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
 
-__all__ = ["DareForest"]
+__all__ = ["DareForest", "Leakage", "LeakageError", "leakage"]

@@ -2,6 +2,7 @@
 :class:`Chain` of them and read what they attach (:class:`Variables`)."""
 
 from veritas_dsl.ir.reductions.base import Chain, Reduction, ReductionRefused
+from veritas_dsl.ir.reductions.cancel import CancelTrees
 from veritas_dsl.ir.reductions.disjunctions import ToDNF, branches
 from veritas_dsl.ir.reductions.goals import (
     MinimizeToMaximize,
@@ -17,6 +18,7 @@ from veritas_dsl.ir.reductions.variables import (
 )
 
 __all__ = [
+    "CancelTrees",
     "Chain",
     "MergeTies",
     "MinimizeToMaximize",

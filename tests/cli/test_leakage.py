@@ -1,0 +1,61 @@
+"""`ver leakage`: a saved DaRE forest and the rows to delete, as a table or JSON; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sklearn.datasets import make_classification
+
+from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.unlearning import DareForest
+
+
+@pytest.fixture(scope="module")
+def forest(tmp_path_factory):
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    path = tmp_path_factory.mktemp("leakage") / "forest.dare"
+    DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y).save(path)
+    return path
+
+
+def test_json_parses_and_names_the_deleted_row(forest, capsys):
+    assert main(["leakage", str(forest), "--delete", "5", "--json"]) == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)
+    assert document["deleted"] == [5]
+    assert document["minimum"] <= 0 <= document["maximum"]
+    assert document["anonymity_size"] == len(document["anonymity"])
+    assert len(document["box"]) == 3
+
+
+def test_table(forest, capsys):
+    assert main(["leakage", str(forest), "--delete", "5,7", "--solver", "milp"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert out.startswith("deleted    5, 7\n") and "anonymity  " in out and "(milp)" in out
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--delete", "999"], "row 999 does not exist"),
+        (["--delete", "1,1"], "row 1 is listed twice"),
+    ],
+)
+def test_bad_rows_are_a_clear_error(forest, capsys, arguments, message):
+    assert main(["leakage", str(forest), *arguments]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_not_a_list_of_ids_is_a_usage_error(forest, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["leakage", str(forest), "--delete", "three"])
+    assert exit.value.code == ExitCode.ERROR
+    assert "not a list of row ids" in capsys.readouterr().err
+
+
+def test_a_missing_or_foreign_file_is_an_error(tmp_path, capsys):
+    assert main(["leakage", str(tmp_path / "none.dare"), "--delete", "1"]) == ExitCode.ERROR
+    (tmp_path / "bad.dare").write_text("not a forest")
+    assert main(["leakage", str(tmp_path / "bad.dare"), "--delete", "1"]) == ExitCode.ERROR
+    assert "Traceback" not in capsys.readouterr().err
