@@ -177,3 +177,18 @@ def test_the_spec_examples_of_the_unlearning_page_run():
         assert all(
             r.termination.value in ("optimal", "infeasible") for run in runs for r in run.results
         )
+
+
+def test_constants_in_a_row_list_are_the_literal_ids(tmp_path):
+    saved(tmp_path)
+    spec = checked(
+        tmp_path,
+        "const a = 3\n"
+        'model before = dare "forest.dare"\n'
+        "model named = delete(before, rows = [a, b, 2 * b + a - 3, 42])\n"
+        "model literal = delete(before, rows = [3, 17, 34, 42])\n"
+        "const b = a + 14  # declared below its use: constants of numbers are known first\n",
+    )
+    points = grid()
+    assert np.array_equal(spec.models["named"].eval(points), spec.models["literal"].eval(points))
+    assert not np.array_equal(spec.models["named"].eval(points), spec.models["before"].eval(points))

@@ -46,6 +46,7 @@ class DerivedModels(Expressions):
             return
         self.forests[decl.name] = forest
         self.models[decl.name] = forest.to_ensemble()
+        self.derivations[decl.name] = (decl.func, decl.base.id)
 
     def derive(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
         if decl.func not in DERIVATIONS:
@@ -173,6 +174,15 @@ class DerivedModels(Expressions):
     def list_ids(self, arg: ast.DeriveArg) -> list[_Id]:
         ids = []
         for item in arg.value.items:
+            if isinstance(item, ast.Name) and item.id in self.late_constants:
+                raise self.error(
+                    "V412",
+                    f"`{item.id}` is not known when models are read",
+                    item.span,
+                    "a constant that reads more than numbers",
+                    help="a row id is a number, or a constant made of numbers and such constants",
+                    notes=[f"`{item.id}` is declared at {self.late_constants[item.id]}"],
+                )
             value = self.constant(item, Scope())
             if not value.is_integer() or value < 0:
                 raise self.error(
