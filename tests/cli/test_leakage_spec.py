@@ -157,3 +157,20 @@ def test_the_spec_domains_bound_the_region(folder, capsys):
     assert 0 <= entry["point"][0] <= 1 and 3 <= entry["point"][1] <= 4
     everywhere = api(folder, [17, 42])
     assert (entry["minimum"], entry["maximum"]) != (everywhere["minimum"], everywhere["maximum"])
+
+
+def test_the_spec_one_hot_groups_bound_the_region(folder, capsys):
+    spec = folder / "onehot.ver"
+    spec.write_text(
+        'model before = dare "forest.dare"\n'
+        "model after = delete(before, rows = [17, 42])\n"
+        "features {\n    g : onehot(f0, f1, f2)\n}\n"
+    )
+    code, out, err = run(capsys, "leakage", spec, "--json")
+    assert code == ExitCode.OK, err
+    (entry,) = json.loads(out)["results"]
+    checked = load(spec).checked
+    groups = tuple(checked.groups.values())
+    expected = api(folder, [17, 42], features=checked.features, groups=groups)
+    assert {k: entry[k] for k in expected} == expected
+    assert sorted(entry["point"]) == [0, 0, 1]
