@@ -71,7 +71,7 @@ def targets(
         before = DareForest.load(source)
         return [Target(None, None, before, _delete(before, delete))]
     checked = load(source, trust_pickle).checked  # as `ver run` does: the same errors
-    domain = checked.features, tuple(checked.groups.values())
+    domain = _domain(checked.features, tuple(checked.groups.values()), checked.forests)
     if delete is None:
         derived = [n for n, (func, _) in checked.derivations.items() if func == "delete"]
         if not derived:
@@ -107,6 +107,20 @@ def targets(
         )
     before = checked.forests[model]
     return [Target(None, model, before, _delete(before, delete), *domain)]
+
+
+def _domain(features, groups, forests) -> tuple:
+    """The spec's features and one-hot groups in the forests' feature order (the spec's order is
+    its first model's, which need not be a forest; every model has the same names)."""
+    if not forests:
+        return features, groups
+    order = list(next(iter(forests.values())).to_ensemble().feature_names)
+    index = {f.name: i for i, f in enumerate(features)}
+    moved = [order.index(f.name) for f in features]  # the spec's index -> the forests'
+    return (
+        tuple(features[index[name]] for name in order),
+        tuple(tuple(moved[i] for i in group) for group in groups),
+    )
 
 
 def _names(names: list[str]) -> str:

@@ -174,3 +174,31 @@ def test_the_spec_one_hot_groups_bound_the_region(folder, capsys):
     expected = api(folder, [17, 42], features=checked.features, groups=groups)
     assert {k: entry[k] for k in expected} == expected
     assert sorted(entry["point"]) == [0, 0, 1]
+
+
+def test_domains_follow_the_forests_feature_order_when_the_first_model_is_not_one(
+    folder, capsys
+):
+    xgboost = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 5, (40, 3)).astype(np.float32)
+    booster = xgboost.train(
+        {"max_depth": 2},
+        xgboost.DMatrix(X, label=X[:, 0] > 2, feature_names=["f2", "f0", "f1"]),
+        num_boost_round=2,
+    )
+    booster.save_model(folder / "other_order.json")
+    spec = folder / "order.ver"
+    spec.write_text(
+        'model first = xgboost "other_order.json"\n'
+        'model before = dare "forest.dare"\n'
+        "model after = delete(before, rows = [17, 42])\n"
+        "features {\n    f0 : int in [0, 1]\n    f1 : int in [3, 4]\n}\n"
+    )
+    assert [f.name for f in load(spec).checked.features] == ["f2", "f0", "f1"]
+    code, out, err = run(capsys, "leakage", spec, "--json")
+    assert code == ExitCode.OK, err
+    (entry,) = json.loads(out)["results"]
+    domain = load(folder / "domain.ver").checked.features  # the same block, in f0, f1, f2 order
+    expected = api(folder, [17, 42], features=domain)
+    assert {k: entry[k] for k in expected} == expected

@@ -163,8 +163,9 @@ def leakage(
     """
     deleted = _deleted(before, after)
     models = before.to_ensemble(), after.to_ensemble()
-    if features is not None and len(features) != before.n_features:
-        raise LeakageError(f"{len(features)} features given for {before.n_features}")
+    names = list(models[0].feature_names)
+    if features is not None and [f.name for f in features] != names:
+        raise LeakageError(f"features are the forests' {', '.join(names)}, in that order")
     queries = [footprint_query(*models, goal, features, groups) for goal in (Minimize, Maximize)]
     results = [_solve(query, engine, timeout_s, cancel) for query in queries]
     low, high = results[0].lower, results[1].upper
