@@ -13,7 +13,7 @@ from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.derive import deleted
+from veritas_dsl.model.derive import deleted, id_problems
 from veritas_dsl.spec import load
 from veritas_dsl.unlearning import Leakage, leakage
 
@@ -144,24 +144,21 @@ def file_ids(path: Path, forest: DareForest) -> list[int]:
     except DataError as error:
         span = Span(error.path, error.line, error.column, error.line, error.column + error.width)
         raise SpecError([Diagnostic("V408", error.message, span, help=error.help)]) from None
-    problems, first = [], {}
-    alive = set(forest.remaining().tolist())
-    for row in rows:
-        span = Span(str(path), row.line, row.column, row.line, row.column + row.width)
-        if row.value >= forest.n_rows:
-            message = (
-                f"row {row.value} does not exist: the forest has rows 0 to {forest.n_rows - 1}"
-            )
+    spans = [Span(str(path), r.line, r.column, r.line, r.column + r.width) for r in rows]
+    problems = []
+    for k, reason, first in id_problems(forest, [r.value for r in rows]):
+        value, span = rows[k].value, spans[k]
+        if reason == "range":
+            message = f"row {value} does not exist: the forest has rows 0 to {forest.n_rows - 1}"
             problems.append(Diagnostic("V412", message, span, "out of range"))
-        elif row.value in first:
-            notes = (f"first listed at {first[row.value]}",)
+        elif reason == "twice":
+            notes = (f"first listed at {spans[first]}",)
             problems.append(
-                Diagnostic("V412", f"row {row.value} is listed twice", span, "again", notes)
+                Diagnostic("V412", f"row {value} is listed twice", span, "again", notes)
             )
-        elif row.value not in alive:
-            message = f"row {row.value} is already deleted in the forest"
+        else:
+            message = f"row {value} is already deleted in the forest"
             problems.append(Diagnostic("V412", message, span, "the saved forest forgot it"))
-        first.setdefault(row.value, span)
     if not rows:
         problems.append(Diagnostic("V412", "no rows to delete", Span(str(path), 1, 1, 1, 2)))
     if problems:
