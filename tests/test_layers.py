@@ -54,7 +54,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("veritas_dsl.report",)),
     (
         "entry points",
-        ("veritas_dsl.spec", "veritas_dsl.cli", "veritas_dsl.pytest_plugin", "veritas_dsl"),
+        (
+            "veritas_dsl.spec",
+            "veritas_dsl.leakage_targets",
+            "veritas_dsl.cli",
+            "veritas_dsl.pytest_plugin",
+            "veritas_dsl",
+        ),
     ),
 )
 

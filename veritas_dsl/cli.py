@@ -185,10 +185,12 @@ def _add_leakage(commands) -> None:
     leak = commands.add_parser(
         "leakage", help="what comparing a DaRE forest before and after a deletion reveals"
     )
-    leak.add_argument("forest", help="a saved DaRE forest (.dare), as it was before the deletion")
+    leak.add_argument("source", help="a spec (.ver), or a saved DaRE forest before the deletion")
     leak.add_argument(
-        "--delete", required=True, metavar="ROWS", help="ids of the rows to delete: 3,17,42"
+        "--delete", metavar="ROWS", help="ids of the rows to delete: 3,17,42, or @FILE (one a line)"
     )
+    leak.add_argument("--model", help="the spec's model to report on, or to delete from")
+    leak.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
     leak.add_argument("--solver", help="engine for the two optimisations (default milp)")
     leak.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="time limit per optimisation (default 60)"
@@ -451,18 +453,22 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
 
 
 def _leakage(args: argparse.Namespace) -> ExitCode:
-    from veritas_dsl.unlearning import DareForest, leakage
+    from veritas_dsl.leakage_targets import is_spec, targets
     from veritas_dsl.unlearning.leakage import DEFAULT_TIMEOUT_S
 
-    try:
-        rows = [int(part) for part in args.delete.split(",")]
-    except ValueError:
-        args.parser.error(f"argument --delete: {args.delete!r} is not a list of row ids like 3,17")
-    before = DareForest.load(args.forest)
-    after = DareForest.load(args.forest).delete(rows)
+    ids = args.delete or "0"
+    if not ids.startswith("@") and not all(p.strip().isdigit() for p in ids.split(",")):
+        args.parser.error(f"argument --delete: {ids!r} is not a list of row ids like 3,17 or @FILE")
     timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
-    found = leakage(before, after, engine=args.solver or "milp", timeout_s=timeout)
-    print(json.dumps(found.to_dict(), indent=2) if args.json else leakage_report.render(found))
+    found = [
+        (t.model, t.base, t.leakage(args.solver or "milp", timeout))
+        for t in targets(args.source, args.delete, args.model, args.trust_pickle)
+    ]
+    if not is_spec(args.source):
+        document, text = found[0][2].to_dict(), leakage_report.render(found[0][2])
+    else:
+        document, text = leakage_report.spec_document(found), leakage_report.render_spec(found)
+    print(json.dumps(document, indent=2) if args.json else text)
     return ExitCode.OK
 
 

@@ -177,3 +177,37 @@ def test_the_spec_examples_of_the_unlearning_page_run():
         assert all(
             r.termination.value in ("optimal", "infeasible") for run in runs for r in run.results
         )
+
+
+def test_constants_in_a_row_list_are_the_literal_ids(tmp_path):
+    saved(tmp_path)
+    spec = checked(
+        tmp_path,
+        "const a = 3\n"
+        'model before = dare "forest.dare"\n'
+        "model named = delete(before, rows = [a, b, 2 * b + a - 3, 42])\n"
+        "model literal = delete(before, rows = [3, 17, 34, 42])\n"
+        "const b = a + 14  # declared below its use: constants of numbers are known first\n",
+    )
+    points = grid()
+    assert np.array_equal(spec.models["named"].eval(points), spec.models["literal"].eval(points))
+    assert not np.array_equal(spec.models["named"].eval(points), spec.models["before"].eval(points))
+
+
+def test_constants_of_numbers_reach_model_and_data_options():
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    spec = parse(
+        'model m = xgboost_dump "models/scaled_dump.json" (base_score = 0, features = n)\n'
+        'data rows = libsvm "data/scaled_test.libsvm" (features = n, first_index = 1)\n'
+        "const half = 5\nconst n = 2 * half\n",
+        str(examples / "options.ver"),
+    )
+    assert spec.checked.models["m"].n_features == 10
+    with pytest.raises(SpecError) as error:
+        parse(
+            'model m = xgboost_dump "models/scaled_dump.json" (base_score = 0, features = n)\n'
+            "const n = 2 * half\nconst half = 5\n",  # `half` below `n`: not known before it
+            str(examples / "options.ver"),
+        )
+    (diagnostic,) = error.value.diagnostics  # the model failed: `half` says nothing more
+    assert (diagnostic.message, diagnostic.span.line) == ("unknown name `n`", 1)

@@ -25,6 +25,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer, make_classification
 
 from veritas_dsl.ir import Maximize, Minimize, Query
+from veritas_dsl.ir.query import Feature
 from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.solve import solve
@@ -146,3 +147,13 @@ def test_leakage_refuses_forests_that_are_not_before_and_after():
         leakage(copy.deepcopy(before).delete([1]), before)  # a row came back
     with pytest.raises(LeakageError, match="DareForest"):
         leakage(before.to_ensemble(), before)
+
+
+def test_leakage_refuses_features_not_those_of_the_forests():
+    X, y = make_classification(40, 3, n_informative=2, n_redundant=0, random_state=4)
+    before = DareForest(n_trees=2, max_depth=2).fit(X, y)
+    after = copy.deepcopy(before).delete([1])
+    names = [Feature(name) for name in before.to_ensemble().feature_names]
+    with pytest.raises(LeakageError, match="in that order"):
+        leakage(before, after, features=tuple(reversed(names)))
+    assert leakage(before, after, features=tuple(names)).features == ("f0", "f1", "f2")

@@ -24,11 +24,21 @@ def check(
 
 
 class _Checker(Queries):
-    """Declarations first (models, then data, constants and features), then every query."""
+    """Declarations first (constants of numbers, models, then data, the other constants and
+    features), then every query."""
 
     def run(self) -> t.CheckedSpec:
         items = self.spec.items
         models = [i for i in items if isinstance(i, ast.ModelDecl | ast.DerivedDecl)]
+        # Row lists and model options take constants: those made of numbers are known first
+        # (nothing they read is loaded); the others may read a data set, read after the models.
+        early = numeric_constants(items, {d.name for d in models})
+        for item in early:
+            self.peek_constant(item)
+        known = {c.name for c in early}
+        self.late_constants = {
+            i.name: i.span for i in items if isinstance(i, ast.ConstDecl) and i.name not in known
+        }
         for k, item in enumerate(models):
             if isinstance(item, ast.ModelDecl):
                 self.model_decl(item)
@@ -74,4 +84,34 @@ class _Checker(Queries):
             constants=self.constants,
             queries=tuple(queries),
             model_paths=self.model_paths,
+            forests=self.forests,
+            derivations=self.derivations,
         )
+
+
+def numeric_constants(items, taken: Collection[str]) -> list[ast.ConstDecl]:
+    """The constant declarations, in order, whose value is made of numbers and of such constants
+    declared before them (so evaluating them early finds what it would at their turn), their name
+    taken by no model and no other constant (so it names one number, and a clash is reported as
+    before, at its turn)."""
+    known, seen, early = {"inf"}, set(taken), []
+    for item in items:
+        if not isinstance(item, ast.ConstDecl):
+            continue
+        if item.name not in seen and _numeric(item.value, known):
+            early.append(item)
+            known.add(item.name)
+        seen.add(item.name)
+    return early
+
+
+def _numeric(expr: ast.Expr, known: set[str]) -> bool:
+    if isinstance(expr, ast.Number):
+        return True
+    if isinstance(expr, ast.Name):
+        return expr.id in known
+    if isinstance(expr, ast.Neg):
+        return _numeric(expr.operand, known)
+    if isinstance(expr, ast.Arith):
+        return all(_numeric(operand, known) for operand in expr.operands)
+    return False

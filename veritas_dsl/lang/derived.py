@@ -15,7 +15,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.derive import deleted, retrained
+from veritas_dsl.model.derive import deleted, id_problems, retrained
 from veritas_dsl.model.ensemble import ModelError
 
 #: Each derivation and the one argument naming its rows.
@@ -46,6 +46,7 @@ class DerivedModels(Expressions):
             return
         self.forests[decl.name] = forest
         self.models[decl.name] = forest.to_ensemble()
+        self.derivations[decl.name] = (decl.func, decl.base.id)
 
     def derive(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
         if decl.func not in DERIVATIONS:
@@ -135,44 +136,39 @@ class DerivedModels(Expressions):
         ids = self.file_ids(arg.value) if isinstance(arg.value, ast.Text) else self.list_ids(arg)
         if not ids and decl.func == "delete":
             raise self.error("V412", "no rows to delete", arg.value.span, help=_EXAMPLES["delete"])
-        n, alive = base.n_rows, set(base.remaining().tolist())
-        first: dict[int, Span] = {}
-        failed = False
-        for row in ids:
-            if row.value >= n:
-                failed = True
+        n, name = base.n_rows, decl.base.id
+        problems = id_problems(base, [i.value for i in ids])
+        for k, reason, first in problems:
+            row = ids[k]
+            if reason == "range":
+                message = f"row {row.value} does not exist: `{name}` has rows 0 to {n - 1}"
+                self.error("V412", message, row.span, "out of range")
+            elif reason == "twice":
+                notes = [f"first listed at {ids[first].span}"]
                 self.error(
-                    "V412",
-                    f"row {row.value} does not exist: `{decl.base.id}` has rows 0 to {n - 1}",
-                    row.span,
-                    "out of range",
+                    "V412", f"row {row.value} is listed twice", row.span, "again", notes=notes
                 )
-            elif row.value in first:
-                failed = True
+            else:
+                message = f"row {row.value} is already deleted in `{name}`"
                 self.error(
-                    "V412",
-                    f"row {row.value} is listed twice",
-                    row.span,
-                    "again",
-                    notes=[f"first listed at {first[row.value]}"],
+                    "V412", message, row.span, "the saved forest forgot it", help="leave it out"
                 )
-            elif row.value not in alive:
-                failed = True
-                self.error(
-                    "V412",
-                    f"row {row.value} is already deleted in `{decl.base.id}`",
-                    row.span,
-                    "the saved forest forgot it",
-                    help="leave it out",
-                )
-            first.setdefault(row.value, row.span)
-        if failed:
+        if problems:
             raise Failed
         return ids
 
     def list_ids(self, arg: ast.DeriveArg) -> list[_Id]:
         ids = []
         for item in arg.value.items:
+            if isinstance(item, ast.Name) and item.id in self.late_constants:
+                raise self.error(
+                    "V412",
+                    f"`{item.id}` is not known when models are read",
+                    item.span,
+                    "a constant that reads more than numbers",
+                    help="a row id is a number, or a constant made of numbers and such constants",
+                    notes=[f"`{item.id}` is declared at {self.late_constants[item.id]}"],
+                )
             value = self.constant(item, Scope())
             if not value.is_integer() or value < 0:
                 raise self.error(

@@ -195,6 +195,16 @@ class Environment(DerivedModels):
             return
         self.constants[decl.name] = value
 
+    def peek_constant(self, decl: ast.ConstDecl) -> None:
+        """Evaluate a constant of numbers before its turn, for the declarations checked before
+        it (row lists, model options); its errors are reported at its turn, in order."""
+        mark = len(self.diagnostics)
+        try:
+            self.constants[decl.name] = self.constant(decl.value, Scope())
+        except Failed:
+            self.broken.add(decl.name)  # its uses say nothing more
+        del self.diagnostics[mark:]
+
     def features_block(self, block: ast.FeaturesBlock) -> None:
         features = list(self.features)
         seen: dict[str, Span] = {}

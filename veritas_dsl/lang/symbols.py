@@ -51,12 +51,14 @@ class Symbols:
         self.model_paths: dict[str, str] = {}
         self.model_formats: dict[str, str] = {}  # of each model loaded from a file
         self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
+        self.derivations: dict[str, tuple[str, str]] = {}  # derived model: (function, base)
         self.broken: set[str] = set()  # declared names whose declaration failed
         self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
         # No model loaded: the features are unknown, and so is whether a name is one.
         self.features_unknown = False
         self.datasets: dict[str, Dataset] = {}
         self.constants: dict[str, float] = {"inf": math.inf}
+        self.late_constants: dict[str, Span] = {}  # evaluated after the models and data
         self.features: tuple[Feature, ...] = ()
         self.feature_index: dict[str, int] = {}
         self.groups: dict[str, tuple[int, ...]] = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Span
 from veritas_dsl.ir.query import Feature, Row
+from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
 
 # Symbols of affine forms:
@@ -317,6 +318,10 @@ class CheckedSpec:
     constants: dict[str, float]
     queries: tuple[CheckedQuery, ...]
     model_paths: dict[str, str] = field(default_factory=dict)
+    #: `dare` models and those derived from them, as forests (``models`` holds their exports).
+    forests: dict[str, DareForest] = field(default_factory=dict)
+    #: Each derived model's function (``delete`` or ``retrain``) and base model, in order.
+    derivations: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def row(self, data: str, index: int) -> Row:
         """Row ``index`` of a data set, in the feature space's order."""

@@ -4,6 +4,7 @@ forest fit again from scratch without them. The forest given is never changed.""
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -22,3 +23,22 @@ def retrained(forest: DareForest, ids) -> DareForest:
     X, y = forest.training_rows()
     keep = ~np.isin(forest.remaining(), np.asarray(ids, dtype=np.int64))
     return DareForest(**forest.params()).fit(X[keep], y[keep])
+
+
+def id_problems(forest: DareForest, ids: Sequence[int]) -> list[tuple[int, str, int]]:
+    """Why ``forest`` cannot delete some of ``ids`` (whole numbers, 0 or more): for each bad one,
+    ``(position, reason, first)``, the reason ``"range"`` (no such row), ``"twice"`` (listed
+    before, at position ``first``) or ``"deleted"`` (already forgotten); ``first`` is its own
+    position but for ``"twice"``."""
+    alive = set(forest.remaining().tolist())
+    first: dict[int, int] = {}
+    problems = []
+    for k, value in enumerate(ids):
+        if value >= forest.n_rows:
+            problems.append((k, "range", k))
+        elif value in first:
+            problems.append((k, "twice", first[value]))
+        elif value not in alive:
+            problems.append((k, "deleted", k))
+        first.setdefault(value, k)
+    return problems

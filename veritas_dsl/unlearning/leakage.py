@@ -19,7 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.errors import UserError
-from veritas_dsl.ir.query import Feature, Maximize, Minimize, OutputAtom, OutputTerm, Query
+from veritas_dsl.ir.query import (
+    Feature,
+    Maximize,
+    Minimize,
+    OneHot,
+    OutputAtom,
+    OutputTerm,
+    Query,
+)
 from veritas_dsl.ir.reductions import CancelTrees
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
@@ -62,6 +70,8 @@ class Leakage:
     changed_trees : int
         Trees of the two forests that do not cancel: those a deletion changed, on both sides.
     engine : str
+    features : tuple of str
+        The features' names, in the order of ``box`` and ``point``.
     """
 
     minimum: float
@@ -73,6 +83,7 @@ class Leakage:
     point: tuple[float, ...]
     changed_trees: int
     engine: str
+    features: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (infinite box ends as ``null``)."""
@@ -91,14 +102,25 @@ class Leakage:
             "point": list(self.point),
             "changed_trees": self.changed_trees,
             "engine": self.engine,
+            "features": list(self.features),
         }
 
 
-def footprint_query(before: Ensemble, after: Ensemble, goal: type) -> Query:
-    """``goal`` (Maximize or Minimize) of ``after(x) - before(x)`` over every input."""
+def footprint_query(
+    before: Ensemble,
+    after: Ensemble,
+    goal: type,
+    features: tuple[Feature, ...] | None = None,
+    groups: tuple[tuple[int, ...], ...] = (),
+) -> Query:
+    """``goal`` (Maximize or Minimize) of ``after(x) - before(x)`` over the inputs in the
+    features' domains (default: every input) and in every one-hot group of ``groups``."""
     diff = OutputTerm((OutputAtom(1.0, "after", "x"), OutputAtom(-1.0, "before", "x")))
-    names = tuple(Feature(name) for name in before.feature_names)
-    return Query("footprint", names, ("x",), {"before": before, "after": after}, (), goal(diff))
+    if features is None:
+        features = tuple(Feature(name) for name in before.feature_names)
+    onehot = tuple(OneHot("x", group) for group in groups)
+    models = {"before": before, "after": after}
+    return Query("footprint", features, ("x",), models, onehot, goal(diff))
 
 
 def leaf_box(models, x: np.ndarray, n_features: int) -> tuple[tuple[float, float], ...]:
@@ -123,18 +145,28 @@ def leakage(
     engine: str = "milp",
     timeout_s: float | None = DEFAULT_TIMEOUT_S,
     cancel: bool = True,
+    features: tuple[Feature, ...] | None = None,
+    groups: tuple[tuple[int, ...], ...] = (),
 ) -> Leakage:
     """The exact extremes of ``after(x) - before(x)``, the box of the larger one and its
     anonymity set (see :class:`Leakage`). ``after`` is ``before`` after deletions (the same
     training rows, fewer of them remaining). ``cancel=False`` hands the engine both whole
     forests (for comparison: the answer is the same).
 
+    ``features`` (one per feature of the forests, in order) name the box's features and bound
+    the inputs the extremes are taken over by their domains, and ``groups`` (tuples of feature
+    indices) by one-hot rules; default: the forests' names, every input. The box is still a box
+    of leaves, where the footprint equals the extreme, whether or not the domains cut it.
+
     Raises :class:`LeakageError` when the forests are not before and after of one another, or
     the engine stops before proving an extreme (a time limit: give it more, or another engine).
     """
     deleted = _deleted(before, after)
     models = before.to_ensemble(), after.to_ensemble()
-    queries = [footprint_query(*models, goal) for goal in (Minimize, Maximize)]
+    names = list(models[0].feature_names)
+    if features is not None and [f.name for f in features] != names:
+        raise LeakageError(f"features are the forests' {', '.join(names)}, in that order")
+    queries = [footprint_query(*models, goal, features, groups) for goal in (Minimize, Maximize)]
     results = [_solve(query, engine, timeout_s, cancel) for query in queries]
     low, high = results[0].lower, results[1].upper
     direction = "min" if abs(low) >= abs(high) else "max"
@@ -156,6 +188,7 @@ def leakage(
         point=tuple(float(v) for v in point),
         changed_trees=sum(m.n_trees for m in changed),
         engine=engine,
+        features=tuple(f.name for f in query.features),
     )
 
 
