@@ -205,6 +205,7 @@ class MilpEngine:
         """One program (one box of a closest-example search); ``budget`` is what the solve's
         limits leave, the whole of ``limits`` when None."""
         budget = budget or _Budget.of(limits, time.monotonic())
+        built = time.monotonic()
         try:
             form = formulate(query, budget.deadline)
         except Infeasible:
@@ -218,6 +219,7 @@ class MilpEngine:
             return result
         except KeyboardInterrupt:
             return unfinished(query, self.name, Termination.INTERRUPTED, budget.start)
+        built = time.monotonic() - built
         driver, note = self._choose(form.program)
         if driver is None:
             termination = (
@@ -241,6 +243,8 @@ class MilpEngine:
         result.stats.update(
             driver=attempt.driver, repairs=attempt.repairs, nodes=attempt.nodes, hull=form.hull
         )
+        # where the time went: building the program, inside the solver, the rest reading
+        result.stats.update(build_s=built, solver_s=attempt.solver_s)
         if attempt.checks:
             result.stats["optimality_checks"] = attempt.checks
         if outcome.objective is not None and form.sense:
@@ -285,6 +289,7 @@ class MilpEngine:
                 live.sense = form.sense
             outcome = self._run(attempt.driver, attempt.program, budget, limits, live)
             attempt.nodes += int(outcome.stats.get("nodes", 0))
+            attempt.solver_s += float(outcome.stats.get("solver_s", 0.0))
             budget.spend(int(outcome.stats.get("nodes", 0)))
             if outcome.status is Termination.LICENCE_LIMIT and self.driver == "auto":
                 attempt.driver = "highs"
@@ -310,6 +315,7 @@ class _Attempt:
     reasons: list[str] = field(default_factory=list)
     nodes: int = 0
     checks: int = 0
+    solver_s: float = 0.0
 
 
 def _read(

@@ -149,13 +149,17 @@ def solve(
 
         if timeout_s is not None:  # what building the model left
             model.setParam("TimeLimit", max(start + timeout_s - time.monotonic(), 1e-3))
+        ran = time.monotonic()
         try:
             model.optimize(callback)
         except gurobipy.GurobiError as error:
             if error.errno == ERROR_SIZE_LIMIT:
                 return Outcome(Termination.LICENCE_LIMIT, message=size_message(program))
             return Outcome(Termination.ERROR, message=f"Gurobi: {error}")
-        return replace(_outcome(model, x), solutions=solutions, bounds=bounds)
+        ran = time.monotonic() - ran
+        outcome = _outcome(model, x)
+        stats = {**outcome.stats, "solver_s": ran}
+        return replace(outcome, solutions=solutions, bounds=bounds, stats=stats)
     finally:
         model.dispose()
 

@@ -148,9 +148,12 @@ def solve(
     h.cbMipInterrupt.subscribe(progress)
     if timeout_s is not None:  # what building the model left
         h.setOptionValue("time_limit", max(TIME_SHARE * (deadline - time.monotonic()), 1e-3))
+    ran = time.monotonic()
     run_interruptible(h.run, interrupted.set)  # HiGHS releases the GIL while it runs
+    ran = time.monotonic() - ran
     outcome = _outcome(h, program, interrupted.is_set(), max_nodes is not None)
-    return replace(outcome, solutions=solutions, bounds=bounds)
+    stats = {**outcome.stats, "solver_s": ran}
+    return replace(outcome, solutions=solutions, bounds=bounds, stats=stats)
 
 
 def _lp(program: Program):

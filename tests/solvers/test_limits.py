@@ -160,7 +160,7 @@ def stops_in_time(engine, query: Query, limit: float) -> Result:
     result, elapsed = timed(engine, query, limit)
     starved = min(max(1.0, elapsed / max(time.process_time() - cpu, 1e-3)), 4.0)
     assert result.termination == Termination.TIME_LIMIT, result.message
-    assert elapsed <= 1.1 * limit + 0.5 * starved, (elapsed, starved)
+    assert elapsed <= 1.1 * limit + 0.5 * starved, (elapsed, starved, result.stats)
     return result
 
 
