@@ -10,7 +10,11 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
 - a node that now meets a stopping rule becomes a leaf, as a fresh fit makes it;
 - a greedy node re-chooses with its own seed: its choice is a function of its rows and seed, so
   it is the fresh fit's choice for that seed. If the split is unchanged, or moved without moving
-  a row across it, the children are updated in turn; otherwise they are grown afresh;
+  a row across it, the children are updated in turn; otherwise they are grown afresh. Its
+  children's seeds derive from its own (:func:`child_seed`), so a greedy subtree is a pure
+  function of its rows and its root's seed (which is drawn from the generator under a random
+  node or at the root, before any row is seen): growing afresh gives what a fit with the same
+  root seeds gives, node for node;
 - a random node drew its attribute uniformly among the varying ones and its threshold ``v``
   uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
   the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
@@ -34,6 +38,7 @@ import numpy as np
 
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
+from veritas_dsl.model.dare.kernels import mix
 from veritas_dsl.model.dare.splits import (
     Split,
     greedy_choice,
@@ -43,6 +48,14 @@ from veritas_dsl.model.dare.splits import (
 )
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
+_SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
+
+
+def child_seed(seed: int, side: int) -> int:
+    """The seed of a greedy node's left (``side`` 0) or right (1) child: a function of the
+    parent's, so a greedy subtree is a pure function of its rows and its root's seed (below
+    2**63, as the generator's draws, so the kernels see one integer type)."""
+    return int(mix(np.uint64(seed) ^ _SIDES[side])) >> 1
 
 
 @dataclass(frozen=True)
@@ -174,10 +187,16 @@ class Grower:
             tree.rows[node] = rows
             return
         go_left = self._goes_left(rows, split)
-        for side, part in ((tree.left, rows[go_left]), (tree.right, rows[~go_left])):
+        for i, (side, part) in enumerate(
+            ((tree.left, rows[go_left]), (tree.right, rows[~go_left]))
+        ):
             child = tree._new()
             side[node] = child
-            self._grow(tree, child, part, depth + 1)
+            # A greedy node's children derive their seeds from its own (child_seed); a random
+            # node's draw theirs from the generator.
+            self._grow(
+                tree, child, part, depth + 1, child_seed(seed, i) if kind == GREEDY else None
+            )
 
     def _goes_left(self, rows: np.ndarray, split: Split) -> np.ndarray:
         return self.X[rows, split.attribute].astype(np.float64) <= split.threshold
@@ -276,8 +295,8 @@ class Grower:
                 low, high = float(values.min()), float(values.max())
                 split = Split(split.attribute, random_threshold(low, high, self.rng))
                 self._fill(tree, node, rows, depth, split, RANDOM, 0)
-            else:
-                seed = tree.seed[node] if kind == GREEDY else None
+            else:  # a node below the random levels keeps its seed, whatever it is now
+                seed = tree.seed[node] if depth >= s.random_depth else None
                 self._grow(tree, node, rows, depth, seed)
             return
         # Deleted rows sit where the stored split sent them; the new threshold may differ
