@@ -4,11 +4,15 @@ subtree retired when its root's split changed can be grafted back when the split
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
-from dare_helpers import tied_data
+from dare_helpers import DETERMINISTIC, assert_same_forest, structure, tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from veritas_dsl.model.dare import tree as dare_tree
+from veritas_dsl.model.dare.memo import graft
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, Tree
 from veritas_dsl.unlearning import DareForest
 
@@ -70,3 +74,67 @@ def test_every_greedy_subtree_is_a_grow_of_its_rows_with_its_seed(data, random_d
     for r in order:
         forest.delete([int(r)])
         check_greedy_subtrees(forest)
+
+
+def without_memos(forest: DareForest, ids) -> list[int]:
+    """Delete ``ids`` one by one from ``forest``, forgetting every memo before each deletion;
+    return each deletion's cost."""
+    costs = []
+    for r in ids:
+        for tree in forest._trees:
+            tree.memos.clear()
+        forest.delete([int(r)])
+        costs.append(forest.last_deletion_cost)
+    return costs
+
+
+def flip_data(seed: int = 0, n: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Small tied data and a deletion order under which a node returns to an earlier split."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 6, (n, 3)).astype(np.float32)
+    y = rng.integers(0, 2, n)
+    return X, y, rng.permutation(n)[:30]
+
+
+@settings(max_examples=examples(0.4), deadline=None)
+@given(
+    data=tied_data(max_rows=40, max_columns=4),
+    random_depth=st.integers(0, 2),
+    k=st.sampled_from([1, 2, None]),
+)
+def test_memos_change_nothing_but_the_cost(data, random_depth, k):
+    X, y, seed = data
+    params = dict(n_trees=3, max_depth=4, k=k, max_features=2, random_depth=random_depth)
+    forest = DareForest(**params, random_state=seed % 1000).fit(X, y)
+    plain = copy.deepcopy(forest)
+    for r in np.random.default_rng(seed).permutation(len(X))[: len(X) - 2]:
+        forest.delete([int(r)])
+        without_memos(plain, [r])
+        assert structure(forest) == structure(plain)
+        assert forest._rng.bit_generator.state == plain._rng.bit_generator.state
+
+
+def test_a_node_that_returns_to_its_split_grafts_its_old_subtree(tmp_path, monkeypatch):
+    grafted = []
+    monkeypatch.setattr(dare_tree, "graft", lambda *a: grafted.append(a) or graft(*a))
+    X, y, order = flip_data()
+    forest = DareForest(n_trees=1, max_depth=3, **DETERMINISTIC).fit(X, y)
+    forest.save(tmp_path / "f.dare")
+    plain = copy.deepcopy(forest)
+    costs, total, plain_total = [], 0, 0
+    for r in order:
+        before = len(grafted)
+        forest.delete([int(r)])
+        cost = without_memos(plain, [r])[0]
+        total, plain_total = total + forest.last_deletion_cost, plain_total + cost
+        assert structure(forest) == structure(plain)
+        assert_same_forest(forest, X, y)
+        if len(grafted) > before:  # the memo path grafted; the plain one grew again
+            costs.append((forest.last_deletion_cost, cost))
+    # A graft costs the rows its update chose again from: here never more than growing again.
+    assert len(costs) >= 2 and all(memo <= plain_cost for memo, plain_cost in costs), costs
+    assert total < plain_total
+    loaded = DareForest.load(tmp_path / "f.dare")  # no memos: the same forest all the same
+    for r in order:
+        loaded.delete([int(r)])
+    assert structure(loaded) == structure(forest)

@@ -39,6 +39,7 @@ import numpy as np
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
 from veritas_dsl.model.dare.kernels import mix
+from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.model.dare.splits import (
     Split,
     greedy_choice,
@@ -85,6 +86,7 @@ class Tree:
         self.seed: list[int] = []
         self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
         self.cache: dict[int, tuple] = {}  # greedy node -> what decides its split (.cache)
+        self.memos = Memos()  # greedy node -> subtrees it had under other splits (.memo)
         # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
         # leaf holding row r (-1: a row the tree does not hold).
         self.end: list[int] = []
@@ -119,6 +121,7 @@ class Tree:
         self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
         self.rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
         self.cache = {int(new[old]): cache for old, cache in self.cache.items() if new[old] >= 0}
+        self.memos.renumber(new)
         self.end = end.tolist()
         self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
         if self.rows:
@@ -137,7 +140,7 @@ class Tree:
         copy = Tree()
         for name in self.FIELDS:
             setattr(copy, name, list(getattr(self, name)))
-        copy.rows, copy.cache = dict(self.rows), dict(self.cache)
+        copy.rows, copy.cache, copy.memos = dict(self.rows), dict(self.cache), self.memos.copy()
         copy.end, copy.leaf_of = list(self.end), self.leaf_of.copy()
         return copy
 
@@ -149,6 +152,7 @@ class Grower:
         self.X, self.y, self.settings, self.rng = X, y, settings, rng
         self.presorted = presorted  # row ids by increasing value, per attribute
         self.cost = 0  # rows re-examined by (re)growing, since the caller last reset it
+        self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
 
     def grow(self, rows: np.ndarray) -> Tree:
         tree = Tree()
@@ -204,6 +208,8 @@ class Grower:
     def update(self, tree: Tree, rows: np.ndarray, touched: np.ndarray, adding: bool) -> None:
         """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
         the rows deleted from it or added to it."""
+        if adding:  # memos hold rows a deletion removed, never rows added since
+            tree.memos.clear()
         self._update(tree, 0, rows, touched, 0, adding)
         tree.compact(len(self.X))
 
@@ -275,15 +281,21 @@ class Grower:
         if kind == LEAF and not adding:  # a deletion never makes a leaf split (splits.is_leaf)
             tree.count[node], tree.positives[node], tree.rows[node] = n, positives, rows
             return
+        grafted = False
         if kind == GREEDY:
             split, cache = self._greedy(rows, tree.seed[node])
-            keep = split is not None and self._same_partition(tree, node, rows, split)
-            if keep and cache is not None:
-                tree.cache[node] = cache
-            elif keep:
+            keep = split is not None and self._same_partition(rows, split, _split(tree, node))
+            if not keep and split is not None and not adding:
+                recalled = self._recall(tree, node, rows, split)
+                if recalled is not None:  # grafted: update it as a kept node
+                    keep, grafted, touched = True, True, recalled
+            if keep:
+                self.cost += n if self._grafting else 0  # a graft's update chose again
                 tree.cache.pop(node, None)
+                if cache is not None:
+                    tree.cache[node] = cache
         elif kind == RANDOM:
-            split = Split(tree.feature[node], tree.threshold[node])
+            split = _split(tree, node)
             action = self._random_action(rows, touched, split, adding)
             keep = action == "keep"
         else:  # a leaf that rows were added to: grow it again
@@ -301,23 +313,40 @@ class Grower:
             return
         # Deleted rows sit where the stored split sent them; the new threshold may differ
         # from it only where no remaining row lies.
-        touched_left = self._goes_left(touched, Split(split.attribute, tree.threshold[node]))
+        touched_left = self._goes_left(touched, _split(tree, node))
         tree.count[node], tree.positives[node] = n, positives
         tree.threshold[node] = split.threshold
         go_left = self._goes_left(rows, split)
+        self._grafting += grafted
         for child, part, moved in (
             (tree.left[node], rows[go_left], touched[touched_left]),
             (tree.right[node], rows[~go_left], touched[~touched_left]),
         ):
             self._update(tree, child, part, moved, depth + 1, adding)
+        self._grafting -= grafted
 
-    def _same_partition(self, tree: Tree, node: int, rows, split: Split) -> bool:
-        """The new split sends every row where the stored one does (its threshold may move)."""
-        if split.attribute != tree.feature[node]:
+    def _recall(self, tree: Tree, node: int, rows, split: Split) -> np.ndarray | None:
+        """Greedy ``node`` (on ``rows`` now) changes its split to ``split``: keep its subtree as
+        a memo (:mod:`.memo`), and if a memo of ``split`` is there, graft it and return the rows
+        deleted since it was retired (None: nothing to graft, grow the node again)."""
+
+        def same(threshold: float) -> bool:
+            return self._same_partition(rows, split, Split(split.attribute, threshold))
+
+        memo = tree.memos.take(node, tree.seed[node], split.attribute, same)
+        retired = tree.memos.retire(tree, node)
+        tree.memos.keep(node, retired, int(ROWS_PER_TREE * tree.count[0]))
+        if memo is None:
+            return None
+        graft(tree, node, memo)
+        return np.setdiff1d(memo.held, rows, assume_unique=True)
+
+    def _same_partition(self, rows, split: Split, old: Split) -> bool:
+        """``split`` sends every row where ``old`` does (its threshold may differ)."""
+        if split.attribute != old.attribute:
             return False
-        if split.threshold == tree.threshold[node]:
+        if split.threshold == old.threshold:
             return True
-        old = Split(tree.feature[node], tree.threshold[node])
         return bool(np.array_equal(self._goes_left(rows, split), self._goes_left(rows, old)))
 
     def _random_action(self, rows, touched, split: Split, adding: bool) -> str:
@@ -337,6 +366,10 @@ class Grower:
         if not np.array_equal(high > low, old_high > old_low):
             return "redraw"
         return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
+
+
+def _split(tree: Tree, node: int) -> Split:
+    return Split(tree.feature[node], tree.threshold[node])
 
 
 @kernel
