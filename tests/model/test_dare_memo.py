@@ -131,7 +131,7 @@ def test_a_node_that_returns_to_its_split_grafts_its_old_subtree(tmp_path, monke
         assert_same_forest(forest, X, y)
         if len(grafted) > before:  # the memo path grafted; the plain one grew again
             costs.append((forest.last_deletion_cost, cost))
-    # A graft costs the rows its update chose again from: here never more than growing again.
+    # A graft costs the rows of the nodes on the deleted rows' paths, growing those of every node.
     assert len(costs) >= 2 and all(memo <= plain_cost for memo, plain_cost in costs), costs
     assert total < plain_total
     loaded = DareForest.load(tmp_path / "f.dare")  # no memos: the same forest all the same

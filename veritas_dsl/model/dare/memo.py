@@ -9,9 +9,11 @@ updating it for the rows deleted since (``Grower._update``) gives what growing t
 gives, node for node, as every update does. So memos are a pure cache: not saved, bounded, and a
 forest without them (loaded, or after :meth:`Memos.clear`) deletes to the identical forest.
 
-Memos of a node's descendants die with them when the node regrows or is retired (their nodes are
-no longer reachable, and :meth:`Memos.renumber` drops them): a memo holds one subtree, without
-the memos inside it, which keeps the bound simple.
+Memos of a node's descendants move with the subtree: a retired subtree takes them along and
+a graft brings them back (a node below that flipped before often flips again). They are as
+exact there: a node's rows only shrink while it exists (a split is kept only while it sends the
+rows where it did), so its memos still hold every row it has. When a node is grown again, the
+memos below it die with its old nodes (:meth:`Memos.renumber` drops them).
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import numpy as np
 #: Memos kept per node (the most recent ones) ...
 PER_NODE = 2
 #: ... and rows they may hold per tree, as a multiple of the rows the tree holds.
-ROWS_PER_TREE = 1.0
+ROWS_PER_TREE = 2.0
 
 
 @dataclass(frozen=True, eq=False)
 class Memo:
     """A retired subtree in local numbering (node 0 its root, children as local ids): the node
     fields of :class:`~.tree.Tree`, leaves' rows, and greedy nodes' caches (the root's is not
-    kept: it may have followed a deletion the subtree did not). ``held`` are its rows, sorted."""
+    kept: it may have followed a deletion the subtree did not), and the memos of its nodes
+    below the root (``nested``). ``size``: the rows it holds, its nested memos' included."""
 
     seed: int
     attribute: int
@@ -38,8 +41,13 @@ class Memo:
     fields: dict
     rows: dict
     cache: dict
-    held: np.ndarray
+    nested: dict
+    size: int
     stamp: int
+
+    def held(self) -> np.ndarray:
+        """The rows it holds, increasing."""
+        return np.sort(np.concatenate(list(self.rows.values())))
 
 
 @dataclass(eq=False)
@@ -51,7 +59,7 @@ class Memos:
     clock: int = 0
 
     def size(self) -> int:
-        return sum(len(m.held) for memos in self.by_node.values() for m in memos)
+        return sum(m.size for memos in self.by_node.values() for m in memos)
 
     def copy(self) -> Memos:
         return Memos(dict(self.by_node), self.clock)
@@ -75,7 +83,7 @@ class Memos:
             )
             j = oldest[1]
             *rest, dropped = self.by_node[j]
-            total -= len(dropped.held)
+            total -= dropped.size
             self.by_node[j] = tuple(rest)
             if not rest:
                 del self.by_node[j]
@@ -107,13 +115,16 @@ class Memos:
         fields = {name: [getattr(tree, name)[j] for j in order] for name in tree.FIELDS}
         for name in ("left", "right"):
             fields[name] = [local.get(j, -1) for j in fields[name]]
-        rows = {local[j]: tree.rows[j] for j in order if j in tree.rows}
+        small = np.int32 if tree.leaf_of.shape[0] < 2**31 else np.int64  # halves a memo
+        rows = {local[j]: tree.rows[j].astype(small) for j in order if j in tree.rows}
         cache = {local[j]: tree.cache[j] for j in order[1:] if j in tree.cache}
-        held = np.sort(np.concatenate(list(rows.values())))
+        nested = {local[j]: self.by_node.pop(j) for j in order[1:] if j in self.by_node}
+        size = sum(len(held) for held in rows.values())
+        size += sum(m.size for memos in nested.values() for m in memos)
         self.clock += 1
         return Memo(
-            tree.seed[node], tree.feature[node], tree.threshold[node], fields, rows, cache, held,
-            self.clock,
+            tree.seed[node], tree.feature[node], tree.threshold[node], fields, rows, cache,
+            nested, size, self.clock,
         )  # fmt: skip
 
 
@@ -134,9 +145,11 @@ def graft(tree, node: int, memo: Memo) -> None:
     tree.rows.pop(node, None)
     tree.cache.pop(node, None)
     for j, rows in memo.rows.items():
-        tree.rows[ids[j]] = rows
+        tree.rows[ids[j]] = rows.astype(np.int64)
     for j, cache in memo.cache.items():
         tree.cache[ids[j]] = tuple(part.copy() for part in cache)
+    for j, memos in memo.nested.items():
+        tree.memos.by_node[ids[j]] = memos
 
 
 def _same_split(a: Memo, b: Memo) -> bool:

@@ -151,7 +151,9 @@ class Grower:
     def __init__(self, X, y, settings: Settings, rng: np.random.Generator, presorted) -> None:
         self.X, self.y, self.settings, self.rng = X, y, settings, rng
         self.presorted = presorted  # row ids by increasing value, per attribute
-        self.cost = 0  # rows re-examined by (re)growing, since the caller last reset it
+        # Rows re-examined by growing (each grown node's) and by grafting memos (each node the
+        # graft's update went through), since the caller last reset it.
+        self.cost = 0
         self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
 
     def grow(self, rows: np.ndarray) -> Tree:
@@ -160,11 +162,12 @@ class Grower:
         tree.compact(len(self.X))
         return tree
 
-    def _grow(self, tree: Tree, node: int, rows: np.ndarray, depth: int, seed=None) -> None:
+    def _grow(self, tree: Tree, node: int, rows, depth: int, seed=None, chosen=None) -> None:
         """Fill ``node`` from ``rows``, drawing fresh randomness (a greedy node may be given its
-        seed), and grow its children."""
+        seed, and its choice ``(split, cache)`` when known), and grow its children."""
         s = self.settings
         n, positives = len(rows), int(self.y[rows].sum())
+        self.cost += n
         split = cache = None
         kind = RANDOM if depth < s.random_depth else GREEDY
         if kind == GREEDY and seed is None:
@@ -173,7 +176,7 @@ class Grower:
             if kind == RANDOM:
                 split = random_split(self.X, rows, self.rng)
             else:
-                split, cache = self._greedy(rows, seed)
+                split, cache = chosen or self._greedy(rows, seed)
         self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
 
     def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
@@ -223,6 +226,7 @@ class Grower:
         sorted_rows = (P.values, P.labels, P.order, P.position)
         x, label = self.X[r], int(self.y[r])
         node = depth = 0
+        chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
             n, positives = tree.count[node] - 1, tree.positives[node] - label
             kind = tree.kind[node]
@@ -253,6 +257,7 @@ class Grower:
                     if cache is not None:
                         tree.cache[node] = cache
                 if a != tree.feature[node] or t != tree.threshold[node]:
+                    chosen = (Split(int(a), float(t)), tree.cache.get(node))
                     break
             goes_left = np.float64(x[tree.feature[node]]) <= tree.threshold[node]
             child = tree.left[node] if goes_left else tree.right[node]
@@ -262,10 +267,11 @@ class Grower:
             node, depth = child, depth + 1
         rows = tree.rows_below(node)
         rows = np.delete(rows, np.searchsorted(rows, r))
-        self._update(tree, node, rows, np.array([r]), depth, False)
+        self._update(tree, node, rows, np.array([r]), depth, False, chosen)
         tree.compact(len(self.X))
 
-    def _update(self, tree, node, rows, touched, depth, adding) -> None:
+    def _update(self, tree, node, rows, touched, depth, adding, chosen=None) -> None:
+        """Bring ``node``'s subtree to ``rows``; ``chosen`` is its greedy choice when known."""
         if len(touched) == 0:
             return
         s = self.settings
@@ -283,14 +289,14 @@ class Grower:
             return
         grafted = False
         if kind == GREEDY:
-            split, cache = self._greedy(rows, tree.seed[node])
+            split, cache = chosen or self._greedy(rows, tree.seed[node])
             keep = split is not None and self._same_partition(rows, split, _split(tree, node))
             if not keep and split is not None and not adding:
                 recalled = self._recall(tree, node, rows, split)
                 if recalled is not None:  # grafted: update it as a kept node
                     keep, grafted, touched = True, True, recalled
             if keep:
-                self.cost += n if self._grafting else 0  # a graft's update chose again
+                self.cost += n if self._grafting or grafted else 0  # a graft's update went here
                 tree.cache.pop(node, None)
                 if cache is not None:
                     tree.cache[node] = cache
@@ -301,15 +307,16 @@ class Grower:
         else:  # a leaf that rows were added to: grow it again
             split, keep = None, False
         if not keep:
-            self.cost += n
             if kind == RANDOM and action == "threshold":
+                self.cost += n
                 values = self.X[rows, split.attribute]
                 low, high = float(values.min()), float(values.max())
                 split = Split(split.attribute, random_threshold(low, high, self.rng))
                 self._fill(tree, node, rows, depth, split, RANDOM, 0)
             else:  # a node below the random levels keeps its seed, whatever it is now
                 seed = tree.seed[node] if depth >= s.random_depth else None
-                self._grow(tree, node, rows, depth, seed)
+                chosen = (split, cache) if kind == GREEDY else None
+                self._grow(tree, node, rows, depth, seed, chosen)
             return
         # Deleted rows sit where the stored split sent them; the new threshold may differ
         # from it only where no remaining row lies.
@@ -335,11 +342,17 @@ class Grower:
 
         memo = tree.memos.take(node, tree.seed[node], split.attribute, same)
         retired = tree.memos.retire(tree, node)
+        touched = None
+        if memo is not None:
+            held = memo.held()
+            touched = np.setdiff1d(held, rows, assume_unique=True)
+            # A memo holds every row its node has (memo.py says why); checked, as it is cheap.
+            if len(held) == len(touched) + len(rows):
+                graft(tree, node, memo)
+            else:
+                touched = None
         tree.memos.keep(node, retired, int(ROWS_PER_TREE * tree.count[0]))
-        if memo is None:
-            return None
-        graft(tree, node, memo)
-        return np.setdiff1d(memo.held, rows, assume_unique=True)
+        return touched
 
     def _same_partition(self, rows, split: Split, old: Split) -> bool:
         """``split`` sends every row where ``old`` does (its threshold may differ)."""
