@@ -14,7 +14,8 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
   children's seeds derive from its own (:func:`child_seed`), so a greedy subtree is a pure
   function of its rows and its root's seed (which is drawn from the generator under a random
   node or at the root, before any row is seen): growing afresh gives what a fit with the same
-  root seeds gives, node for node;
+  root seeds gives, node for node, and so does grafting back a subtree the node had under
+  the same split a few deletions ago (:mod:`.memo`);
 - a random node drew its attribute uniformly among the varying ones and its threshold ``v``
   uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
   the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
