@@ -29,10 +29,10 @@ def data():
     return X, y
 
 
-def forests(tmp_path, settings) -> dict[str, DareForest]:
+def forests(tmp_path, settings, random_state: int = 1) -> dict[str, DareForest]:
     """The saved forest, and in Python the forest after the deletion and the one fit again."""
     X, y = data()
-    before = DareForest(n_trees=4, max_depth=3, random_state=1, **settings).fit(X, y)
+    before = DareForest(n_trees=4, max_depth=3, random_state=random_state, **settings).fit(X, y)
     before.save(tmp_path / "forest.dare")
     after = DareForest.load(tmp_path / "forest.dare").delete(DELETED)
     keep = np.setdiff1d(np.arange(len(X)), DELETED)
@@ -128,7 +128,9 @@ def test_deleting_is_retraining_in_the_deterministic_configuration(tmp_path):
 def test_a_randomized_deletion_differs_from_retraining_and_the_counterexample_reproduces(
     tmp_path,
 ):
-    f = forests(tmp_path, RANDOMIZED)
+    # Whether they differ as functions depends on the draws: with random_state 1 the fit again
+    # happens to draw random nodes that split the cells as the kept ones do.
+    f = forests(tmp_path, RANDOMIZED, random_state=2)
     points = cells()
     assert not np.array_equal(proba(f["after"], points), proba(f["retrained"], points))
     result = run(tmp_path, EQUIVALENCE)

@@ -118,7 +118,9 @@ class DareForest:
 
     def delete(self, indices) -> DareForest:
         """Forget the rows with these ids; ``last_deletion_cost`` becomes the number of rows the
-        trees re-examined by growing subtrees again."""
+        trees re-examined by growing subtrees again: each node grown (or made a leaf) counts
+        its rows, and a subtree grafted back from a memo (:mod:`.memo`) counts the rows of
+        every node its update went through (chosen again from its rows)."""
         self._fitted()
         ids = _ids(indices, len(self._X))
         dead = ids[~self._alive[ids]]

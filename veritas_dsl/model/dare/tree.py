@@ -10,7 +10,12 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
 - a node that now meets a stopping rule becomes a leaf, as a fresh fit makes it;
 - a greedy node re-chooses with its own seed: its choice is a function of its rows and seed, so
   it is the fresh fit's choice for that seed. If the split is unchanged, or moved without moving
-  a row across it, the children are updated in turn; otherwise they are grown afresh;
+  a row across it, the children are updated in turn; otherwise they are grown afresh. Its
+  children's seeds derive from its own (:func:`child_seed`), so a greedy subtree is a pure
+  function of its rows and its root's seed (which is drawn from the generator under a random
+  node or at the root, before any row is seen): growing afresh gives what a fit with the same
+  root seeds gives, node for node, and so does grafting back a subtree the node had under
+  the same split a few deletions ago (:mod:`.memo`);
 - a random node drew its attribute uniformly among the varying ones and its threshold ``v``
   uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
   the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
@@ -34,6 +39,8 @@ import numpy as np
 
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
+from veritas_dsl.model.dare.kernels import mix
+from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.model.dare.splits import (
     Split,
     greedy_choice,
@@ -43,6 +50,14 @@ from veritas_dsl.model.dare.splits import (
 )
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
+_SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
+
+
+def child_seed(seed: int, side: int) -> int:
+    """The seed of a greedy node's left (``side`` 0) or right (1) child: a function of the
+    parent's, so a greedy subtree is a pure function of its rows and its root's seed (below
+    2**63, as the generator's draws, so the kernels see one integer type)."""
+    return int(mix(np.uint64(seed) ^ _SIDES[side])) >> 1
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,7 @@ class Tree:
         self.seed: list[int] = []
         self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
         self.cache: dict[int, tuple] = {}  # greedy node -> what decides its split (.cache)
+        self.memos = Memos()  # greedy node -> subtrees it had under other splits (.memo)
         # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
         # leaf holding row r (-1: a row the tree does not hold).
         self.end: list[int] = []
@@ -106,6 +122,7 @@ class Tree:
         self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
         self.rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
         self.cache = {int(new[old]): cache for old, cache in self.cache.items() if new[old] >= 0}
+        self.memos.renumber(new)
         self.end = end.tolist()
         self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
         if self.rows:
@@ -124,7 +141,7 @@ class Tree:
         copy = Tree()
         for name in self.FIELDS:
             setattr(copy, name, list(getattr(self, name)))
-        copy.rows, copy.cache = dict(self.rows), dict(self.cache)
+        copy.rows, copy.cache, copy.memos = dict(self.rows), dict(self.cache), self.memos.copy()
         copy.end, copy.leaf_of = list(self.end), self.leaf_of.copy()
         return copy
 
@@ -135,7 +152,10 @@ class Grower:
     def __init__(self, X, y, settings: Settings, rng: np.random.Generator, presorted) -> None:
         self.X, self.y, self.settings, self.rng = X, y, settings, rng
         self.presorted = presorted  # row ids by increasing value, per attribute
-        self.cost = 0  # rows re-examined by (re)growing, since the caller last reset it
+        # Rows re-examined by growing (each grown node's) and by grafting memos (each node the
+        # graft's update went through), since the caller last reset it.
+        self.cost = 0
+        self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
 
     def grow(self, rows: np.ndarray) -> Tree:
         tree = Tree()
@@ -143,11 +163,12 @@ class Grower:
         tree.compact(len(self.X))
         return tree
 
-    def _grow(self, tree: Tree, node: int, rows: np.ndarray, depth: int, seed=None) -> None:
+    def _grow(self, tree: Tree, node: int, rows, depth: int, seed=None, chosen=None) -> None:
         """Fill ``node`` from ``rows``, drawing fresh randomness (a greedy node may be given its
-        seed), and grow its children."""
+        seed, and its choice ``(split, cache)`` when known), and grow its children."""
         s = self.settings
         n, positives = len(rows), int(self.y[rows].sum())
+        self.cost += n
         split = cache = None
         kind = RANDOM if depth < s.random_depth else GREEDY
         if kind == GREEDY and seed is None:
@@ -156,7 +177,7 @@ class Grower:
             if kind == RANDOM:
                 split = random_split(self.X, rows, self.rng)
             else:
-                split, cache = self._greedy(rows, seed)
+                split, cache = chosen or self._greedy(rows, seed)
         self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
 
     def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
@@ -174,10 +195,16 @@ class Grower:
             tree.rows[node] = rows
             return
         go_left = self._goes_left(rows, split)
-        for side, part in ((tree.left, rows[go_left]), (tree.right, rows[~go_left])):
+        for i, (side, part) in enumerate(
+            ((tree.left, rows[go_left]), (tree.right, rows[~go_left]))
+        ):
             child = tree._new()
             side[node] = child
-            self._grow(tree, child, part, depth + 1)
+            # A greedy node's children derive their seeds from its own (child_seed); a random
+            # node's draw theirs from the generator.
+            self._grow(
+                tree, child, part, depth + 1, child_seed(seed, i) if kind == GREEDY else None
+            )
 
     def _goes_left(self, rows: np.ndarray, split: Split) -> np.ndarray:
         return self.X[rows, split.attribute].astype(np.float64) <= split.threshold
@@ -185,6 +212,8 @@ class Grower:
     def update(self, tree: Tree, rows: np.ndarray, touched: np.ndarray, adding: bool) -> None:
         """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
         the rows deleted from it or added to it."""
+        if adding:  # memos hold rows a deletion removed, never rows added since
+            tree.memos.clear()
         self._update(tree, 0, rows, touched, 0, adding)
         tree.compact(len(self.X))
 
@@ -198,6 +227,7 @@ class Grower:
         sorted_rows = (P.values, P.labels, P.order, P.position)
         x, label = self.X[r], int(self.y[r])
         node = depth = 0
+        chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
             n, positives = tree.count[node] - 1, tree.positives[node] - label
             kind = tree.kind[node]
@@ -228,6 +258,7 @@ class Grower:
                     if cache is not None:
                         tree.cache[node] = cache
                 if a != tree.feature[node] or t != tree.threshold[node]:
+                    chosen = (Split(int(a), float(t)), tree.cache.get(node))
                     break
             goes_left = np.float64(x[tree.feature[node]]) <= tree.threshold[node]
             child = tree.left[node] if goes_left else tree.right[node]
@@ -237,10 +268,11 @@ class Grower:
             node, depth = child, depth + 1
         rows = tree.rows_below(node)
         rows = np.delete(rows, np.searchsorted(rows, r))
-        self._update(tree, node, rows, np.array([r]), depth, False)
+        self._update(tree, node, rows, np.array([r]), depth, False, chosen)
         tree.compact(len(self.X))
 
-    def _update(self, tree, node, rows, touched, depth, adding) -> None:
+    def _update(self, tree, node, rows, touched, depth, adding, chosen=None) -> None:
+        """Bring ``node``'s subtree to ``rows``; ``chosen`` is its greedy choice when known."""
         if len(touched) == 0:
             return
         s = self.settings
@@ -256,49 +288,79 @@ class Grower:
         if kind == LEAF and not adding:  # a deletion never makes a leaf split (splits.is_leaf)
             tree.count[node], tree.positives[node], tree.rows[node] = n, positives, rows
             return
+        grafted = False
         if kind == GREEDY:
-            split, cache = self._greedy(rows, tree.seed[node])
-            keep = split is not None and self._same_partition(tree, node, rows, split)
-            if keep and cache is not None:
-                tree.cache[node] = cache
-            elif keep:
+            split, cache = chosen or self._greedy(rows, tree.seed[node])
+            keep = split is not None and self._same_partition(rows, split, _split(tree, node))
+            if not keep and split is not None and not adding:
+                recalled = self._recall(tree, node, rows, split)
+                if recalled is not None:  # grafted: update it as a kept node
+                    keep, grafted, touched = True, True, recalled
+            if keep:
+                self.cost += n if self._grafting or grafted else 0  # a graft's update went here
                 tree.cache.pop(node, None)
+                if cache is not None:
+                    tree.cache[node] = cache
         elif kind == RANDOM:
-            split = Split(tree.feature[node], tree.threshold[node])
+            split = _split(tree, node)
             action = self._random_action(rows, touched, split, adding)
             keep = action == "keep"
         else:  # a leaf that rows were added to: grow it again
             split, keep = None, False
         if not keep:
-            self.cost += n
             if kind == RANDOM and action == "threshold":
+                self.cost += n
                 values = self.X[rows, split.attribute]
                 low, high = float(values.min()), float(values.max())
                 split = Split(split.attribute, random_threshold(low, high, self.rng))
                 self._fill(tree, node, rows, depth, split, RANDOM, 0)
-            else:
-                seed = tree.seed[node] if kind == GREEDY else None
-                self._grow(tree, node, rows, depth, seed)
+            else:  # a node below the random levels keeps its seed, whatever it is now
+                seed = tree.seed[node] if depth >= s.random_depth else None
+                chosen = (split, cache) if kind == GREEDY else None
+                self._grow(tree, node, rows, depth, seed, chosen)
             return
         # Deleted rows sit where the stored split sent them; the new threshold may differ
         # from it only where no remaining row lies.
-        touched_left = self._goes_left(touched, Split(split.attribute, tree.threshold[node]))
+        touched_left = self._goes_left(touched, _split(tree, node))
         tree.count[node], tree.positives[node] = n, positives
         tree.threshold[node] = split.threshold
         go_left = self._goes_left(rows, split)
+        self._grafting += grafted
         for child, part, moved in (
             (tree.left[node], rows[go_left], touched[touched_left]),
             (tree.right[node], rows[~go_left], touched[~touched_left]),
         ):
             self._update(tree, child, part, moved, depth + 1, adding)
+        self._grafting -= grafted
 
-    def _same_partition(self, tree: Tree, node: int, rows, split: Split) -> bool:
-        """The new split sends every row where the stored one does (its threshold may move)."""
-        if split.attribute != tree.feature[node]:
+    def _recall(self, tree: Tree, node: int, rows, split: Split) -> np.ndarray | None:
+        """Greedy ``node`` (on ``rows`` now) changes its split to ``split``: keep its subtree as
+        a memo (:mod:`.memo`), and if a memo of ``split`` is there, graft it and return the rows
+        deleted since it was retired (None: nothing to graft, grow the node again)."""
+
+        def same(threshold: float) -> bool:
+            return self._same_partition(rows, split, Split(split.attribute, threshold))
+
+        memo = tree.memos.take(node, tree.seed[node], split.attribute, same)
+        retired = tree.memos.retire(tree, node)
+        touched = None
+        if memo is not None:
+            held = memo.held()
+            touched = np.setdiff1d(held, rows, assume_unique=True)
+            # A memo holds every row its node has (memo.py says why); checked, as it is cheap.
+            if len(held) == len(touched) + len(rows):
+                graft(tree, node, memo)
+            else:
+                touched = None
+        tree.memos.keep(node, retired, int(ROWS_PER_TREE * tree.count[0]))
+        return touched
+
+    def _same_partition(self, rows, split: Split, old: Split) -> bool:
+        """``split`` sends every row where ``old`` does (its threshold may differ)."""
+        if split.attribute != old.attribute:
             return False
-        if split.threshold == tree.threshold[node]:
+        if split.threshold == old.threshold:
             return True
-        old = Split(tree.feature[node], tree.threshold[node])
         return bool(np.array_equal(self._goes_left(rows, split), self._goes_left(rows, old)))
 
     def _random_action(self, rows, touched, split: Split, adding: bool) -> str:
@@ -318,6 +380,10 @@ class Grower:
         if not np.array_equal(high > low, old_high > old_low):
             return "redraw"
         return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
+
+
+def _split(tree: Tree, node: int) -> Split:
+    return Split(tree.feature[node], tree.threshold[node])
 
 
 @kernel
