@@ -242,14 +242,16 @@ def _expand(
     when diving the best one is dived into next. Returns a status.
 
     Long because the loop over children keeps the dive's best child (five values) across
-    iterations; the bounds of a child are :func:`_child_bounds`'s job.
+    iterations, and computes each child's bounds in place: as a step of its own, inlined, it
+    unpacked the tuples once per child, which cost 31 % more reference counting and 9 % more
+    instructions in this loop (callgrind, 100 trees of depth 6).
     """
-    tr_root, nd_var, nd_rank, nd_left, nd_right = trees[0:5]
-    lf_start, lf_end, lf_var, lf_lo, lf_hi = trees[6:11]
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree = trees[6:14]
     term_thr, term_sure, term_cons, _ = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
-    stack, leaves, parts = scratch[0:3]
-    u = scratch[4]
+    stack, leaves, parts, out, u, arg, parent_max, parent_arg = scratch[0:8]
+    parent_stamp, child_stamp, affected = scratch[8:11]
     n_vars = problem[0]
     mode = params[P_MODE]
     goal = params[P_GOAL]
@@ -294,9 +296,37 @@ def _expand(
         key = np.int64(0)
         tie = np.int64(0)
         if alive:
-            _child_bounds(
-                leaf, s, row, crow, first, expansion_stamp, trees, n_vars, st_u, scratch, ctx
-            )
+            # the parent's bounds, corrected on the trees the step can change whose best leaf
+            # it made unreachable
+            n_aff = affected_trees(
+                leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree,
+                first, child_stamp, ctx, affected,
+            )  # fmt: skip
+            copy_into(u, st_u[s])
+            for ai in range(n_aff):
+                t = affected[ai]
+                if parent_stamp[t] != expansion_stamp:  # the parent's best leaves, once
+                    parent_stamp[t] = expansion_stamp
+                    tree_max(
+                        tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val,
+                        parent_max[t], parent_arg[t], stack,
+                    )  # fmt: skip
+                # a tree's best can only drop, and not while its best leaf stays reachable
+                kept = True
+                for k in range(u.shape[0]):
+                    if not leaf_reachable(
+                        parent_arg[t, k], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
+                    ):
+                        kept = False
+                        break
+                if kept:
+                    continue
+                tree_max(
+                    tr_root[t], crow, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out,
+                    arg, stack,
+                )  # fmt: skip
+                for k in range(u.shape[0]):
+                    u[k] += out[k] - parent_max[t, k]
             alive = terms_verdict(u, term_thr, term_sure, term_cons) >= 0
         if alive:
             key, tie = state_key(mode, u, goal_cost, depth, term_thr, term_cons)
@@ -331,45 +361,6 @@ def _expand(
     if live > ctx[C_LIVE_PEAK]:
         ctx[C_LIVE_PEAK] = live
     return STATUS_BUDGET
-
-
-@inlined
-def _child_bounds(leaf, s, row, crow, first, stamp, trees, n_vars, st_u, scratch, ctx):
-    """``scratch``'s ``u`` = the term bounds of the child ``crow`` of state ``s`` (box ``row``)
-    through ``leaf``: the parent's, corrected on the trees the step can change whose best leaf
-    it made unreachable."""
-    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
-    lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree = trees[6:14]
-    stack, _, _, out, u, arg, parent_max, parent_arg = scratch[0:8]
-    parent_stamp, child_stamp, affected = scratch[8:11]
-    n_aff = affected_trees(
-        leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, first,
-        child_stamp, ctx, affected,
-    )  # fmt: skip
-    copy_into(u, st_u[s])
-    for ai in range(n_aff):
-        t = affected[ai]
-        if parent_stamp[t] != stamp:  # the parent's best leaves, once per expansion
-            parent_stamp[t] = stamp
-            tree_max(
-                tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val,
-                parent_max[t], parent_arg[t], stack,
-            )  # fmt: skip
-        # a tree's best can only drop, and not while its best leaf stays reachable
-        kept = True
-        for k in range(u.shape[0]):
-            if not leaf_reachable(
-                parent_arg[t, k], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
-            ):
-                kept = False
-                break
-        if kept:
-            continue
-        tree_max(
-            tr_root[t], crow, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
-        )
-        for k in range(u.shape[0]):
-            u[k] += out[k] - parent_max[t, k]
 
 
 @inlined
