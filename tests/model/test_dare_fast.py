@@ -6,6 +6,7 @@ cache holding exactly the valid thresholds of key at most its bound, with their 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 from dare_helpers import structure, tied_data
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from veritas_dsl.model.dare.kernels import ALL, threshold_keys
 from veritas_dsl.model.dare.splits import greedy_choice
-from veritas_dsl.model.dare.tree import GREEDY, RANDOM
+from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
 from veritas_dsl.unlearning import DareForest
 
 from conftest import examples
@@ -92,9 +93,16 @@ def _delete_both_ways(forest: DareForest, r: int) -> DareForest:
 @given(
     data=tied_data(max_rows=30, max_columns=4),
     k=st.sampled_from([None, 1, 2, 3]),
-    random_depth=st.integers(0, 2),
+    random_depth=st.integers(0, 3),
     max_features=st.sampled_from([None, 1, 2, "sqrt"]),
-    min_samples_leaf=st.integers(1, 3),
+    min_samples_leaf=st.integers(1, 4),
+)
+@example(  # random nodes whose sides fall to m rows, then under
+    data=(np.arange(10, dtype=np.float32)[:, None] % 7, np.arange(10) % 2, 3),
+    k=None,
+    random_depth=2,
+    max_features=None,
+    min_samples_leaf=2,
 )
 @example(
     data=(np.array([[0], [0], [1], [1]], np.float32), np.array([0, 1, 0, 1]), 0),
@@ -185,3 +193,22 @@ def test_a_loaded_forest_builds_its_caches_as_deletions_need_them(tmp_path):
         _delete_both_ways(loaded, r)
         assert structure(loaded) == structure(forest)
     assert check_caches(loaded) > 0
+
+
+def test_a_random_split_saved_before_m_counted_is_drawn_again_when_a_deletion_reaches_it():
+    """data/random_m3_old.dare was written on main (a218029), when random nodes drew in
+    ``[min, max)`` whatever ``min_samples_leaf`` (3 here): two roots leave 1 and 2 rows on a
+    side. Both paths agree, and the first deletion (every deletion reaches the root) draws them
+    again, leaving 3 rows a side."""
+    forest = DareForest.load(Path(__file__).parent / "data" / "random_m3_old.dare")
+    sides = [(t.count[t.left[0]], t.count[t.right[0]]) for t in forest._trees]
+    assert sorted(min(pair) for pair in sides)[:2] == [1, 2]
+    rng = np.random.default_rng(0)
+    for i, r in enumerate(rng.permutation(forest.n_rows)[:30]):
+        _delete_both_ways(forest, int(r))
+        if i == 0:
+            for tree in forest._trees:
+                assert (
+                    tree.kind[0] == LEAF
+                    or min(tree.count[tree.left[0]], tree.count[tree.right[0]]) >= 3
+                )

@@ -38,12 +38,14 @@ def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _root(forest: DareForest, rows: np.ndarray) -> tuple[int, float]:
-    """The root's attribute and its threshold relative to that attribute's range on ``rows``:
-    ``(v - min) / (max - min)``."""
+    """The root's attribute and its threshold relative to the interval it is drawn from on
+    ``rows``: ``(v - low) / (high - low)`` with ``low, high`` the m-th smallest and m-th largest
+    values (m = ``min_samples_leaf``; 1: the attribute's range)."""
     view = forest.view()
     attribute = int(view.feature[0])
-    values = rows[:, attribute].astype(np.float64)
-    low, high = values.min(), values.max()
+    values = np.sort(rows[:, attribute].astype(np.float64))
+    m = forest.min_samples_leaf
+    low, high = values[m - 1], values[len(values) - m]
     return attribute, (view.threshold[0] - low) / (high - low)
 
 
@@ -59,22 +61,25 @@ def _chi_square(a: np.ndarray, b: np.ndarray, categories: int) -> tuple[float, i
 CHI_SQUARE_001 = {1: 10.83, 2: 13.82}  # upper 0.1 % points
 
 
-def _samples(X, y, deleted, adding: bool = False):
+def _samples(X, y, deleted, min_samples_leaf: int, adding: bool = False):
     """Roots of forests fit on all rows then edited (rows ``deleted`` deleted, or when ``adding``
     fit without them then given them), and of forests fit on the result directly."""
     keep = np.setdiff1d(np.arange(len(X)), deleted)
     final = np.arange(len(X)) if adding else keep
     edited, fresh = [], []
+    params = dict(PARAMS, min_samples_leaf=min_samples_leaf)
     for seed in range(SEEDS):
         if adding:
-            forest = DareForest(**PARAMS, random_state=seed).fit(X[keep], y[keep])
+            forest = DareForest(**params, random_state=seed).fit(X[keep], y[keep])
             forest.add(X[deleted], y[deleted])
         else:
-            forest = DareForest(**PARAMS, random_state=seed).fit(X, y).delete(deleted)
+            forest = DareForest(**params, random_state=seed).fit(X, y).delete(deleted)
         edited.append(_root(forest, X[final]))
-        retrained = DareForest(**PARAMS, random_state=SEEDS + seed).fit(X[final], y[final])
+        retrained = DareForest(**params, random_state=SEEDS + seed).fit(X[final], y[final])
         fresh.append(_root(retrained, X[final]))
-    return np.array(edited), np.array(fresh)
+    edited, fresh = np.array(edited), np.array(fresh)
+    assert np.all((edited[:, 1] >= 0) & (edited[:, 1] < 1))  # in [v_(m), v_(n-m+1))
+    return edited, fresh
 
 
 def _assert_same_distribution(edited: np.ndarray, fresh: np.ndarray, n_attributes: int) -> None:
@@ -88,23 +93,26 @@ def _assert_same_distribution(edited: np.ndarray, fresh: np.ndarray, n_attribute
         assert ks(a, b) < ks_critical(len(a), len(b)), attribute
 
 
-def test_delete_then_predict_is_distributed_as_retraining():
+@pytest.mark.parametrize("min_samples_leaf", [1, 3])
+def test_delete_then_predict_is_distributed_as_retraining(min_samples_leaf):
     X, y, deleted = _data()
     keep = np.setdiff1d(np.arange(len(X)), deleted)
-    edited, fresh = _samples(X, y, deleted)
+    edited, fresh = _samples(X, y, deleted, min_samples_leaf)
     _assert_same_distribution(edited, fresh, X.shape[1])
     # The test sees a difference where there is one: roots on attribute 0 before the deletion,
     # measured on the remaining rows' range, are not distributed as a retraining's.
+    params = dict(PARAMS, min_samples_leaf=min_samples_leaf)
     before = np.array(
-        [_root(DareForest(**PARAMS, random_state=s).fit(X, y), X[keep]) for s in range(SEEDS)]
+        [_root(DareForest(**params, random_state=s).fit(X, y), X[keep]) for s in range(SEEDS)]
     )
     stale, retrained = before[before[:, 0] == 0, 1], fresh[fresh[:, 0] == 0, 1]
     assert ks(stale, retrained) > ks_critical(len(stale), len(retrained))
 
 
-def test_add_is_distributed_as_fitting_with_the_rows():
+@pytest.mark.parametrize("min_samples_leaf", [1, 3])
+def test_add_is_distributed_as_fitting_with_the_rows(min_samples_leaf):
     X, y, added = _data()
-    _assert_same_distribution(*_samples(X, y, added, adding=True), X.shape[1])
+    _assert_same_distribution(*_samples(X, y, added, min_samples_leaf, True), X.shape[1])
 
 
 def test_the_statistics_on_known_samples():
@@ -126,11 +134,12 @@ def _assert_nodes_are_fresh_choices(forest: DareForest) -> None:
         while stack:
             node, rows, depth = stack.pop()
             s = grower.settings
-            leaf = is_leaf(len(rows), int(forest._y[rows].sum()), depth, s.max_depth, 1)
+            m = s.min_samples_leaf
+            leaf = is_leaf(len(rows), int(forest._y[rows].sum()), depth, s.max_depth, m)
             assert (tree.kind[node] == LEAF) >= leaf
             if tree.kind[node] == GREEDY:
                 split = greedy_split(
-                    forest._y, rows, tree.seed[node], s.k, s.max_features, 1, grower.presorted
+                    forest._y, rows, tree.seed[node], s.k, s.max_features, m, grower.presorted
                 )
                 assert (split.attribute, split.threshold) == (
                     tree.feature[node],
@@ -143,11 +152,16 @@ def _assert_nodes_are_fresh_choices(forest: DareForest) -> None:
 
 
 @settings(max_examples=examples(0.4))
-@given(data=tied_data(max_rows=30, max_columns=4), random_depth=st.integers(0, 2))
-def test_after_random_edits_every_node_is_consistent(data, random_depth):
+@given(
+    data=tied_data(max_rows=30, max_columns=4),
+    random_depth=st.integers(0, 2),
+    min_samples_leaf=st.integers(1, 3),
+)
+def test_after_random_edits_every_node_is_consistent(data, random_depth, min_samples_leaf):
     X, y, seed = data
     rng = np.random.default_rng(seed)
     params = dict(n_trees=2, max_depth=4, k=2, random_depth=random_depth, random_state=seed)
+    params["min_samples_leaf"] = min_samples_leaf
     forest = DareForest(**params).fit(X, y)
     for _ in range(20):
         alive = forest.remaining()

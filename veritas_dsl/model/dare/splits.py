@@ -107,19 +107,36 @@ def greedy_choice(
     return Split(int(attribute), float(threshold)), cache if cached else None
 
 
-def random_split(X: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> Split | None:
-    """A random node's split: an attribute uniform among those not constant on ``rows``, a
-    threshold uniform in ``[min, max)`` of it; None when every attribute is constant."""
-    block = X[rows].astype(np.float64)
-    low, high = block.min(axis=0), block.max(axis=0)
-    varying = np.nonzero(high > low)[0]
-    if len(varying) == 0:
+def random_split(
+    X: np.ndarray, rows: np.ndarray, rng: np.random.Generator, min_samples_leaf: int
+) -> Split | None:
+    """A random node's split: an attribute uniform among those that can be split leaving
+    ``min_samples_leaf`` rows each side, a threshold uniform in its :func:`random_bounds`; None
+    when no attribute can (with one row a side: every attribute is constant)."""
+    low, high = random_bounds(X[rows], min_samples_leaf)
+    splittable = np.nonzero(high > low)[0]
+    if len(splittable) == 0:
         return None
-    attribute = int(varying[rng.integers(len(varying))])
+    attribute = int(splittable[rng.integers(len(splittable))])
     return Split(attribute, random_threshold(low[attribute], high[attribute], rng))
 
 
+def random_bounds(block: np.ndarray, min_samples_leaf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``block`` (a node's rows), its ``m``-th smallest and ``m``-th largest
+    value ``(v_(m), v_(n-m+1))`` in float64, ``m = min_samples_leaf``: a threshold in
+    ``[low, high)`` leaves at least ``m`` rows each side, and only those do; a column can be
+    split when ``low < high`` (``m = 1``: ``[min, max)``). Fewer than ``2m`` rows: none can."""
+    block = block.astype(np.float64)
+    m, n = min_samples_leaf, len(block)
+    if m == 1:
+        return block.min(axis=0), block.max(axis=0)
+    if n < 2 * m:
+        return np.full(block.shape[1], np.inf), np.full(block.shape[1], -np.inf)
+    part = np.partition(block, (m - 1, n - m), axis=0)
+    return part[m - 1], part[n - m]
+
+
 def random_threshold(low: float, high: float, rng: np.random.Generator) -> float:
-    """A threshold uniform in ``[low, high)`` (``low < high``): both sides keep a row."""
+    """A threshold uniform in ``[low, high)`` (``low < high``)."""
     threshold = low + rng.random() * (high - low)
     return float(threshold if low <= threshold < high else low)  # rounding may reach high

@@ -16,17 +16,21 @@ Updating a node whose rows changed (why the result is distributed as a fresh fit
   node or at the root, before any row is seen): growing afresh gives what a fit with the same
   root seeds gives, node for node, and so does grafting back a subtree the node had under
   the same split a few deletions ago (:mod:`.memo`);
-- a random node drew its attribute uniformly among the varying ones and its threshold ``v``
-  uniformly in ``[min, max)``. After deletions both sides keep a row exactly when ``v`` lies in
-  the new ``[min', max')``; given that, ``v`` is uniform there, so the node is kept; otherwise
-  ``v`` is drawn again in ``[min', max')`` on the same attribute (the mixture is uniform). The
-  attribute is kept while it varies: keeping it only when ``v`` survived would favour the
-  attributes whose range shrank least (the chi-square test in tests/model/test_dare_random.py
-  caught that). When it stops varying the node is drawn afresh, which makes each attribute
-  that still varies chosen with probability ``1/|V|+(|V|-|V'|)/(|V||V'|) = 1/|V'|``.
-  After additions the varying set can only grow: if it grew the node is drawn afresh (an
-  event that does not depend on the draw); else the attribute is kept, and so is ``v`` unless
-  the attribute's range grew, when ``v`` is drawn again in the new range.
+- a random node drew its attribute uniformly among the splittable ones and its threshold ``v``
+  uniformly in ``I = [v_(m), v_(n-m+1))`` of it (:func:`~.splits.random_bounds`; ``m`` is
+  ``min_samples_leaf``, ``m = 1`` gives ``[min, max)``); an attribute is splittable when ``I`` is
+  not empty. After deletions the m-th smallest value can only rise and the m-th largest only
+  fall, so the new ``I'`` lies inside ``I``, and both sides keep m rows exactly when ``v`` lies in
+  ``I'``; given that, ``v`` is uniform there, so the node is kept; otherwise ``v`` is drawn again
+  in ``I'`` on the same attribute (the mixture is uniform). The attribute is kept while it is
+  splittable: keeping it only when ``v`` survived would favour the attributes whose ``I``
+  shrank least (the chi-square test in tests/model/test_dare_random.py caught that). When it
+  stops being splittable the node is drawn afresh, which makes each attribute still splittable
+  (the set ``S' ⊆ S``) chosen with probability ``1/|S|+(|S|-|S'|)/(|S||S'|) = 1/|S'|``.
+  (``S' ⊆ S`` also keeps a leaf of the random levels a leaf: a deletion cannot split it.)
+  After additions ``I`` can only grow (``I ⊆ I'``) and so can ``S``: if ``S`` grew the node is
+  drawn afresh (an event that does not depend on the draw); else the attribute is kept, and so
+  is ``v`` unless its ``I`` changed, when ``v`` is drawn again in ``I'``.
   This holds for deletions chosen without looking at the forest; a requester who reads ``v``
   and deletes rows to move the range can bias it (Gupta et al. 2021).
 """
@@ -45,6 +49,7 @@ from veritas_dsl.model.dare.splits import (
     Split,
     greedy_choice,
     is_leaf,
+    random_bounds,
     random_split,
     random_threshold,
 )
@@ -175,7 +180,7 @@ class Grower:
             seed = int(self.rng.integers(2**63))
         if not is_leaf(n, positives, depth, s.max_depth, s.min_samples_leaf):
             if kind == RANDOM:
-                split = random_split(self.X, rows, self.rng)
+                split = random_split(self.X, rows, self.rng, s.min_samples_leaf)
             else:
                 split, cache = chosen or self._greedy(rows, seed)
         self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
@@ -224,6 +229,7 @@ class Grower:
         stays; the first node where it may not is updated from its rows by :meth:`_update`,
         which gives what that node would give on any other path."""
         s, P = self.settings, self.presorted
+        m = s.min_samples_leaf
         sorted_rows = (P.values, P.labels, P.order, P.position)
         x, label = self.X[r], int(self.y[r])
         node = depth = 0
@@ -261,9 +267,11 @@ class Grower:
                     chosen = (Split(int(a), float(t)), tree.cache.get(node))
                     break
             goes_left = np.float64(x[tree.feature[node]]) <= tree.threshold[node]
-            child = tree.left[node] if goes_left else tree.right[node]
-            if kind == RANDOM and tree.count[child] == 1:
-                break
+            child, other = tree.left[node], tree.right[node]
+            if not goes_left:
+                child, other = other, child
+            if kind == RANDOM and min(tree.count[child] - 1, tree.count[other]) < m:
+                break  # a side would keep fewer than m rows: _random_action decides
             tree.count[node], tree.positives[node] = n, positives
             node, depth = child, depth + 1
         rows = tree.rows_below(node)
@@ -310,9 +318,9 @@ class Grower:
         if not keep:
             if kind == RANDOM and action == "threshold":
                 self.cost += n
-                values = self.X[rows, split.attribute]
-                low, high = float(values.min()), float(values.max())
-                split = Split(split.attribute, random_threshold(low, high, self.rng))
+                a = split.attribute
+                low, high = random_bounds(self.X[rows, a : a + 1], s.min_samples_leaf)
+                split = Split(a, random_threshold(float(low[0]), float(high[0]), self.rng))
                 self._fill(tree, node, rows, depth, split, RANDOM, 0)
             else:  # a node below the random levels keeps its seed, whatever it is now
                 seed = tree.seed[node] if depth >= s.random_depth else None
@@ -366,20 +374,19 @@ class Grower:
     def _random_action(self, rows, touched, split: Split, adding: bool) -> str:
         """What a random node does so that it is distributed as a fresh draw (module docstring):
         ``keep`` it, draw a new ``threshold`` on its attribute, or ``redraw`` it all."""
-        block = self.X[rows].astype(np.float64)
-        low, high = block.min(axis=0), block.max(axis=0)
-        a = split.attribute
+        m = self.settings.min_samples_leaf
+        low, high = random_bounds(self.X[rows], m)
+        a, t = split.attribute, split.threshold
         if not adding:
-            if low[a] == high[a]:
+            if not low[a] < high[a]:
                 return "redraw"
-            left = int(np.count_nonzero(block[:, a] <= split.threshold))
-            return "keep" if 0 < left < len(rows) else "threshold"
-        before = np.setdiff1d(rows, touched, assume_unique=True)
-        old = self.X[before].astype(np.float64)
-        old_low, old_high = old.min(axis=0), old.max(axis=0)
+            left = int(np.count_nonzero(self.X[rows, a].astype(np.float64) <= t))
+            return "keep" if m <= left <= len(rows) - m else "threshold"
+        old_low, old_high = random_bounds(self.X[np.setdiff1d(rows, touched)], m)
         if not np.array_equal(high > low, old_high > old_low):
             return "redraw"
-        return "keep" if low[a] == old_low[a] and high[a] == old_high[a] else "threshold"
+        same = low[a] == old_low[a] and high[a] == old_high[a]
+        return "keep" if same and low[a] <= t < high[a] else "threshold"
 
 
 def _split(tree: Tree, node: int) -> Split:
