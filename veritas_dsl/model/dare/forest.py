@@ -117,10 +117,14 @@ class DareForest:
         return self
 
     def delete(self, indices) -> DareForest:
-        """Forget the rows with these ids; ``last_deletion_cost`` becomes the number of rows the
-        trees re-examined by growing subtrees again: each node grown (or made a leaf) counts
-        its rows, and a subtree grafted back from a memo (:mod:`.memo`) counts the rows of
-        every node its update went through (chosen again from its rows)."""
+        """Forget the rows with these ids: every id is checked first (a bad one raises
+        before any tree changes), then the rows are forgotten one at a time in increasing id
+        order, in place (only the deleted row travels down a tree, :meth:`Grower.forget`), so
+        ``delete([a, b])`` gives the forest ``delete([a])`` then ``delete([b])`` gives.
+        ``last_deletion_cost`` becomes the number of rows the trees re-examined by growing
+        subtrees again, summed over the rows: each node grown (or made a leaf) counts its
+        rows, and a subtree grafted back from a memo (:mod:`.memo`) counts the rows of every
+        node its update went through (chosen again from its rows)."""
         self._fitted()
         ids = _ids(indices, len(self._X))
         dead = ids[~self._alive[ids]]
@@ -128,17 +132,11 @@ class DareForest:
             raise ModelError(f"row {int(dead[0])} is already deleted")
         if len(ids) == int(self._alive.sum()):
             raise ModelError("deleting every remaining row would leave nothing to learn from")
-        if len(ids) > 1:  # every tree updated from its rows at once, on a copy
-            alive = self._alive.copy()
-            alive[ids] = False
-            self._change(alive, ids, adding=False)
-            return self
-        # Nothing below can fail on the input, so the trees are edited in place: only the
-        # deleted row travels down them (Grower.forget).
         grower = self._grower()
-        for tree in self._trees:
-            grower.forget(tree, int(ids[0]))
-        self._alive[ids[0]] = False
+        for r in ids.tolist():
+            for tree in self._trees:
+                grower.forget(tree, r)
+            self._alive[r] = False
         self.last_deletion_cost = grower.cost
         return self
 
@@ -160,7 +158,10 @@ class DareForest:
         return self
 
     def _change(self, alive: np.ndarray, touched: np.ndarray, adding: bool) -> None:
-        """Update every tree to the rows ``alive``; all or nothing (a copy is updated)."""
+        """Update every tree to the rows ``alive`` from its rows (each node on the way chosen
+        again from them); all or nothing (a copy is updated). :meth:`add` takes it; for
+        deletions it is the slow path the tests and bench/dare_batch.py compare
+        :meth:`delete` with."""
         grower = self._grower()
         rows = np.flatnonzero(alive)
         rng_state = self._rng.bit_generator.state
