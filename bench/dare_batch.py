@@ -1,6 +1,6 @@
-"""Deleting many rows at once (issue 15): ``DareForest.delete(ids)`` forgets them one at a time in
-place, against the former batch path, which copies every tree and updates it from its rows at
-once (``DareForest._change``, kept as the reference the tests compare with).
+"""Deleting many rows at once (issue 15): forgetting them one at a time in place
+(``DareForest._forget``, what ``delete`` does for up to ``ONE_BY_ONE`` rows) against updating
+every tree from its rows at once on a copy (``DareForest._change``, what it does beyond).
 
 On make_classification(100_000, 40, random_state=0), 100 trees, depth 10, k=10,
 max_features="sqrt", G-DaRE (``random_depth=0``) and R-DaRE (``random_depth=--rdepth``): for each
@@ -38,13 +38,13 @@ def main() -> None:
     parser.add_argument("--rdepth", type=int, default=2, help="R-DaRE's random_depth")
     args = parser.parse_args()
     warm = DareForest(n_trees=2, random_depth=1).fit(*load_breast_cancer(return_X_y=True))
-    warm.delete([0, 1])  # Numba compiles
+    warm._forget(np.array([0, 1]))  # Numba compiles
     warm._change(warm._alive & (np.arange(warm.n_rows) > 2), np.array([2]), adding=False)
     X, y = make_classification(100_000, 40, random_state=0)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"make_classification(100_000, 40); trees={args.trees} depth=10 k=10 max_features=sqrt")
     head = (
-        f"{'model':7} {'fit s':>6} {'rows':>5} {'batch path s':>12} {'cost':>10} "
+        f"{'model':7} {'fit s':>6} {'rows':>5} {'at once s':>12} {'cost':>10} "
         f"{'one by one s':>12} {'cost':>10} {'speed-up':>8} {'ms/row':>7}"
     )
     print(head)
@@ -59,7 +59,7 @@ def main() -> None:
             alive = old._alive.copy()
             alive[ids] = False
             slow = timed(lambda old=old, alive=alive, ids=ids: old._change(alive, ids, False))
-            fast = timed(lambda new=new, ids=ids: new.delete(ids))
+            fast = timed(lambda new=new, ids=ids: new._forget(ids))
             print(
                 f"{model:7} {fit:6.1f} {size:5} {slow:12.2f} {old.last_deletion_cost:10} "
                 f"{fast:12.2f} {new.last_deletion_cost:10} {slow / fast:8.1f} "

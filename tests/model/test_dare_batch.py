@@ -1,6 +1,7 @@
-"""Deleting several rows at once checks every id first, then forgets them one at a time in place:
-it must give the very forest deleting them one by one gives (memos and random generator
-included), and a bad id anywhere in the batch must leave the forest as it was."""
+"""Deleting several rows at once checks every id first, then forgets them one at a time in place
+(up to ``ONE_BY_ONE`` rows): it must give the very forest deleting them one by one gives (memos
+and random generator included); a larger batch updates each tree from its rows at once; a bad id
+anywhere in a batch must leave the forest as it was."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from veritas_dsl.model import ModelError
+from veritas_dsl.model.dare import forest as forest_module
 from veritas_dsl.unlearning import DareForest
 
 from conftest import examples
@@ -111,3 +113,41 @@ def test_one_bad_id_in_a_batch_changes_nothing(ids, message, random_depth):
             assert all(np.array_equal(a, b) for a, b in zip(tree.cache[node], parts, strict=True))
     forest.delete([0, 3])  # and it still deletes
     assert forest.remaining().tolist() == [r for r in range(40) if r not in (0, 3, 7, 11)]
+
+
+@pytest.fixture
+def small_limit(monkeypatch):
+    """Batches of more than 3 rows update each tree from its rows at once."""
+    monkeypatch.setattr(forest_module, "ONE_BY_ONE", 3)
+
+
+@pytest.mark.usefixtures("small_limit")
+@settings(max_examples=examples(0.2), deadline=None)
+@given(data=tied_data(max_rows=40, max_columns=3), batches=st.integers(1, 3))
+def test_a_large_deterministic_batch_equals_a_fit_on_the_remaining_rows(data, batches):
+    X, y, seed = data
+    forest = DareForest(n_trees=2, max_depth=4, **DETERMINISTIC).fit(X, y)
+    order = np.random.default_rng(seed).permutation(len(X))[: len(X) - 1]
+    for ids in np.array_split(order, batches):
+        if len(ids):
+            forest.delete(ids)
+            assert_same_forest(forest, X, y)
+
+
+@pytest.mark.usefixtures("small_limit")
+def test_a_large_batch_updates_each_tree_once_and_a_bad_id_changes_nothing():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=60) > 0).astype(int)
+    forest = DareForest(n_trees=3, max_depth=4, k=1, max_features=2, random_depth=2).fit(X, y)
+    before = copy.deepcopy(state(forest))
+    with pytest.raises(ModelError, match="row 60 does not exist"):
+        forest.delete([1, 2, 3, 4, 60])
+    assert state(forest) == before
+    slow = copy.deepcopy(forest)
+    alive = slow._alive.copy()
+    alive[[1, 2, 3, 4]] = False
+    slow._change(alive, np.array([1, 2, 3, 4]), adding=False)
+    forest.delete([4, 3, 2, 1])
+    assert state(forest) == state(slow)
+    assert forest.last_deletion_cost == slow.last_deletion_cost
