@@ -48,10 +48,12 @@ def _tie(values, labels, order, leaf_of, first, end, start, step, v):
 
 
 @kernel
-def _neighbours(values, labels, order, position, leaf_of, first, end, r):
+def _neighbours(values, labels, order, position, leaf_of, first, end, r, look_below, look_above):
     """For the node ``[first, end)`` without row ``r`` (value ``x``): whether ``x`` vanished,
     and the nearest values below and above ``x`` there with their rows and positives, as
-    ``(found, value, rows, positives)`` each (``found`` False at either end)."""
+    ``(found, value, rows, positives)`` each (``found`` False at either end). ``look_below``
+    (``look_above``) False: the caller knows the node has no row below (above) ``x``, where a
+    walk would run to the end of every row."""
     here = position[r]
     x = values[here]
     i = here - 1
@@ -64,6 +66,10 @@ def _neighbours(values, labels, order, position, leaf_of, first, end, r):
         if first <= leaf_of[order[j]] < end:
             return False, (False, 0.0, 0, 0), (False, 0.0, 0, 0)
         j += 1
+    if not look_below:
+        i = -1
+    if not look_above:
+        j = order.shape[0]
     while i >= 0 and not (first <= leaf_of[order[i]] < end):
         i -= 1
     while j < order.shape[0] and not (first <= leaf_of[order[j]] < end):
@@ -226,10 +232,13 @@ def follow_deletion(
         if vanished:
             known = below >= 0 and above >= 0
             walked = (False, (False, 0.0, 0, 0), (False, 0.0, 0, 0))
-            if not known:
+            if not known:  # a cached neighbour's counts tell whether rows lie beyond x
+                look_below = above < 0 or cand[above, 1] - cand[above, 3] > 0
+                look_above = below < 0 or n - cand[below, 1] - cand[below, 5] > 0
                 walked = _neighbours(
-                    values[a], labels[a], order[a], position[a], leaf_of, first, end, r
-                )
+                    values[a], labels[a], order[a], position[a], leaf_of, first, end, r,
+                    look_below, look_above,
+                )  # fmt: skip
             vanished, low_side, high_side = walked
             if known:
                 vanished = True

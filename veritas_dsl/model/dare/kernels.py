@@ -50,7 +50,7 @@ def threshold_keys(seed, attribute, thresholds):
 def threshold_key(seed, attribute, threshold):
     """The key of one threshold (float64) of one attribute at the node with this seed."""
     base = mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
-    bits = np.array([threshold], dtype=np.float64).view(np.uint64)[0]
+    bits = np.float64(threshold).view(np.uint64)  # the same bits, without an array
     return mix(bits * _GOLDEN ^ base)
 
 

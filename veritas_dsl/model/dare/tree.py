@@ -232,6 +232,7 @@ class Grower:
         m = s.min_samples_leaf
         sorted_rows = (P.values, P.labels, P.order, P.position)
         x, label = self.X[r], int(self.y[r])
+        values = x.tolist()  # Python floats, exact: compared without a numpy scalar per node
         node = depth = 0
         chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
@@ -239,7 +240,7 @@ class Grower:
             kind = tree.kind[node]
             if kind == LEAF:
                 rows = tree.rows[node]
-                tree.rows[node] = np.delete(rows, np.searchsorted(rows, r))
+                tree.rows[node] = rows[rows != r]
                 tree.count[node], tree.positives[node] = n, positives
                 tree.leaf_of[r] = -1
                 return
@@ -266,7 +267,7 @@ class Grower:
                 if a != tree.feature[node] or t != tree.threshold[node]:
                     chosen = (Split(int(a), float(t)), tree.cache.get(node))
                     break
-            goes_left = np.float64(x[tree.feature[node]]) <= tree.threshold[node]
+            goes_left = values[tree.feature[node]] <= tree.threshold[node]
             child, other = tree.left[node], tree.right[node]
             if not goes_left:
                 child, other = other, child
