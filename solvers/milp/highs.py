@@ -144,16 +144,8 @@ def solve(
         if interrupted.is_set() or time.monotonic() > deadline:
             event.interrupt()
 
-    def lp_progress(event) -> None:
-        if interrupted.is_set() or time.monotonic() > deadline:
-            event.interrupt()
-
     h.cbMipImprovingSolution.subscribe(improving)
     h.cbMipInterrupt.subscribe(progress)
-    # the root LP can outlast the time limit before the first MIP callback: seen in CI, 2.0 s
-    # inside HiGHS with 1.1 s given and no node solved
-    h.cbSimplexInterrupt.subscribe(lp_progress)
-    h.cbIpmInterrupt.subscribe(lp_progress)
     if timeout_s is not None:  # what building the model left
         h.setOptionValue("time_limit", max(TIME_SHARE * (deadline - time.monotonic()), 1e-3))
     ran = time.monotonic()
