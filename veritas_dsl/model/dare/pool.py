@@ -5,12 +5,12 @@ Node ``j``'s cache is ``attrs[a:a+na]``, ``bound[a:a+na]``, ``cand[c:c+nc]``,
 ``cand_values[c:c+nc]`` with ``slots[j] = (a, na, c, nc)`` (``na = -1``: no cache). A cache
 never grows in place (:func:`~.cache.follow_deletion` reuses its rows), so a replaced cache
 takes a fresh slot at the end and the old one becomes garbage; the pools are packed again when
-garbage outweighs the live caches, and grown by doubling. Either moves every cache: the views
-are then made again (a view taken before stays readable, but is no longer the cache).
+garbage outweighs the live caches, and grown by doubling.
 
 It reads like the dict ``node -> (attrs, bound, cand, cand_values)`` it replaces; the tuples
-are views into the pools (the same object while the cache stays), which deletions edit in
-place.
+are views into the pools, which deletions edit in place: the same object while the cache stays
+where it is (a view taken before a pack or a growth stays readable, but is no longer the
+cache).
 """
 
 from __future__ import annotations
@@ -31,36 +31,51 @@ class CachePool:
         self.slots = np.full((0, 4), -1, dtype=np.int64)
         self._used = [0, 0]  # attribute and candidate rows written
         self._garbage = 0  # candidate rows of replaced caches
-        self._views: dict[int, tuple] = {}
+        self._views: dict[int, tuple] = {}  # made when first asked for, until a cache moves
 
     # -- the dict's face ---------------------------------------------------------------------
 
     def __contains__(self, node: int) -> bool:
-        return node in self._views
+        return 0 <= node < len(self.slots) and self.slots[node, 1] >= 0
 
     def __getitem__(self, node: int) -> tuple:
-        return self._views[node]
+        view = self.get(node)
+        if view is None:
+            raise KeyError(node)
+        return view
 
     def __len__(self) -> int:
-        return len(self._views)
+        return int(np.count_nonzero(self.slots[:, 1] >= 0))
 
     def get(self, node: int, default=None):
-        return self._views.get(node, default)
+        if node not in self:
+            return default
+        view = self._views.get(node)
+        if view is None:
+            a, na, c, nc = self.slots[node].tolist()
+            view = self._views[node] = (
+                self.attrs[a : a + na],
+                self.bound[a : a + na],
+                self.cand[c : c + nc],
+                self.cand_values[c : c + nc],
+            )
+        return view
 
     def keys(self):
-        return self._views.keys()
+        return dict.fromkeys(np.flatnonzero(self.slots[:, 1] >= 0).tolist()).keys()
 
     def values(self):
-        return self._views.values()
+        return [self[node] for node in self.keys()]
 
     def items(self):
-        return self._views.items()
+        return [(node, self[node]) for node in self.keys()]
 
     def pop(self, node: int, default=None):
-        view = self._views.pop(node, None)
-        if view is None:
+        if node not in self:
             return default
-        self._garbage += len(view[2])
+        view = self[node]
+        del self._views[node]
+        self._garbage += int(self.slots[node, 3])
         self.slots[node] = _EMPTY
         return view
 
@@ -72,7 +87,7 @@ class CachePool:
             self._pack()
         na, nc = len(attrs), len(cand)
         a, c = self._used
-        grown = self._reserve(a + na, c + nc)
+        self._reserve(a + na, c + nc)
         self.attrs[a : a + na], self.bound[a : a + na] = attrs, bound
         self.cand[c : c + nc], self.cand_values[c : c + nc] = cand, cand_values
         self._used = [a + na, c + nc]
@@ -80,9 +95,6 @@ class CachePool:
             more = np.full((max(2 * len(self.slots), node + 1) - len(self.slots), 4), -1)
             self.slots = np.concatenate([self.slots, more])
         self.slots[node] = (a, na, c, nc)
-        if grown:  # every view is of the old pools
-            self._rebuild_views()
-        self._views[node] = self._view(node)
 
     def arrays(self) -> tuple:
         """``(slots, attrs, bound, cand, cand_values)`` as :func:`~.walk.walk` reads them."""
@@ -90,58 +102,45 @@ class CachePool:
 
     # -- storage -----------------------------------------------------------------------------
 
-    def _reserve(self, attrs: int, cand: int) -> bool:
-        """Make room for that many rows; True when a pool moved (old views are stale)."""
-        grown = False
+    def _reserve(self, attrs: int, cand: int) -> None:
+        """Make room for that many rows (a pool that moves takes its views' identity along)."""
         if attrs > len(self.attrs):
             size = max(attrs, 2 * len(self.attrs), 64)
             self.attrs = _resized(self.attrs, size)
             self.bound = _resized(self.bound, size)
-            grown = True
+            self._views.clear()
         if cand > len(self.cand):
             size = max(cand, 2 * len(self.cand), 1024)
             self.cand = _resized(self.cand, size)
             self.cand_values = _resized(self.cand_values, size)
-            grown = True
-        return grown
-
-    def _view(self, node: int) -> tuple:
-        a, na, c, nc = self.slots[node].tolist()
-        return (
-            self.attrs[a : a + na],
-            self.bound[a : a + na],
-            self.cand[c : c + nc],
-            self.cand_values[c : c + nc],
-        )
-
-    def _rebuild_views(self) -> None:
-        self._views = {node: self._view(node) for node in self._views}
+            self._views.clear()
 
     def renumber(self, new: np.ndarray) -> None:
         """Follow :meth:`~.tree.Tree.compact`: node ``old`` is now ``new[old]`` (-1: gone).
         Packs the pools when garbage outweighs the live caches."""
+        old = np.flatnonzero(self.slots[:, 1] >= 0)
+        old = old[old < len(new)]
+        moved = new[old]
+        kept = moved >= 0
+        self._garbage += int(self.slots[old[~kept], 3].sum())
         slots = np.full((int(new.max(initial=-1)) + 1, 4), -1, dtype=np.int64)
-        views = {}
-        for old, view in self._views.items():
-            if new[old] >= 0:
-                slots[new[old]] = self.slots[old]
-                views[int(new[old])] = view
-            else:
-                self._garbage += len(view[2])
-        self.slots, self._views = slots, views
+        slots[moved[kept]] = self.slots[old[kept]]
+        self.slots = slots
+        self._views = {int(new[j]): v for j, v in self._views.items() if new[j] >= 0}
         if self._garbage > self._used[1] - self._garbage:
             self._pack()
 
     def _pack(self) -> None:
-        old = (self.attrs, self.bound, self.cand, self.cand_values, self.slots.copy())
-        live = old[4][old[4][:, 1] >= 0]
-        self.__init__()
-        self.slots = np.full((len(old[4]), 4), -1, dtype=np.int64)
-        self._reserve(int(live[:, 1].sum()), int(live[:, 3].sum()))
-        for node in np.flatnonzero(old[4][:, 1] >= 0).tolist():
-            a, na, c, nc = old[4][node].tolist()
-            self[node] = (old[0][a : a + na], old[1][a : a + na], old[2][c : c + nc],
-                          old[3][c : c + nc])  # fmt: skip
+        """Copy the live caches to fresh pools, in node order."""
+        live = np.flatnonzero(self.slots[:, 1] >= 0)
+        a, na, c, nc = self.slots[live].T
+        take_a, starts_a = _gather(a, na)
+        take_c, starts_c = _gather(c, nc)
+        self.attrs, self.bound = self.attrs[take_a], self.bound[take_a]
+        self.cand, self.cand_values = self.cand[take_c], self.cand_values[take_c]
+        self.slots[live, 0], self.slots[live, 2] = starts_a, starts_c
+        self._used, self._garbage = [len(take_a), len(take_c)], 0
+        self._views.clear()
 
     def copy(self) -> CachePool:
         """An independent copy (its pools are not shared)."""
@@ -149,12 +148,18 @@ class CachePool:
         copy.attrs, copy.bound = self.attrs.copy(), self.bound.copy()
         copy.cand, copy.cand_values = self.cand.copy(), self.cand_values.copy()
         copy.slots, copy._used, copy._garbage = self.slots.copy(), list(self._used), self._garbage
-        copy._views = dict.fromkeys(self._views)
-        copy._rebuild_views()
         return copy
 
     def __deepcopy__(self, memo) -> CachePool:
         return self.copy()  # a copy's views must be views of its own pools
+
+
+def _gather(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions ``starts[i] + range(lengths[i])`` for every i, concatenated, and where each
+    range starts in that."""
+    new = np.cumsum(lengths) - lengths
+    take = np.arange(int(lengths.sum())) - np.repeat(new - starts, lengths)
+    return take, new
 
 
 def _resized(array: np.ndarray, size: int) -> np.ndarray:

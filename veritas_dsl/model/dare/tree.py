@@ -127,28 +127,31 @@ class Tree:
         order, end = _preorder(kind, left, right)
         new = np.full(len(kind), -1, dtype=np.int64)
         new[order] = np.arange(len(order))
+        columns = {name: np.asarray(getattr(self, name))[order] for name in self.FIELDS}
+        columns["left"] = np.where(left[order] >= 0, new[left[order]], -1)
+        columns["right"] = np.where(right[order] >= 0, new[right[order]], -1)
+        columns["end"] = end
         for name in self.FIELDS:
-            setattr(self, name, np.asarray(getattr(self, name))[order].tolist())
-        self.left = np.where(left[order] >= 0, new[left[order]], -1).tolist()
-        self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
+            setattr(self, name, columns[name].tolist())
+        self.end = end.tolist()
         rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
         self.cache.renumber(new)
         self.memos.renumber(new)
-        self.end = end.tolist()
-        self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
         leaves = sorted(rows)
         sizes = np.array([len(rows[j]) for j in leaves], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.held = np.concatenate([rows[j] for j in leaves] or [np.empty(0)]).astype(np.int64)
-        self.rows = {j: self.held[starts[i] : starts[i + 1]] for i, j in enumerate(leaves)}
+        bounds = starts.tolist()
+        self.rows = {j: self.held[bounds[i] : bounds[i + 1]] for i, j in enumerate(leaves)}
+        self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
         self.leaf_of[self.held] = np.repeat(np.array(leaves, dtype=np.int32), sizes)
         self.table = np.zeros((len(order), len(FIELDS)), dtype=np.int64)
         for column, name in enumerate(FIELDS):
             if name == "rows":
                 self.table[leaves, column] = starts[:-1]
-            elif name != "threshold":
-                self.table[:, column] = getattr(self, name)
-        self.thresholds = np.array(self.threshold, dtype=np.float64)
+            else:
+                self.table[:, column] = columns[name]
+        self.thresholds = columns["threshold"].astype(np.float64)
 
     def rows_below(self, node: int) -> np.ndarray:
         """The rows of the leaves under ``node``, increasing (the tree is compact)."""
