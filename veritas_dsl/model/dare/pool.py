@@ -32,11 +32,12 @@ class CachePool:
         self._used = [0, 0]  # attribute and candidate rows written
         self._garbage = 0  # candidate rows of replaced caches
         self._views: dict[int, tuple] = {}  # made when first asked for, until a cache moves
+        self._pending: dict[int, tuple] = {}  # caches set since the last flush, as given
 
     # -- the dict's face ---------------------------------------------------------------------
 
     def __contains__(self, node: int) -> bool:
-        return 0 <= node < len(self.slots) and self.slots[node, 1] >= 0
+        return node in self._pending or (0 <= node < len(self.slots) and self.slots[node, 1] >= 0)
 
     def __getitem__(self, node: int) -> tuple:
         view = self.get(node)
@@ -45,9 +46,11 @@ class CachePool:
         return view
 
     def __len__(self) -> int:
-        return int(np.count_nonzero(self.slots[:, 1] >= 0))
+        return int(np.count_nonzero(self.slots[:, 1] >= 0)) + len(self._pending)
 
     def get(self, node: int, default=None):
+        if node in self._pending:
+            return self._pending[node]
         if node not in self:
             return default
         view = self._views.get(node)
@@ -62,7 +65,8 @@ class CachePool:
         return view
 
     def keys(self):
-        return dict.fromkeys(np.flatnonzero(self.slots[:, 1] >= 0).tolist()).keys()
+        live = np.flatnonzero(self.slots[:, 1] >= 0).tolist()
+        return dict.fromkeys(sorted([*live, *self._pending])).keys()
 
     def values(self):
         return [self[node] for node in self.keys()]
@@ -71,6 +75,8 @@ class CachePool:
         return [(node, self[node]) for node in self.keys()]
 
     def pop(self, node: int, default=None):
+        if node in self._pending:
+            return self._pending.pop(node)
         if node not in self:
             return default
         view = self[node]
@@ -80,25 +86,43 @@ class CachePool:
         return view
 
     def __setitem__(self, node: int, cache: tuple) -> None:
-        """Copy ``cache`` (``attrs, bound, cand, cand_values``) into a fresh slot."""
-        attrs, bound, cand, cand_values = cache
+        """Set ``cache`` (``attrs, bound, cand, cand_values``; never edited here): it is copied
+        into fresh slots with the others set since, when the pools are next read."""
         self.pop(node)
-        if self._garbage > self._used[1] - self._garbage:
-            self._pack()
-        na, nc = len(attrs), len(cand)
-        a, c = self._used
-        self._reserve(a + na, c + nc)
-        self.attrs[a : a + na], self.bound[a : a + na] = attrs, bound
-        self.cand[c : c + nc], self.cand_values[c : c + nc] = cand, cand_values
-        self._used = [a + na, c + nc]
-        if node >= len(self.slots):
-            more = np.full((max(2 * len(self.slots), node + 1) - len(self.slots), 4), -1)
-            self.slots = np.concatenate([self.slots, more])
-        self.slots[node] = (a, na, c, nc)
+        self._pending[node] = cache
 
     def arrays(self) -> tuple:
         """``(slots, attrs, bound, cand, cand_values)`` as :func:`~.walk.walk` reads them."""
+        self._flush()
         return self.slots, self.attrs, self.bound, self.cand, self.cand_values
+
+    def _flush(self) -> None:
+        """Copy the caches set since the last flush into the pools, all at once (one at a time,
+        growing a subtree of a few hundred nodes cost milliseconds)."""
+        if not self._pending:
+            return
+        if self._garbage > self._used[1] - self._garbage:
+            self._pack()
+        nodes, caches = list(self._pending), list(self._pending.values())
+        self._pending = {}
+        na = np.array([len(cache[0]) for cache in caches], dtype=np.int64)
+        nc = np.array([len(cache[2]) for cache in caches], dtype=np.int64)
+        a, c = self._used
+        self._used = [a + int(na.sum()), c + int(nc.sum())]
+        self._reserve(*self._used)
+        for part, pool, start, end in (
+            (0, self.attrs, a, self._used[0]),
+            (1, self.bound, a, self._used[0]),
+            (2, self.cand, c, self._used[1]),
+            (3, self.cand_values, c, self._used[1]),
+        ):
+            if end > start:
+                pool[start:end] = np.concatenate([cache[part] for cache in caches])
+        if max(nodes) >= len(self.slots):
+            more = np.full((max(2 * len(self.slots), max(nodes) + 1) - len(self.slots), 4), -1)
+            self.slots = np.concatenate([self.slots, more])
+        starts_a, starts_c = a + np.cumsum(na) - na, c + np.cumsum(nc) - nc
+        self.slots[nodes] = np.column_stack([starts_a, na, starts_c, nc])
 
     # -- storage -----------------------------------------------------------------------------
 
@@ -127,8 +151,10 @@ class CachePool:
         slots[moved[kept]] = self.slots[old[kept]]
         self.slots = slots
         self._views = {int(new[j]): v for j, v in self._views.items() if new[j] >= 0}
+        self._pending = {int(new[j]): v for j, v in self._pending.items() if new[j] >= 0}
         if self._garbage > self._used[1] - self._garbage:
             self._pack()
+        self._flush()
 
     def _pack(self) -> None:
         """Copy the live caches to fresh pools, in node order."""
@@ -144,6 +170,7 @@ class CachePool:
 
     def copy(self) -> CachePool:
         """An independent copy (its pools are not shared)."""
+        self._flush()
         copy = CachePool()
         copy.attrs, copy.bound = self.attrs.copy(), self.bound.copy()
         copy.cand, copy.cand_values = self.cand.copy(), self.cand_values.copy()
