@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import ALL, score, threshold_key
+from veritas_dsl.model.dare.kernels import ALL, key_base, keyed, score, threshold_key
 
 #: What :func:`follow_deletion` answers: the counts decide (the split is the one returned), or
 #: the node must choose again from its rows.
@@ -144,15 +144,15 @@ def _valid(cand, c, n, min_samples_leaf):
 
 
 @kernel
-def _best_of(cand, cand_values, a, k, n, positives, min_samples_leaf, seed, complete, *best):
-    """Mark the cached thresholds of ``a`` that are no longer valid; the ``k`` valid ones of
-    smallest keys are the node's sample of ``a``: fold them into ``best`` (attribute,
-    threshold, score) as :func:`~.kernels.best_split` does. ``ok`` is False when the cache
-    cannot tell the sample (fewer than ``k`` valid, and not ``complete``) or ``a`` has no
-    valid threshold left (the node takes another attribute)."""
+def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, seed, complete, *best):
+    """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``) that are no
+    longer valid; the ``k`` valid ones of smallest keys are the node's sample of ``a``: fold
+    them into ``best`` (attribute, threshold, score) as :func:`~.kernels.best_split` does.
+    ``ok`` is False when the cache cannot tell the sample (fewer than ``k`` valid, and not
+    ``complete``) or ``a`` has no valid threshold left (the node takes another attribute)."""
     best_a, best_t, best_s = best
     valid = 0
-    for c in range(cand.shape[0]):
+    for c in rows:
         if cand[c, 0] == a and cand[c, 7] == 1:
             if _valid(cand, c, n, min_samples_leaf):
                 valid += 1
@@ -160,23 +160,47 @@ def _best_of(cand, cand_values, a, k, n, positives, min_samples_leaf, seed, comp
                 cand[c, 7] = 0
     if valid == 0 or (valid < k and not complete):
         return best_a, best_t, best_s, False
-    keys = np.empty(valid, dtype=np.uint64)
-    where = np.empty(valid, dtype=np.int64)
-    v = 0
-    for c in range(cand.shape[0]):
-        if cand[c, 0] == a and cand[c, 7] == 1:
-            keys[v] = threshold_key(seed, a, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
-            where[v] = c
-            v += 1
-    sample = where[np.argsort(keys)]
-    if k > 0:
-        sample = sample[:k]
-    for c in sample:
-        s = score(cand[c, 1], cand[c, 2], n, positives)
+    # Keys of distinct thresholds of one attribute differ (threshold_key is a bijection of
+    # the threshold's bits), so the k smallest are those up to the k-th smallest.
+    select = 0 < k < valid
+    keys = np.empty(valid if select else 0, dtype=np.uint64)
+    largest = ALL
+    if select:
+        base, v = key_base(seed, a), 0
+        for c in rows:
+            if cand[c, 0] == a and cand[c, 7] == 1:
+                keys[v] = keyed(base, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
+                v += 1
+        largest = np.sort(keys)[k - 1]
+    v = -1
+    for c in rows:
+        if cand[c, 0] != a or cand[c, 7] == 0:
+            continue
+        v += 1
+        if select and keys[v] > largest:
+            continue
         t = (cand_values[c, 0] + cand_values[c, 1]) / 2.0
+        s = score(cand[c, 1], cand[c, 2], n, positives)
         if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
             best_a, best_t, best_s = a, t, s
     return best_a, best_t, best_s, True
+
+
+@kernel
+def _ranges(attrs, cand):
+    """Per taken attribute, the rows of ``cand`` from its first to its last (a cache's rows
+    never change attribute, and :func:`~.kernels.best_split` writes each one's together)."""
+    low = np.full(attrs.shape[0], cand.shape[0], dtype=np.int64)
+    high = np.zeros(attrs.shape[0], dtype=np.int64)
+    i = 0
+    for c in range(cand.shape[0]):
+        if attrs[i] != cand[c, 0]:
+            for j in range(attrs.shape[0]):
+                if attrs[j] == cand[c, 0]:
+                    i = j
+        low[i] = min(low[i], c)
+        high[i] = max(high[i], c + 1)
+    return low, high
 
 
 @kernel
@@ -205,11 +229,12 @@ def follow_deletion(
     :class:`~.splits.Presorted`. The cache is only meaningful after DECIDED."""
     values, labels, order, position = presorted
     best_a, best_t, best_s = -1, 0.0, -np.inf
+    starts, stops = _ranges(attrs, cand)
     for i in range(attrs.shape[0]):
         a = attrs[i]
         x = np.float64(row[a])
         below = above = -1  # cached thresholds (., x) and (x, .)
-        for c in range(cand.shape[0]):
+        for c in range(starts[i], stops[i]):
             if cand[c, 0] != a or cand[c, 7] == 0:
                 continue
             low, high = cand_values[c, 0], cand_values[c, 1]
@@ -271,7 +296,8 @@ def follow_deletion(
                         cand_values[merged, 0] = low_side[1]
                         cand_values[merged, 1] = high_side[1]
         best_a, best_t, best_s, ok = _best_of(
-            cand, cand_values, a, k, n, positives, min_samples_leaf, seed, bound[i] == ALL,
+            cand, cand_values, a, range(starts[i], stops[i]), k, n, positives, min_samples_leaf,
+            seed, bound[i] == ALL,
             best_a, best_t, best_s,
         )  # fmt: skip
         if not ok:

@@ -49,7 +49,19 @@ def threshold_keys(seed, attribute, thresholds):
 @kernel
 def threshold_key(seed, attribute, threshold):
     """The key of one threshold (float64) of one attribute at the node with this seed."""
-    base = mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
+    return keyed(key_base(seed, attribute), threshold)
+
+
+@kernel
+def key_base(seed, attribute):
+    """What the keys of one attribute's thresholds at one node share (computed once for
+    many keys: :func:`keyed`)."""
+    return mix(np.uint64(seed) ^ mix(np.uint64(attribute + 1) * _GOLDEN) ^ _MIX1)
+
+
+@kernel
+def keyed(base, threshold):
+    """:func:`threshold_key` from the attribute's :func:`key_base`."""
     bits = np.float64(threshold).view(np.uint64)  # the same bits, without an array
     return mix(bits * _GOLDEN ^ base)
 

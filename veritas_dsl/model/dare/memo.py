@@ -117,7 +117,11 @@ class Memos:
             fields[name] = [local.get(j, -1) for j in fields[name]]
         small = np.int32 if tree.leaf_of.shape[0] < 2**31 else np.int64  # halves a memo
         rows = {local[j]: tree.rows[j].astype(small) for j in order if j in tree.rows}
-        cache = {local[j]: tree.cache[j] for j in order[1:] if j in tree.cache}
+        cache = {  # copied out of the tree's pools, which deletions edit in place
+            local[j]: tuple(part.copy() for part in tree.cache[j])
+            for j in order[1:]
+            if j in tree.cache
+        }
         nested = {local[j]: self.by_node.pop(j) for j in order[1:] if j in self.by_node}
         size = sum(len(held) for held in rows.values())
         size += sum(m.size for memos in nested.values() for m in memos)
@@ -130,8 +134,8 @@ class Memos:
 
 def graft(tree, node: int, memo: Memo) -> None:
     """Make ``node`` the root of ``memo``'s subtree: its fields become the memo root's, the
-    other memo nodes are appended (the tree is compacted later). Caches are copied: the
-    in-place deletion path edits them."""
+    other memo nodes are appended (the tree is compacted later). Caches are copied (into the
+    tree's pools, :mod:`.pool`): the in-place deletion path edits them."""
     base = len(tree.kind)
     ids = [node, *range(base, base + len(memo.fields["kind"]) - 1)]
     for _ in ids[1:]:
@@ -147,7 +151,7 @@ def graft(tree, node: int, memo: Memo) -> None:
     for j, rows in memo.rows.items():
         tree.rows[ids[j]] = rows.astype(np.int64)
     for j, cache in memo.cache.items():
-        tree.cache[ids[j]] = tuple(part.copy() for part in cache)
+        tree.cache[ids[j]] = cache
     for j, memos in memo.nested.items():
         tree.memos.by_node[ids[j]] = memos
 

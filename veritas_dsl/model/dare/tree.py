@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.cache import CHOOSE_AGAIN, DECIDED, follow_deletion
 from veritas_dsl.model.dare.kernels import mix
 from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
+from veritas_dsl.model.dare.pool import CachePool
 from veritas_dsl.model.dare.splits import (
     Split,
     greedy_choice,
@@ -53,6 +53,7 @@ from veritas_dsl.model.dare.splits import (
     random_split,
     random_threshold,
 )
+from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, ROWS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
 _SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
@@ -91,12 +92,17 @@ class Tree:
         self.positives: list[int] = []
         self.seed: list[int] = []
         self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
-        self.cache: dict[int, tuple] = {}  # greedy node -> what decides its split (.cache)
+        self.cache = CachePool()  # greedy node -> what decides its split (.cache, .pool)
         self.memos = Memos()  # greedy node -> subtrees it had under other splits (.memo)
         # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
-        # leaf holding row r (-1: a row the tree does not hold).
+        # leaf holding row r (-1: a row the tree does not hold); the nodes as the table
+        # .walk reads (kept in step with the lists by Grower.forget), and the leaves' rows
+        # in one array ``held``, which ``rows`` are views of.
         self.end: list[int] = []
         self.leaf_of = np.empty(0, dtype=np.int32)
+        self.table = np.empty((0, len(FIELDS)), dtype=np.int64)
+        self.thresholds = np.empty(0, dtype=np.float64)
+        self.held = np.empty(0, dtype=np.int64)
 
     def _new(self) -> int:
         for name in self.FIELDS:
@@ -121,19 +127,31 @@ class Tree:
         order, end = _preorder(kind, left, right)
         new = np.full(len(kind), -1, dtype=np.int64)
         new[order] = np.arange(len(order))
+        columns = {name: np.asarray(getattr(self, name))[order] for name in self.FIELDS}
+        columns["left"] = np.where(left[order] >= 0, new[left[order]], -1)
+        columns["right"] = np.where(right[order] >= 0, new[right[order]], -1)
+        columns["end"] = end
         for name in self.FIELDS:
-            setattr(self, name, np.asarray(getattr(self, name))[order].tolist())
-        self.left = np.where(left[order] >= 0, new[left[order]], -1).tolist()
-        self.right = np.where(right[order] >= 0, new[right[order]], -1).tolist()
-        self.rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
-        self.cache = {int(new[old]): cache for old, cache in self.cache.items() if new[old] >= 0}
-        self.memos.renumber(new)
+            setattr(self, name, columns[name].tolist())
         self.end = end.tolist()
+        rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
+        self.cache.renumber(new)
+        self.memos.renumber(new)
+        leaves = sorted(rows)
+        sizes = np.array([len(rows[j]) for j in leaves], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.held = np.concatenate([rows[j] for j in leaves] or [np.empty(0)]).astype(np.int64)
+        bounds = starts.tolist()
+        self.rows = {j: self.held[bounds[i] : bounds[i + 1]] for i, j in enumerate(leaves)}
         self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
-        if self.rows:
-            held = np.concatenate(list(self.rows.values()))
-            sizes = [len(rows) for rows in self.rows.values()]
-            self.leaf_of[held] = np.repeat(np.fromiter(self.rows, np.int32), sizes)
+        self.leaf_of[self.held] = np.repeat(np.array(leaves, dtype=np.int32), sizes)
+        self.table = np.zeros((len(order), len(FIELDS)), dtype=np.int64)
+        for column, name in enumerate(FIELDS):
+            if name == "rows":
+                self.table[leaves, column] = starts[:-1]
+            else:
+                self.table[:, column] = columns[name]
+        self.thresholds = columns["threshold"].astype(np.float64)
 
     def rows_below(self, node: int) -> np.ndarray:
         """The rows of the leaves under ``node``, increasing (the tree is compact)."""
@@ -141,13 +159,13 @@ class Tree:
         return np.sort(np.concatenate(leaves))
 
     def copy(self) -> Tree:
-        """A copy that updates without touching this tree (caches are replaced, not edited,
-        by everything but :meth:`Grower.forget`, which the forest runs in place)."""
+        """A copy (of a compact tree) that updates without touching this tree: it has its
+        own pools, which :meth:`Grower.forget` edits in place."""
         copy = Tree()
         for name in self.FIELDS:
             setattr(copy, name, list(getattr(self, name)))
-        copy.rows, copy.cache, copy.memos = dict(self.rows), dict(self.cache), self.memos.copy()
-        copy.end, copy.leaf_of = list(self.end), self.leaf_of.copy()
+        copy.rows, copy.cache, copy.memos = dict(self.rows), self.cache.copy(), self.memos.copy()
+        copy.compact(len(self.leaf_of))  # fresh leaf pool and table
         return copy
 
 
@@ -161,6 +179,10 @@ class Grower:
         # graft's update went through), since the caller last reset it.
         self.cost = 0
         self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
+        s, p = settings, presorted
+        self._walk_settings = (s.k or 0, s.min_samples_leaf, s.max_depth)
+        self._sorted_rows = (p.values, p.labels, p.order, p.position)
+        self._path = np.empty(s.max_depth + 1, dtype=np.int64)  # the nodes a walk passed
 
     def grow(self, rows: np.ndarray) -> Tree:
         tree = Tree()
@@ -224,57 +246,46 @@ class Grower:
 
     def forget(self, tree: Tree, r: int) -> None:
         """Delete row ``r`` from ``tree`` (compact, holding it), in place. Only ``r`` travels
-        down: each node's counts drop by its own, a random node keeps its split while both
-        sides keep a row, a greedy node's cache (:mod:`.cache`) says whether its choice
-        stays; the first node where it may not is updated from its rows by :meth:`_update`,
-        which gives what that node would give on any other path."""
-        s, P = self.settings, self.presorted
-        m = s.min_samples_leaf
-        sorted_rows = (P.values, P.labels, P.order, P.position)
-        x, label = self.X[r], int(self.y[r])
-        values = x.tolist()  # Python floats, exact: compared without a numpy scalar per node
+        down (:func:`~.walk.walk`, one compiled call): each node's counts drop by its own, a
+        random node keeps its split while both sides keep a row, a greedy node's cache
+        (:mod:`.cache`) says whether its choice stays; the first node where it may not is
+        updated from its rows by :meth:`_update`, which gives what that node would give on
+        any other path."""
+        label = int(self.y[r])
         node = depth = 0
+        here = False  # the greedy node the walk resumes at chose again, unchanged
         chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
-            n, positives = tree.count[node] - 1, tree.positives[node] - label
-            kind = tree.kind[node]
-            if kind == LEAF:
-                rows = tree.rows[node]
-                tree.rows[node] = rows[rows != r]
-                tree.count[node], tree.positives[node] = n, positives
-                tree.leaf_of[r] = -1
+            status, node, depth, passed, a, t = walk(
+                tree.table, tree.thresholds, tree.held, tree.cache.arrays(), self.X[r], label,
+                r, node, depth, here, self._walk_settings, self._sorted_rows, tree.leaf_of,
+                self._path,
+            )  # fmt: skip
+            for j in self._path[:passed].tolist():  # the lists follow the table
+                tree.count[j] -= 1
+                tree.positives[j] -= label
+            if status == AT_LEAF:
+                start = int(tree.table[node, ROWS])  # walk took r out of held
+                tree.rows[node] = tree.held[start : start + tree.count[node]]
                 return
-            if is_leaf(n, positives, depth, s.max_depth, s.min_samples_leaf):
+            if status == CHANGED:
+                chosen = (Split(int(a), float(t)), tree.cache.get(node))
                 break
-            if kind == GREEDY:
-                cache = tree.cache.get(node)
-                status = CHOOSE_AGAIN
-                if cache is not None:
-                    status, a, t = follow_deletion(
-                        *cache, x, label, n, positives, s.k or 0, s.min_samples_leaf,
-                        tree.seed[node], sorted_rows, tree.leaf_of, node, tree.end[node], r,
-                    )  # fmt: skip
-                if status != DECIDED:  # choose from the rows, caching anew; the subtree stays
-                    rows = tree.rows_below(node)
-                    rows = np.delete(rows, np.searchsorted(rows, r))
-                    split, cache = self._greedy(rows, tree.seed[node])
-                    if split is None:
-                        break
-                    a, t = split.attribute, split.threshold
-                    tree.cache.pop(node, None)
-                    if cache is not None:
-                        tree.cache[node] = cache
-                if a != tree.feature[node] or t != tree.threshold[node]:
-                    chosen = (Split(int(a), float(t)), tree.cache.get(node))
-                    break
-            goes_left = values[tree.feature[node]] <= tree.threshold[node]
-            child, other = tree.left[node], tree.right[node]
-            if not goes_left:
-                child, other = other, child
-            if kind == RANDOM and min(tree.count[child] - 1, tree.count[other]) < m:
-                break  # a side would keep fewer than m rows: _random_action decides
-            tree.count[node], tree.positives[node] = n, positives
-            node, depth = child, depth + 1
+            if status != CHOOSE_AGAIN:
+                break
+            # Choose from the rows, caching anew; the subtree stays if the split does.
+            rows = tree.rows_below(node)
+            rows = np.delete(rows, np.searchsorted(rows, r))
+            split, cache = self._greedy(rows, tree.seed[node])
+            if split is None:
+                break
+            tree.cache.pop(node, None)
+            if cache is not None:
+                tree.cache[node] = cache
+            if split != _split(tree, node):
+                chosen = (split, tree.cache.get(node))
+                break
+            here = True
         rows = tree.rows_below(node)
         rows = np.delete(rows, np.searchsorted(rows, r))
         self._update(tree, node, rows, np.array([r]), depth, False, chosen)
