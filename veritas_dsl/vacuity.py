@@ -24,12 +24,16 @@ from dataclasses import replace
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span
 from veritas_dsl.ir.empty import Conflict, Emptiness, emptiness
 from veritas_dsl.ir.query import Constraint, Find, OutputConstraint, Query, VoteMargin, walk
+from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.lower import Lowered
 
 #: A conjunction of conditions no input satisfies.
 EMPTY_CONDITIONS = "V601"
 #: An alternative of an `or` that no input satisfies.
 DEAD_ALTERNATIVE = "V602"
+
+#: A row filter (``for r in data[a:b] where ...``) that keeps no row.
+EMPTY_FILTER = "V603"
 
 #: How many rows of a batch a warning names before it counts the rest.
 _ROWS_NAMED = 5
@@ -75,6 +79,35 @@ def warnings(lowered: Iterable[Lowered]) -> list[Diagnostic]:
             key = (id(item.source), diagnostic.code, diagnostic.span)
             found.setdefault(key, (diagnostic, []))[1].append(item)
     return [_for_rows(diagnostic, items) for diagnostic, items in found.values()]
+
+
+def empty_filters(
+    queries: Iterable[t.CheckedQuery], lowered: Iterable[Lowered]
+) -> list[Diagnostic]:
+    """A warning per query of ``queries`` whose row filter kept none of its batch's rows
+    (``lowered`` holds the queries' lowered rows): it runs nothing, and a property over no row
+    proves nothing."""
+    ran = {id(item.source) for item in lowered}
+    found = []
+    for query in queries:
+        batch = query.batch
+        if batch is None or batch.filter is None or id(query) in ran:
+            continue
+        kind = "property" if query.is_property else "query"
+        rows = f"{batch.data}[{batch.start}:{batch.stop}]"
+        message = f"the row filter of {kind} `{query.name}` keeps none of the rows {rows}"
+        notes = ("nothing runs for it" + (": it proves nothing" if query.is_property else ""),)
+        found.append(
+            Diagnostic(
+                EMPTY_FILTER,
+                message,
+                batch.filter_span,
+                "false on every row",
+                notes,
+                severity=Severity.WARNING,
+            )
+        )
+    return found
 
 
 def _diagnostic(item: Lowered, conflict: Conflict) -> Diagnostic:

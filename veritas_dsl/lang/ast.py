@@ -283,13 +283,14 @@ Statement = Input | Where | Objective | FindStmt | Forall | Expect | SolveWith
 
 @dataclass(frozen=True)
 class Batch:
-    """``for NAME in DATA[start:stop]``."""
+    """``for NAME in DATA[start:stop]``, with ``where FILTER`` to keep only some rows."""
 
     name: str
     data: Name
     start: Expr | None
     stop: Expr | None
     span: Span
+    filter: Cond | None = None
 
 
 @dataclass(frozen=True)

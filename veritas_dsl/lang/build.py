@@ -123,10 +123,9 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def batch(self, meta, children):
-        name, data, (start, stop) = children
-        return ast.Batch(
-            str(name), ast.Name(str(data), self.token_span(data)), start, stop, self.span(meta)
-        )
+        name, data, (start, stop), row_filter = children
+        data_name = ast.Name(str(data), self.token_span(data))
+        return ast.Batch(str(name), data_name, start, stop, self.span(meta), row_filter)
 
     def slice(self, children):
         start, stop = children  # absent ends are None
