@@ -206,8 +206,11 @@ class FeatureDecl:
 
 @dataclass(frozen=True)
 class FeaturesBlock:
+    """``features { ... }``; with ``from DATA`` (``source``), ranges from a data set's columns."""
+
     decls: tuple[FeatureDecl, ...]
     span: Span
+    source: Name | None = None
 
 
 @dataclass(frozen=True)

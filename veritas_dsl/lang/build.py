@@ -79,7 +79,12 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def features_block(self, meta, children):
-        return ast.FeaturesBlock(tuple(children), self.span(meta))
+        source = children.pop(0) if children and isinstance(children[0], ast.Name) else None
+        return ast.FeaturesBlock(tuple(children), self.span(meta), source)
+
+    def features_source(self, children):
+        (name,) = children
+        return ast.Name(str(name), self.token_span(name))
 
     @v_args(meta=True)
     def feature_decl(self, meta, children):
