@@ -72,13 +72,18 @@ def warnings(lowered: Iterable[Lowered]) -> list[Diagnostic]:
     """A located warning per condition that the static box shows empty, in order; the rows of a
     batch share one warning that names them."""
     found: dict[tuple, tuple[Diagnostic, list[Lowered]]] = {}
+    rows: dict[int, int] = {}  # rows lowered per query: those its row filter kept
     for item in lowered:
+        rows[id(item.source)] = rows.get(id(item.source), 0) + 1
         q = item.query
         for conflict in emptiness(q.features, q.instances, q.constraints).conflicts:
             diagnostic = _diagnostic(item, conflict)
             key = (id(item.source), diagnostic.code, diagnostic.span)
             found.setdefault(key, (diagnostic, []))[1].append(item)
-    return [_for_rows(diagnostic, items) for diagnostic, items in found.values()]
+    return [
+        _for_rows(diagnostic, items, rows[id(items[0].source)])
+        for diagnostic, items in found.values()
+    ]
 
 
 def empty_filters(
@@ -165,8 +170,9 @@ def _primary(spans: list[Span], fallback: Span) -> tuple[Span, list[Span]]:
     return last, spans[:-1]
 
 
-def _for_rows(diagnostic: Diagnostic, items: list[Lowered]) -> Diagnostic:
-    """The warning of the rows ``items`` of a batch, which share its span."""
+def _for_rows(diagnostic: Diagnostic, items: list[Lowered], kept: int) -> Diagnostic:
+    """The warning of the rows ``items`` of a batch, which share its span; ``kept`` rows of the
+    batch were lowered (all, unless a row filter dropped some)."""
     batch = items[0].source.batch
     if batch is None:
         return diagnostic
@@ -176,11 +182,14 @@ def _for_rows(diagnostic: Diagnostic, items: list[Lowered]) -> Diagnostic:
     total = batch.stop - batch.start
     if len(rows) == total:
         where = f"every row ({total})"
+    elif len(rows) == kept:
+        where = f"every row the filter kept ({kept} of {total})"
     else:
         named = ", ".join(rows[:_ROWS_NAMED])
         if len(rows) > _ROWS_NAMED:
             named += f" and {len(rows) - _ROWS_NAMED} more"
-        where = f"{len(rows)} of {total} rows: {named}"
+        of = f"the {kept} rows the filter kept" if kept < total else f"{total} rows"
+        where = f"{len(rows)} of {of}: {named}"
     return replace(
         diagnostic,
         message=f"{diagnostic.message}, for {where}",

@@ -76,8 +76,9 @@ def test_or_not_and_distances_to_other_rows(folder):
 def test_kept_rows_keep_their_data_row_index_in_their_names(folder):
     names = [
         item.query.name
-        for item in spec(folder, "query q for r in rows[1:6] where r.label == 0 { input x }")
-        .lowered()
+        for item in spec(
+            folder, "query q for r in rows[1:6] where r.label == 0 { input x }"
+        ).lowered()
     ]
     assert names == ["q[1]", "q[3]", "q[5]"]
 
@@ -119,3 +120,17 @@ def test_a_class_of_the_batch_row_compared_with_a_number_in_the_body(folder):
     results = {run.lowered.row: run.result.solution.value for run in spec(folder, body).run()}
     zero = kept(folder, "class(b, r) == 0")
     assert {row for row, solution in results.items() if solution == "optimal"} == set(zero)
+
+
+def test_a_warning_about_rows_counts_the_rows_the_filter_kept(folder):
+    every = "where x.x1 >= 30 and x.x1 <= 10"
+    some = "where x == r except x0 and x.x1 >= 1"
+    messages = []
+    for condition in (every, some):
+        s = spec(
+            folder, f"query q for r in rows[0:6] where r.label == 1 {{ input x  {condition} }}"
+        )
+        (warning,) = s.warnings()
+        messages.append(warning.message)
+    assert messages[0].endswith("for every row the filter kept (3 of 6)")
+    assert messages[1].endswith("for 2 of the 3 rows the filter kept: rows[0], rows[4]")
