@@ -134,3 +134,24 @@ def test_a_warning_about_rows_counts_the_rows_the_filter_kept(folder):
         messages.append(warning.message)
     assert messages[0].endswith("for every row the filter kept (3 of 6)")
     assert messages[1].endswith("for 2 of the 3 rows the filter kept: rows[0], rows[4]")
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "m(r) >= 2 and r.x0 > 0.1",
+        "class(b, r) == 0 or r.x1 >= 2",
+        "not (r.x0 < 1) and linf(r, rows[0]) <= 2.5",
+        "b(r) - m(r) > -3",
+    ],
+)
+def test_an_engine_agrees_on_an_input_pinned_to_the_row(folder, condition):
+    """The oracle, asked for an input equal to the row that satisfies the condition (the row
+    variable replaced by the input), finds one on exactly the rows the filter keeps."""
+    on_input = condition.replace("(r)", "(x)").replace("r.", "x.").replace("(r,", "(x,")
+    on_input = on_input.replace("(b, r)", "(b, x)")
+    body = f"query e for r in rows[0:6] {{ input x  where x == r  where {on_input}  find }}"
+    runs = spec(folder, body).run(solver="oracle")
+    found = [run.lowered.row for run in runs if run.result.witnesses]
+    assert found == kept(folder, condition)
+    assert 0 < len(found) < len(ROWS)
