@@ -134,3 +134,21 @@ def test_ctrl_c_stops_the_session(folder, monkeypatch):
     ran = [report.nodeid for report in recorded.getreports("pytest_runtest_logreport")]
     assert any("broken" in nodeid for nodeid in ran)
     assert not any("fine" in nodeid for nodeid in ran)  # the next item never ran
+
+
+def test_a_row_filter_that_keeps_no_row_warns(folder):
+    folder.makefile(
+        ".ver",
+        none=HEADER
+        + "property steady for r in rows[0:2] where m(r) > 100 {\n"
+        + "    forall x: linf(x, r) <= 1 => m(x) <= 1.5\n}\n",
+    )
+    result = folder.runpytest("-v")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*VerWarning: warning[[]V603]: the row filter of property `steady` keeps none of "
+            "the rows rows[[]0:2]",
+            "*--> *none.ver:3:42",
+        ]
+    )

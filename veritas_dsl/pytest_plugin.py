@@ -92,13 +92,13 @@ class VerItem(pytest.Item):
         from veritas_dsl.diagnostics import render
         from veritas_dsl.lang.lower import lower
         from veritas_dsl.run import RunOptions, run_lowered
-        from veritas_dsl.vacuity import warnings
+        from veritas_dsl.vacuity import empty_filters, warnings
 
         options = RunOptions(
             self.config.getoption("ver_solver"), self.config.getoption("ver_timeout")
         )
         lowered = lower(self.spec.checked, self.query)
-        for warning in warnings(lowered):
+        for warning in warnings(lowered) + empty_filters([self.query], lowered):
             self.warn(VerWarning(render(warning, self.spec.sources)))
         runs = []
         for item in lowered:

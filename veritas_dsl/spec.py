@@ -41,15 +41,21 @@ class Spec:
     def lowered(self, checks_only: bool = False) -> Iterator[Lowered]:
         """Every IR query of the spec, in order (batch queries row by row); with
         ``checks_only``, only properties and queries with an ``expect``."""
-        for query in self.checked.queries:
-            if checks_only and not (query.is_property or query.expectations):
-                continue
+        for query in self._selected(checks_only):
             yield from lower(self.checked, query)
+
+    def _selected(self, checks_only: bool) -> list[typed.CheckedQuery]:
+        queries = self.checked.queries
+        return [q for q in queries if not checks_only or q.is_property or q.expectations]
 
     def warnings(self, checks_only: bool = False) -> list[Diagnostic]:
         """Located warnings about the queries :meth:`lowered` gives, found before any engine
-        runs: conditions no input satisfies (see :mod:`veritas_dsl.vacuity`)."""
-        return vacuity.warnings(self.lowered(checks_only))
+        runs: conditions no input satisfies, row filters that keep no row (see
+        :mod:`veritas_dsl.vacuity`)."""
+        lowered = list(self.lowered(checks_only))
+        return vacuity.warnings(lowered) + vacuity.empty_filters(
+            self._selected(checks_only), lowered
+        )
 
     def run(
         self,

@@ -24,12 +24,16 @@ from dataclasses import replace
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span
 from veritas_dsl.ir.empty import Conflict, Emptiness, emptiness
 from veritas_dsl.ir.query import Constraint, Find, OutputConstraint, Query, VoteMargin, walk
+from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.lower import Lowered
 
 #: A conjunction of conditions no input satisfies.
 EMPTY_CONDITIONS = "V601"
 #: An alternative of an `or` that no input satisfies.
 DEAD_ALTERNATIVE = "V602"
+
+#: A row filter (``for r in data[a:b] where ...``) that keeps no row.
+EMPTY_FILTER = "V603"
 
 #: How many rows of a batch a warning names before it counts the rest.
 _ROWS_NAMED = 5
@@ -68,13 +72,47 @@ def warnings(lowered: Iterable[Lowered]) -> list[Diagnostic]:
     """A located warning per condition that the static box shows empty, in order; the rows of a
     batch share one warning that names them."""
     found: dict[tuple, tuple[Diagnostic, list[Lowered]]] = {}
+    rows: dict[int, int] = {}  # rows lowered per query: those its row filter kept
     for item in lowered:
+        rows[id(item.source)] = rows.get(id(item.source), 0) + 1
         q = item.query
         for conflict in emptiness(q.features, q.instances, q.constraints).conflicts:
             diagnostic = _diagnostic(item, conflict)
             key = (id(item.source), diagnostic.code, diagnostic.span)
             found.setdefault(key, (diagnostic, []))[1].append(item)
-    return [_for_rows(diagnostic, items) for diagnostic, items in found.values()]
+    return [
+        _for_rows(diagnostic, items, rows[id(items[0].source)])
+        for diagnostic, items in found.values()
+    ]
+
+
+def empty_filters(
+    queries: Iterable[t.CheckedQuery], lowered: Iterable[Lowered]
+) -> list[Diagnostic]:
+    """A warning per query of ``queries`` whose row filter kept none of its batch's rows
+    (``lowered`` holds the queries' lowered rows): it runs nothing, and a property over no row
+    proves nothing."""
+    ran = {id(item.source) for item in lowered}
+    found = []
+    for query in queries:
+        batch = query.batch
+        if batch is None or batch.filter is None or id(query) in ran:
+            continue
+        kind = "property" if query.is_property else "query"
+        rows = f"{batch.data}[{batch.start}:{batch.stop}]"
+        message = f"the row filter of {kind} `{query.name}` keeps none of the rows {rows}"
+        notes = ("nothing runs for it" + (": it proves nothing" if query.is_property else ""),)
+        found.append(
+            Diagnostic(
+                EMPTY_FILTER,
+                message,
+                batch.filter_span,
+                "false on every row",
+                notes,
+                severity=Severity.WARNING,
+            )
+        )
+    return found
 
 
 def _diagnostic(item: Lowered, conflict: Conflict) -> Diagnostic:
@@ -132,8 +170,9 @@ def _primary(spans: list[Span], fallback: Span) -> tuple[Span, list[Span]]:
     return last, spans[:-1]
 
 
-def _for_rows(diagnostic: Diagnostic, items: list[Lowered]) -> Diagnostic:
-    """The warning of the rows ``items`` of a batch, which share its span."""
+def _for_rows(diagnostic: Diagnostic, items: list[Lowered], kept: int) -> Diagnostic:
+    """The warning of the rows ``items`` of a batch, which share its span; ``kept`` rows of the
+    batch were lowered (all, unless a row filter dropped some)."""
     batch = items[0].source.batch
     if batch is None:
         return diagnostic
@@ -143,11 +182,14 @@ def _for_rows(diagnostic: Diagnostic, items: list[Lowered]) -> Diagnostic:
     total = batch.stop - batch.start
     if len(rows) == total:
         where = f"every row ({total})"
+    elif len(rows) == kept:
+        where = f"every row the filter kept ({kept} of {total})"
     else:
         named = ", ".join(rows[:_ROWS_NAMED])
         if len(rows) > _ROWS_NAMED:
             named += f" and {len(rows) - _ROWS_NAMED} more"
-        where = f"{len(rows)} of {total} rows: {named}"
+        of = f"the {kept} rows the filter kept" if kept < total else f"{total} rows"
+        where = f"{len(rows)} of {of}: {named}"
     return replace(
         diagnostic,
         message=f"{diagnostic.message}, for {where}",

@@ -206,8 +206,11 @@ class FeatureDecl:
 
 @dataclass(frozen=True)
 class FeaturesBlock:
+    """``features { ... }``; with ``from DATA`` (``source``), ranges from a data set's columns."""
+
     decls: tuple[FeatureDecl, ...]
     span: Span
+    source: Name | None = None
 
 
 @dataclass(frozen=True)
@@ -283,13 +286,14 @@ Statement = Input | Where | Objective | FindStmt | Forall | Expect | SolveWith
 
 @dataclass(frozen=True)
 class Batch:
-    """``for NAME in DATA[start:stop]``."""
+    """``for NAME in DATA[start:stop]``, with ``where FILTER`` to keep only some rows."""
 
     name: str
     data: Name
     start: Expr | None
     stop: Expr | None
     span: Span
+    filter: Cond | None = None
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,12 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def features_block(self, meta, children):
-        return ast.FeaturesBlock(tuple(children), self.span(meta))
+        source = children.pop(0) if children and isinstance(children[0], ast.Name) else None
+        return ast.FeaturesBlock(tuple(children), self.span(meta), source)
+
+    def features_source(self, children):
+        (name,) = children
+        return ast.Name(str(name), self.token_span(name))
 
     @v_args(meta=True)
     def feature_decl(self, meta, children):
@@ -123,10 +128,9 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def batch(self, meta, children):
-        name, data, (start, stop) = children
-        return ast.Batch(
-            str(name), ast.Name(str(data), self.token_span(data)), start, stop, self.span(meta)
-        )
+        name, data, (start, stop), row_filter = children
+        data_name = ast.Name(str(data), self.token_span(data))
+        return ast.Batch(str(name), data_name, start, stop, self.span(meta), row_filter)
 
     def slice(self, children):
         start, stop = children  # absent ends are None

@@ -4,8 +4,11 @@ features (names from the models, domains and one-hot groups from the `features` 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
+
+import numpy as np
 
 from veritas_dsl.data import DataError, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Span, suggest
@@ -207,6 +210,9 @@ class Environment(DerivedModels):
 
     def features_block(self, block: ast.FeaturesBlock) -> None:
         features = list(self.features)
+        if block.source is not None:
+            with contextlib.suppress(Failed):  # reported; the declared features still count
+                features = self.features_from(block.source)
         seen: dict[str, Span] = {}
         for decl in block.decls:
             if decl.name in seen:
@@ -227,6 +233,38 @@ class Environment(DerivedModels):
                 if decl.kind == "onehot":
                     self.broken_groups.update([decl.name, *(m.id for m in decl.members)])
         self.features = tuple(features)
+
+    def features_from(self, source: ast.Name) -> list[Feature]:
+        """``features from DATA``: each feature's range is the smallest and largest value of its
+        column (columns that are not features are ignored); ``int`` when every value is whole,
+        ``real`` otherwise."""
+        data = source.id
+        if data not in self.datasets:
+            if data in self.broken:
+                raise Failed
+            raise self.error(
+                "V210",
+                f"unknown data set `{data}`",
+                source.span,
+                help=suggest(data, self.datasets) or 'declare it: data train = csv "train.csv"',
+            )
+        dataset = self.datasets[data]
+        if len(dataset) == 0:
+            raise self.error(
+                "V414",
+                f"data `{data}` has no rows to take ranges from",
+                source.span,
+                help="name a data set with rows, or declare the ranges in the block",
+            )
+        features = []
+        for feature in self.features:
+            column = dataset.values[:, dataset.columns.index(feature.name)].astype(np.float64)
+            lo, hi = float(column.min()), float(column.max())
+            whole = bool(np.all(column == np.round(column)))
+            features.append(
+                Feature(feature.name, DomainKind.INT if whole else DomainKind.REAL, lo, hi)
+            )
+        return features
 
     def domain_decl(self, decl: ast.FeatureDecl, features: list[Feature]) -> None:
         f = self.feature_of(decl.name, decl.span)

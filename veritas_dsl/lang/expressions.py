@@ -275,6 +275,8 @@ class Expressions(Symbols):
                 return t.GroupRef(obj.name, expr.name)
             if expr.name in self.broken_groups and expr.name not in self.feature_index:
                 raise Failed
+            if obj.name == scope.batch and expr.name not in self.feature_index:
+                return self.filter_column(expr, scope)
             f = self.feature_of(expr.name, expr.name_span)
             return t.Lin.of({("feat", obj.name, f): 1.0})
         if isinstance(obj, t.RowValue):
@@ -292,6 +294,21 @@ class Expressions(Symbols):
                 float(dataset.values[obj.index, dataset.columns.index(expr.name)])
             )
         raise self.error("V215", f"{self.describe(obj)} has no features", expr.span)
+
+    def filter_column(self, expr: ast.Attr, scope: Scope) -> t.Lin:
+        """``r.label``: a row filter's row (see :class:`t.Batch`) also has the data set's
+        columns that are not features."""
+        if self.features_unknown:
+            raise Failed
+        dataset = self.datasets[scope.batch_data]
+        if expr.name not in dataset.columns:
+            raise self.error(
+                "V214",
+                f"data `{scope.batch_data}` has no column `{expr.name}`",
+                expr.name_span,
+                help=suggest(expr.name, dataset.columns),
+            )
+        return t.Lin.of({("rowcol", expr.name): 1.0})
 
     def index(self, expr: ast.Index, scope: Scope) -> t.Value:
         if isinstance(expr.obj, ast.Call) and expr.obj.func in self.models:

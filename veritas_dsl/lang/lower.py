@@ -17,7 +17,7 @@ import numpy as np
 
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.float32 import ceil32_exact, floor32_exact, next_down, next_up
-from veritas_dsl.ir.evaluate import vote_counts
+from veritas_dsl.ir.evaluate import as_point, holds, model_outputs, model_votes, vote_counts
 from veritas_dsl.ir.logic import MIRRORED, NEGATED, compare, drop_infinite, negate
 from veritas_dsl.ir.query import (
     AnyOf,
@@ -40,9 +40,11 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    VoteMargin,
     change_units,
     vote_labels,
     vote_wins,
+    walk,
 )
 from veritas_dsl.lang import arith
 from veritas_dsl.lang import typed as t
@@ -66,12 +68,13 @@ class Lowered:
 
 
 def lower(spec: t.CheckedSpec, checked: t.CheckedQuery) -> list[Lowered]:
-    """The IR queries of ``checked``: one, or one per row of its batch."""
+    """The IR queries of ``checked``: one, or one per row of its batch that its filter keeps."""
     if checked.batch is None:
         return [_Lowering(spec, checked, None).run()]
     return [
         _Lowering(spec, checked, index).run()
         for index in range(checked.batch.start, checked.batch.stop)
+        if _Lowering(spec, checked, index).keeps()
     ]
 
 
@@ -104,6 +107,21 @@ class _Lowering:
             for e in checked.expectations
         )
         return Lowered(query, checked, self.row, expectations, self.spans)
+
+    def keeps(self) -> bool:
+        """Whether the batch's filter holds on this row: lowered with the row as an instance
+        and decided by the IR's reference semantics at the row's float32 point, exactly as an
+        engine would decide the same condition on an input equal to the row."""
+        batch = self.checked.batch
+        if batch.filter is None:
+            return True
+        constraints = drop_infinite(tuple(self.lower_condition(batch.filter)))
+        models = self.spec.models
+        query = Query(f"{self.checked.name} filter", self.spec.features, (batch.name,), models)
+        inputs = {batch.name: as_point(self.batch_row().values, query.n_features)}
+        outputs = model_outputs(query, inputs)
+        votes = model_votes(query, inputs) if _votes(constraints) else None
+        return all(holds(c, inputs, outputs, votes) for c in constraints)
 
     # -- values ---------------------------------------------------------------------------
 
@@ -251,6 +269,8 @@ class _Lowering:
             k = self.constant(right, c.span)
             if not k.is_integer() or not 0 <= k < max(2, self.spec.models[left.model].n_outputs):
                 return [] if not c.equal else [FALSE]
+            if isinstance(left.subject, t.RowValue):
+                return [] if (self.row_class(left) == k) == c.equal else [FALSE]
             return self.class_is(left, int(k), c.equal)
         constant_left = isinstance(left.subject, t.RowValue)
         if constant_left and isinstance(right.subject, t.RowValue):
@@ -333,6 +353,10 @@ def _span(c: t.Condition) -> Span:
         first, last = _span(c.parts[0]), _span(c.parts[-1])
         return Span(first.file, first.line, first.column, last.end_line, last.end_column)
     return c.span
+
+
+def _votes(constraints: tuple[Constraint, ...]) -> bool:
+    return any(isinstance(c, VoteMargin) for c in walk(constraints))
 
 
 def _negate(constraint: OutputConstraint) -> OutputConstraint:

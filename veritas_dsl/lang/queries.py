@@ -4,6 +4,7 @@ checked in the spec's environment.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from veritas_dsl.diagnostics import suggest
@@ -82,6 +83,13 @@ class Queries(Environment):
         expects = []
         engines: tuple[t.EngineChoice, ...] = ()
         failed = goal_failed = False
+        if batch is not None and decl.batch.filter is not None:
+            try:
+                row_filter = self.row_filter(decl.batch.filter, batch, instances)
+                span = decl.batch.filter.span
+                batch = dataclasses.replace(batch, filter=row_filter, filter_span=span)
+            except Failed:
+                failed = True
         for statement in body:
             try:
                 if isinstance(statement, ast.Where):
@@ -147,6 +155,26 @@ class Queries(Environment):
         scope.batch = batch.name
         scope.batch_data = data
         return t.Batch(batch.name, data, start, stop)
+
+    def row_filter(self, cond: ast.Cond, batch: t.Batch, instances: list[str]) -> t.Condition:
+        """The ``where`` of ``for r in data[a:b] where ...``, typed with the row as an instance
+        (see :class:`t.Batch`). It is decided per row before any engine runs, so it may not read
+        the query's inputs."""
+        for name in _names(cond):
+            if name.id in instances:
+                raise self.error(
+                    "V330",
+                    f"the row filter reads input `{name.id}`",
+                    name.span,
+                    "an input of the query",
+                    help=f"the filter keeps or drops each row before any search: it may use "
+                    f"`{batch.name}`, other data rows, models and numbers; put conditions on "
+                    f"`{name.id}` in the query's `where`",
+                )
+        scope = Scope()
+        scope.instances.add(batch.name)
+        scope.batch, scope.batch_data = batch.name, batch.data
+        return self.condition(cond, scope)
 
     def objective(self, statement, scope: Scope) -> t.Goal:
         if isinstance(statement, ast.FindStmt):
@@ -281,3 +309,27 @@ class Queries(Environment):
                 raise self.error("V502", "`steps` is a whole number", option.span)
             return int(amount)
         return int(amount) if option.name == "memory" else float(amount)
+
+
+def _names(node) -> list[ast.Name]:
+    """The names an expression or a condition reads (not those after ``except``, which are
+    features)."""
+    if isinstance(node, ast.Name):
+        return [node]
+    if isinstance(node, tuple):
+        return [name for item in node for name in _names(item)]
+    if isinstance(node, ast.Compare):
+        return _names(node.operands)
+    if isinstance(node, ast.And | ast.Or):
+        return _names(node.parts)
+    if isinstance(node, ast.Not):
+        return _names(node.part)
+    if isinstance(node, ast.Attr | ast.Index):
+        return _names(node.obj) + _names(getattr(node, "index", ()))
+    if isinstance(node, ast.Call):
+        return _names(node.args)
+    if isinstance(node, ast.Neg):
+        return _names(node.operand)
+    if isinstance(node, ast.Arith):
+        return _names(node.operands)
+    return []

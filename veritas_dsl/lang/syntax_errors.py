@@ -5,6 +5,7 @@ LABELLED_ERRORS: dict[str, list[str]] = {
     "a query needs `{` after its name": [
         "query q input x",
         "query q for r in d[0:2] input x",
+        "query q for r in d[0:2] where r.a > 0 input x",
         "property p forall x: x.a > 0",
     ],
     "`=` declares; compare with `==`": [
@@ -23,11 +24,13 @@ LABELLED_ERRORS: dict[str, list[str]] = {
     "`where` needs a condition, such as `x.age >= 60`": [
         "query q { where }",
         "query q { input x where maximize m(x) }",
+        "query q for r in d[0:2] where { input x }",
     ],
     "a condition compares two sides, such as `m(x) > 0`": [
         "query q { where x.a }",
         "query q { where x.a and x.b > 1 }",
         "property p { forall x: m(x) }",
+        "query q for r in d[0:2] where r.a { input x }",
     ],
     "a feature range is written `in [lo, hi]`": [
         "features { a : real [0, 1] }",

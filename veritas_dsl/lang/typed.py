@@ -285,12 +285,18 @@ class EngineChoice:
 
 @dataclass(frozen=True)
 class Batch:
-    """The rows ``data[start:stop]`` a ``for`` query runs on, bound to ``name``."""
+    """The rows ``data[start:stop]`` a ``for`` query runs on, bound to ``name``; with a
+    ``filter``, only the rows where it holds. The filter is typed with ``name`` as an instance
+    (``("feat", name, f)``, ``("out", model, name, k)``), so that lowering decides it exactly
+    as an engine would at the row's float32 point; data columns that are not features are
+    ``("rowcol", column)``."""
 
     name: str
     data: str
     start: int
     stop: int
+    filter: Condition | None = None
+    filter_span: Span | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upp
 [...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
 "engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
 ``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
-undecided), "warnings" are the spec's warnings (``warning[V6xx]``), and ``"interrupted": true``
+undecided), "warnings" are the spec's warnings (``warning[V6xx]``), "batches" (present when a
+query has a row filter) gives each filtered batch's ``{"query", "data", "start", "stop",
+"kept"}`` (rows ``start`` to ``stop - 1`` before the filter; ``kept`` of them ran), and
+``"interrupted": true``
 is added when Ctrl-C stopped the run (the results are those finished, the interrupted one last).
 Infinite bounds are written as the strings "inf" and "-inf" so that the document stays standard
 JSON.
@@ -91,9 +94,27 @@ def document(
             entry["engines"] = [result_entry(run, r) for r in run.results]
         results.append(entry)
     found = {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
+    batches = _filtered_batches(runs)
+    if batches:
+        found["batches"] = batches
     if interrupted:
         found["interrupted"] = True
     return found
+
+
+def _filtered_batches(runs: list[QueryRun]) -> list[dict]:
+    kept: dict[int, dict] = {}
+    for run in runs:
+        source = run.lowered.source
+        if source.batch is None or source.batch.filter is None:
+            continue
+        batch = source.batch
+        entry = kept.setdefault(
+            id(source),
+            {"query": source.name, "data": batch.data, "start": batch.start, "stop": batch.stop},
+        )
+        entry["kept"] = entry.get("kept", 0) + 1
+    return list(kept.values())
 
 
 def dumps(

@@ -117,7 +117,8 @@ def counts(checks: list[Check], failed: str = "failed", undecided: str = "undeci
 
 
 def batch_summaries(runs: list[QueryRun]) -> list[str]:
-    """A line per batch query: rows that hold or fail, or the spread of the optimum."""
+    """A line per batch query: rows that hold or fail, or the spread of the optimum; with a
+    row filter, how many of the batch's rows it kept."""
     lines = []
     batches: dict[int, list[QueryRun]] = {}
     for run in runs:
@@ -126,6 +127,9 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
     for group in batches.values():
         name = group[0].lowered.source.name
         text = f"{name}: {len(group)} rows"
+        batch = group[0].lowered.source.batch
+        if batch.filter is not None:
+            text = f"{name}: {len(group)} of {batch.stop - batch.start} rows (kept by the filter)"
         checks = [c for r in group for c in r.checks]
         if group[0].lowered.source.is_property:
             text += f": {counts(checks, failed='violated', undecided='unknown')}"
