@@ -187,13 +187,30 @@ def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
     assert pattern.search(seen), bytes(seen[-500:])
     os.killpg(process.pid, signal.SIGINT)
     sent = time.monotonic()
+    late = still_running(process, 10.0)
     out = process.stdout.read()
     code = process.wait(timeout=120)
     stopped_s = time.monotonic() - sent
     reader.join(timeout=10)
     os.close(terminal)
     assert group_ends(process.pid), "a process of the run outlived it"
-    return code, out, bytes(seen).decode(errors="replace"), stopped_s
+    return code, out, bytes(seen).decode(errors="replace"), stopped_s, late
+
+
+def still_running(process: subprocess.Popen, within_s: float) -> str:
+    """Empty once ``process`` has ended within ``within_s`` seconds, else its signal state from
+    /proc, for a failure message. A run ignored Ctrl-C now and then (4 of about 12 first runs
+    of the suite in fresh clones, 2026-11-24: it went on to its 60 s limit and exited 0); it
+    did not happen in 30 runs of this alone, and its cause is open."""
+    try:
+        process.wait(timeout=within_s)
+        return ""
+    except subprocess.TimeoutExpired:
+        try:
+            status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+        except OSError as error:
+            return str(error)
+        return "; ".join(line for line in status if line.startswith(("State", "Sig", "ShdPnd")))
 
 
 def group_ends(group: int, within_s: float = 20.0) -> bool:
@@ -211,8 +228,8 @@ def group_ends(group: int, within_s: float = 20.0) -> bool:
 
 def test_sigint_during_a_search(tmp_path):
     # Ctrl-C once the search has a witness: its live line shows a finite lower bound.
-    code, out, err, stopped_s = interrupt(tmp_path, 1, [], r"gap\[0\] \(astar\): \[-?\d")
-    assert code == 130, (out, err)
+    code, out, err, stopped_s, late = interrupt(tmp_path, 1, [], r"gap\[0\] \(astar\): \[-?\d")
+    assert code == 130, (late, out, err[-1000:])
     lines = out.splitlines()
     assert lines[0].startswith("quick ") and "no input satisfies it" in lines[0], out
     assert lines[1].startswith("gap[0]  astar   interrupted, in ["), out
@@ -226,8 +243,8 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     # takes rows from the front (gap[1] first), this process from the back. Once the worker has
     # finished one row it is in the middle of the next when Ctrl-C comes.
     args = ["--jobs", "2", "--timeout", "3"]
-    code, out, err, stopped_s = interrupt(tmp_path, 12, args, r"\] gap\[1\]: time_limit")
-    assert code == 130, (out, err)
+    code, out, err, stopped_s, late = interrupt(tmp_path, 12, args, r"\] gap\[1\]: time_limit")
+    assert code == 130, (late, out, err[-1000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = [line for line in out.splitlines() if line.startswith("gap[")]
     assert lines[0].startswith("gap[0]   astar   time_limit"), out
