@@ -239,16 +239,7 @@ class Environment(DerivedModels):
         column (columns that are not features are ignored); ``int`` when every value is whole,
         ``real`` otherwise."""
         data = source.id
-        if data not in self.datasets:
-            if data in self.broken:
-                raise Failed
-            raise self.error(
-                "V210",
-                f"unknown data set `{data}`",
-                source.span,
-                help=suggest(data, self.datasets) or 'declare it: data train = csv "train.csv"',
-            )
-        dataset = self.datasets[data]
+        dataset = self.dataset_named(source)
         if len(dataset) == 0:
             raise self.error(
                 "V414",

@@ -280,19 +280,10 @@ class Expressions(Symbols):
             f = self.feature_of(expr.name, expr.name_span)
             return t.Lin.of({("feat", obj.name, f): 1.0})
         if isinstance(obj, t.RowValue):
-            dataset = self.datasets[obj.data]
-            if expr.name not in dataset.columns:
-                raise self.error(
-                    "V214",
-                    f"data `{obj.data}` has no column `{expr.name}`",
-                    expr.name_span,
-                    help=suggest(expr.name, dataset.columns),
-                )
+            column = self.column_of(obj.data, expr.name, expr.name_span)
             if obj.index is None:
                 return t.Lin.of({("rowcol", expr.name): 1.0})
-            return t.Lin.constant(
-                float(dataset.values[obj.index, dataset.columns.index(expr.name)])
-            )
+            return t.Lin.constant(float(self.datasets[obj.data].values[obj.index, column]))
         raise self.error("V215", f"{self.describe(obj)} has no features", expr.span)
 
     def filter_column(self, expr: ast.Attr, scope: Scope) -> t.Lin:
@@ -300,14 +291,7 @@ class Expressions(Symbols):
         columns that are not features."""
         if self.features_unknown:
             raise Failed
-        dataset = self.datasets[scope.batch_data]
-        if expr.name not in dataset.columns:
-            raise self.error(
-                "V214",
-                f"data `{scope.batch_data}` has no column `{expr.name}`",
-                expr.name_span,
-                help=suggest(expr.name, dataset.columns),
-            )
+        self.column_of(scope.batch_data, expr.name, expr.name_span)
         return t.Lin.of({("rowcol", expr.name): 1.0})
 
     def index(self, expr: ast.Index, scope: Scope) -> t.Value:

@@ -138,16 +138,7 @@ class Queries(Environment):
 
     def batch(self, batch: ast.Batch, scope: Scope) -> t.Batch:
         data = batch.data.id
-        if data not in self.datasets:
-            if data in self.broken:
-                raise Failed
-            raise self.error(
-                "V210",
-                f"unknown data set `{data}`",
-                batch.data.span,
-                help=suggest(data, self.datasets) or 'declare it: data d = csv "file.csv"',
-            )
-        n = len(self.datasets[data])
+        n = len(self.dataset_named(batch.data))
         start = 0 if batch.start is None else self.row_index(batch.start, n + 1)
         stop = n if batch.stop is None else self.row_index(batch.stop, n + 1)
         if start >= stop:

@@ -16,7 +16,7 @@ from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span, suggest
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.ast import SpecFile
+from veritas_dsl.lang.ast import Name, SpecFile
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
 
@@ -93,6 +93,31 @@ class Symbols:
                 help=suggest(name, self.feature_index),
             )
         return self.feature_index[name]
+
+    def dataset_named(self, name: Name) -> Dataset:
+        """The data set ``name`` refers to (V210 when none is declared)."""
+        if name.id not in self.datasets:
+            if name.id in self.broken:
+                raise Failed
+            raise self.error(
+                "V210",
+                f"unknown data set `{name.id}`",
+                name.span,
+                help=suggest(name.id, self.datasets) or 'declare it: data d = csv "file.csv"',
+            )
+        return self.datasets[name.id]
+
+    def column_of(self, data: str, name: str, span: Span) -> int:
+        """The index of column ``name`` of data set ``data`` (V214 when it has none)."""
+        dataset = self.datasets[data]
+        if name not in dataset.columns:
+            raise self.error(
+                "V214",
+                f"data `{data}` has no column `{name}`",
+                span,
+                help=suggest(name, dataset.columns),
+            )
+        return dataset.columns.index(name)
 
     def row_point(self, row: t.RowValue) -> np.ndarray:
         dataset = self.datasets[row.data]
