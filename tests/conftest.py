@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
 import numpy as np
@@ -43,6 +45,19 @@ def require(engine) -> None:
         needs = OPTIONAL_ENGINES[engine.name]
         pytest.skip(f"engine {engine.name} needs {needs} ({availability.value})")  # gurobi only
     pytest.fail(f"engine {engine.name} must run everywhere, but is {availability.value}")
+
+
+@contextlib.contextmanager
+def sigint_as_in_a_terminal():
+    """Processes started meanwhile get SIGINT's default disposition, as a terminal's foreground
+    job has. A shell starts a background command (`pytest ... &`) with SIGINT ignored; a child
+    inherits that, and a test's Ctrl-C to it would be lost (the run went on to its time limit
+    in every suite started so, and only there)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensemble:

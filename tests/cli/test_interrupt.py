@@ -24,7 +24,7 @@ from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.result import Termination
 
-from conftest import build
+from conftest import build, sigint_as_in_a_terminal
 
 HEADER = 'model m = ensemble "m.json"\n'
 
@@ -156,13 +156,14 @@ def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
     (folder / "rows.csv").write_text("\n".join(lines) + "\n")
     (folder / "hard.ver").write_text(HARD.replace("ROWS", str(rows)))
     terminal, stderr = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "veritas_dsl.cli", "run", *args, str(folder / "hard.ver")],
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        start_new_session=True,  # its own process group, workers included, as a shell job
-        text=True,
-    )
+    with sigint_as_in_a_terminal():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "veritas_dsl.cli", "run", *args, str(folder / "hard.ver")],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,  # its own process group, workers included, as a shell job
+            text=True,
+        )
     os.close(stderr)
     # The terminal is read all the time, by a thread: the run writes its live line there, and a
     # terminal nobody reads fills up and blocks the run's next write (a hang, not an exit).
@@ -199,9 +200,7 @@ def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
 
 def still_running(process: subprocess.Popen, within_s: float) -> str:
     """Empty once ``process`` has ended within ``within_s`` seconds, else its signal state from
-    /proc, for a failure message. A run ignored Ctrl-C now and then (4 of about 12 first runs
-    of the suite in fresh clones, 2026-11-24: it went on to its 60 s limit and exited 0); it
-    did not happen in 30 runs of this alone, and its cause is open."""
+    /proc (SigIgn, SigBlk, SigPnd: ignored, blocked, pending), for a failure message."""
     try:
         process.wait(timeout=within_s)
         return ""

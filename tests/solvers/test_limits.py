@@ -43,7 +43,7 @@ from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
 from veritas_dsl.validate import validate_witness
 
-from conftest import require
+from conftest import require, sigint_as_in_a_terminal
 
 LIMIT = 1.5
 
@@ -317,9 +317,10 @@ def test_a_real_ctrl_c_inside_the_solvers_is_an_interrupted_result():
     tests = str(Path(__file__).resolve().parents[1])
     script = textwrap.dedent(SIGINT_SCRIPT.format(tests=tests))
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
+    with sigint_as_in_a_terminal():
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     assert time.monotonic() - started < 60
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
