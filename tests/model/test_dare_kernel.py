@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import veritas_dsl
+from veritas_dsl.model.dare.kernels import _sort_ranks, best_split
 from veritas_dsl.model.dare.splits import Presorted, greedy_split
 
 from conftest import examples
@@ -66,3 +67,32 @@ def test_the_kernel_is_cached_outside_the_package(tmp_path):
     after = {p: p.stat().st_mtime_ns for p in package.rglob("*") if p.suffix != ".pyc"}
     assert [str(p) for p in after if after[p] != before.get(p)] == []
     assert list((tmp_path / "xdg").rglob("*.nbi")) + list((tmp_path / "home").rglob("*.nbi"))
+
+
+@pytest.mark.parametrize("n_rows", [1_000, 5_000])
+def test_sorting_the_rows_chooses_as_picking_them_from_every_row(n_rows):
+    # Nodes of more than 127 rows sort their ranks by radix (one pass of digits for 1,000
+    # rows, two for 5,000); the presorted path is the reference. Values repeat (ties).
+    rng = np.random.default_rng(n_rows)
+    X = rng.integers(0, 60, (n_rows, 4)).astype(np.float32) / 7
+    y = rng.integers(0, 2, n_rows).astype(np.int8)
+    p = Presorted.of(X, y)
+    for size in (129, 300, n_rows // 2, n_rows):
+        rows = np.sort(rng.choice(n_rows, size, replace=False))
+        for seed in range(4):
+            fixed = (p.columns, y, rows, p.order, p.values, p.labels, p.position)
+            a0, t0, c0, cache0 = best_split(*fixed, True, seed, 3, 2, 1, 4096)
+            a1, t1, c1, cache1 = best_split(*fixed, False, seed, 3, 2, 1, 4096)
+            assert (a0, t0, c0) == (a1, t1, c1)
+            for part0, part1 in zip(cache0, cache1, strict=True):
+                np.testing.assert_array_equal(part0, part1)
+
+
+@pytest.mark.parametrize("limit", [50, 2_000, 100_000, 2**23 + 5])
+def test_radix_sort_of_ranks_sorts(limit):
+    rng = np.random.default_rng(limit)
+    for n in (1, 127, 128, 1_000):
+        keys = rng.integers(0, limit, n).astype(np.int64)
+        got = keys.copy()
+        _sort_ranks(got, np.empty(n, dtype=np.int64), limit)
+        np.testing.assert_array_equal(got, np.sort(keys))

@@ -67,24 +67,62 @@ def keyed(base, threshold):
 
 
 @kernel
-def _sorted_column(columns, y, rows, attribute, order, values, labels, member, xs, ys):
-    """Fill ``xs``/``ys`` with the attribute's values (float64) and labels in increasing order."""
+def _sorted_column(rows, attribute, order, values, labels, position, member, xs, ys, ranks):
+    """Fill ``xs``/``ys`` with the attribute's values (float64) and labels in increasing order
+    (ties in any order: :func:`_candidates` counts them together)."""
+    vals, labs = values[attribute], labels[attribute]
     if member.shape[0] > 0:  # pick the node's rows out of every row, presorted
         i = 0
         for j in range(order.shape[1]):
             if member[order[attribute, j]]:
-                xs[i] = values[attribute, j]
-                ys[i] = labels[attribute, j]
+                xs[i] = vals[j]
+                ys[i] = labs[j]
                 i += 1
         return
-    column = columns[attribute]
-    unsorted = np.empty(rows.shape[0], dtype=np.float64)
-    for i in range(rows.shape[0]):
-        unsorted[i] = column[rows[i]]
-    ranks = np.argsort(unsorted)
-    for i in range(rows.shape[0]):
-        xs[i] = unsorted[ranks[i]]
-        ys[i] = y[rows[ranks[i]]]
+    # Sort the rows' ranks in the presorted order (integers below the number of rows, so a
+    # radix sort: comparison sorts of the values cost several times more, and regrowing a
+    # subtree after a deletion is mostly this), then read the values in that order.
+    where = position[attribute]
+    m = rows.shape[0]
+    for i in range(m):
+        ranks[i] = where[rows[i]]
+    _sort_ranks(ranks[:m], ranks[m : 2 * m], order.shape[1])
+    for i in range(m):
+        xs[i] = vals[ranks[i]]
+        ys[i] = labs[ranks[i]]
+
+
+@kernel
+def _sort_ranks(keys, spare, limit):
+    """Sort ``keys`` (integers in ``[0, limit)``) in place: least significant digit first,
+    in as few passes of at most 11 bits as ``limit`` needs (``spare``: room for as many)."""
+    n = keys.shape[0]
+    if n < 128:
+        keys.sort()
+        return
+    bits = 1
+    while (1 << bits) < limit:
+        bits += 1
+    passes = (bits + 10) // 11
+    width = (bits + passes - 1) // passes
+    mask = (1 << width) - 1
+    counts = np.empty(1 << width, dtype=np.int64)
+    source, target = keys, spare
+    for p in range(passes):
+        shift = p * width
+        counts[:] = 0
+        for i in range(n):
+            counts[(source[i] >> shift) & mask] += 1
+        total = 0
+        for b in range(1 << width):
+            total, counts[b] = total + counts[b], total
+        for i in range(n):
+            digit = (source[i] >> shift) & mask
+            target[counts[digit]] = source[i]
+            counts[digit] += 1
+        source, target = target, source
+    if passes % 2 == 1:
+        keys[:] = spare
 
 
 @kernel
@@ -160,6 +198,7 @@ def best_split(
     order,
     values,
     labels,
+    position,
     use_presorted,
     seed,
     k,
@@ -168,8 +207,8 @@ def best_split(
     cache_limit,
 ):
     """``(attribute, threshold, cache)`` of the best sampled split of ``rows``; attribute -1
-    when none. ``columns`` is X transposed; ``order``, ``values`` and ``labels`` are those of
-    :class:`~.splits.Presorted`.
+    when none. ``columns`` is X transposed; ``order``, ``values``, ``labels`` and ``position``
+    are those of :class:`~.splits.Presorted`.
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
@@ -191,6 +230,7 @@ def best_split(
         for i in range(m):
             member[rows[i]] = True
     xs = np.empty(m, dtype=np.float64)
+    ranks = np.empty(0 if use_presorted else 2 * m, dtype=np.int64)
     ys = np.empty(m, dtype=np.int64)
     thresholds = np.empty(m, dtype=np.float64)
     left_n = np.empty(m, dtype=np.int64)
@@ -211,7 +251,7 @@ def best_split(
     for a in np.argsort(attribute_keys(seed, columns.shape[0])):
         if taken == max_features:
             break
-        _sorted_column(columns, y, rows, a, order, values, labels, member, xs, ys)
+        _sorted_column(rows, a, order, values, labels, position, member, xs, ys, ranks)
         count = _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos, around, bounds)
         if count == 0:
             continue
