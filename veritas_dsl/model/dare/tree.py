@@ -43,6 +43,7 @@ import numpy as np
 
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.kernels import mix
+from veritas_dsl.model.dare.leaves import LeafRows
 from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.model.dare.pool import CachePool
 from veritas_dsl.model.dare.splits import (
@@ -53,7 +54,7 @@ from veritas_dsl.model.dare.splits import (
     random_split,
     random_threshold,
 )
-from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, ROWS, walk
+from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
 _SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
@@ -91,18 +92,17 @@ class Tree:
         self.count: list[int] = []
         self.positives: list[int] = []
         self.seed: list[int] = []
-        self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
+        self.rows = LeafRows()  # leaf -> its row ids, increasing (.leaves)
         self.cache = CachePool()  # greedy node -> what decides its split (.cache, .pool)
         self.memos = Memos()  # greedy node -> subtrees it had under other splits (.memo)
         # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
         # leaf holding row r (-1: a row the tree does not hold); the nodes as the table
-        # .walk reads (kept in step with the lists by Grower.forget), and the leaves' rows
-        # in one array ``held``, which ``rows`` are views of.
+        # .walk reads (kept in step with the lists by Grower.forget); the leaves' rows are
+        # in one array, ``rows.held``, from their ROWS offsets.
         self.end: list[int] = []
         self.leaf_of = np.empty(0, dtype=np.int32)
         self.table = np.empty((0, len(FIELDS)), dtype=np.int64)
         self.thresholds = np.empty(0, dtype=np.float64)
-        self.held = np.empty(0, dtype=np.int64)
 
     def _new(self) -> int:
         for name in self.FIELDS:
@@ -127,6 +127,8 @@ class Tree:
         order, end = _preorder(kind, left, right)
         new = np.full(len(kind), -1, dtype=np.int64)
         new[order] = np.arange(len(order))
+        leaves = order[kind[order] == LEAF]  # old ids, in preorder
+        held, starts, self.leaf_of = self.rows.compact(leaves, new, n_rows)
         columns = {name: np.asarray(getattr(self, name))[order] for name in self.FIELDS}
         columns["left"] = np.where(left[order] >= 0, new[left[order]], -1)
         columns["right"] = np.where(right[order] >= 0, new[right[order]], -1)
@@ -134,24 +136,16 @@ class Tree:
         for name in self.FIELDS:
             setattr(self, name, columns[name].tolist())
         self.end = end.tolist()
-        rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
         self.cache.renumber(new)
         self.memos.renumber(new)
-        leaves = sorted(rows)
-        sizes = np.array([len(rows[j]) for j in leaves], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.held = np.concatenate([rows[j] for j in leaves] or [np.empty(0)]).astype(np.int64)
-        bounds = starts.tolist()
-        self.rows = {j: self.held[bounds[i] : bounds[i + 1]] for i, j in enumerate(leaves)}
-        self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
-        self.leaf_of[self.held] = np.repeat(np.array(leaves, dtype=np.int32), sizes)
         self.table = np.zeros((len(order), len(FIELDS)), dtype=np.int64)
         for column, name in enumerate(FIELDS):
             if name == "rows":
-                self.table[leaves, column] = starts[:-1]
+                self.table[new[leaves], column] = starts
             else:
                 self.table[:, column] = columns[name]
         self.thresholds = columns["threshold"].astype(np.float64)
+        self.rows.rebase(held, self.table)
 
     def rows_below(self, node: int) -> np.ndarray:
         """The rows of the leaves under ``node``, increasing (the tree is compact)."""
@@ -164,7 +158,7 @@ class Tree:
         copy = Tree()
         for name in self.FIELDS:
             setattr(copy, name, list(getattr(self, name)))
-        copy.rows, copy.cache, copy.memos = dict(self.rows), self.cache.copy(), self.memos.copy()
+        copy.rows, copy.cache, copy.memos = self.rows.copy(), self.cache.copy(), self.memos.copy()
         copy.compact(len(self.leaf_of))  # fresh leaf pool and table
         return copy
 
@@ -234,7 +228,10 @@ class Grower:
             )
 
     def _goes_left(self, rows: np.ndarray, split: Split) -> np.ndarray:
-        return self.X[rows, split.attribute].astype(np.float64) <= split.threshold
+        # X's columns one by one (presorted.columns): gathering from X's rows cost more than
+        # the rest of a grown node's Python.
+        column = self.presorted.columns[split.attribute]
+        return column[rows].astype(np.float64) <= split.threshold
 
     def update(self, tree: Tree, rows: np.ndarray, touched: np.ndarray, adding: bool) -> None:
         """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
@@ -257,16 +254,14 @@ class Grower:
         chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
             status, node, depth, passed, a, t = walk(
-                tree.table, tree.thresholds, tree.held, tree.cache.arrays(), self.X[r], label,
+                tree.table, tree.thresholds, tree.rows.held, tree.cache.arrays(), self.X[r], label,
                 r, node, depth, here, self._walk_settings, self._sorted_rows, tree.leaf_of,
                 self._path,
             )  # fmt: skip
             for j in self._path[:passed].tolist():  # the lists follow the table
                 tree.count[j] -= 1
                 tree.positives[j] -= label
-            if status == AT_LEAF:
-                start = int(tree.table[node, ROWS])  # walk took r out of held
-                tree.rows[node] = tree.held[start : start + tree.count[node]]
+            if status == AT_LEAF:  # walk took r out of the leaf's rows
                 return
             if status == CHANGED:
                 chosen = (Split(int(a), float(t)), tree.cache.get(node))
