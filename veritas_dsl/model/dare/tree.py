@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import mix
+from veritas_dsl.model.dare.kernels import mix_int
 from veritas_dsl.model.dare.leaves import LeafRows
 from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.model.dare.pool import CachePool
@@ -57,14 +57,14 @@ from veritas_dsl.model.dare.splits import (
 from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
-_SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
+_SIDES = (0x632BE59BD9B4E019, 0x85EBCA77C2B2AE63)
 
 
 def child_seed(seed: int, side: int) -> int:
     """The seed of a greedy node's left (``side`` 0) or right (1) child: a function of the
     parent's, so a greedy subtree is a pure function of its rows and its root's seed (below
     2**63, as the generator's draws, so the kernels see one integer type)."""
-    return int(mix(np.uint64(seed) ^ _SIDES[side])) >> 1
+    return mix_int(seed ^ _SIDES[side]) >> 1
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,8 @@ class Grower:
                 split = random_split(self.X, rows, self.rng, s.min_samples_leaf)
             else:
                 split, cache = chosen or self._greedy(rows, seed)
-        self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
+        kind = kind if split else LEAF
+        self._fill(tree, node, rows, depth, split, kind, seed or 0, cache, positives)
 
     def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
         s = self.settings
@@ -207,9 +208,14 @@ class Grower:
             self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf, self.presorted
         )
 
-    def _fill(self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None) -> None:
-        """Set ``node`` to ``split`` (a leaf when None) and grow fresh children."""
-        tree._set(node, kind, len(rows), int(self.y[rows].sum()), seed, split)
+    def _fill(
+        self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None, positives=None
+    ) -> None:
+        """Set ``node`` to ``split`` (a leaf when None) and grow fresh children (``positives``:
+        the rows' positives, when known)."""
+        if positives is None:
+            positives = int(self.y[rows].sum())
+        tree._set(node, kind, len(rows), positives, seed, split)
         if cache is not None:
             tree.cache[node] = cache
         if split is None:
