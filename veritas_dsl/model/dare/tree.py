@@ -57,6 +57,7 @@ from veritas_dsl.model.dare.splits import (
 from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
+_DTYPES = {"threshold": np.float64, "seed": np.uint64}  # Tree.FIELDS' (int64 otherwise)
 _SIDES = (0x632BE59BD9B4E019, 0x85EBCA77C2B2AE63)
 
 
@@ -121,15 +122,18 @@ class Tree:
     def compact(self, n_rows: int) -> None:
         """Drop nodes no longer reachable, renumber the rest in preorder, and index them
         (``end``, ``leaf_of`` over ``n_rows`` row ids)."""
-        kind = np.asarray(self.kind, dtype=np.int64)
-        left = np.asarray(self.left, dtype=np.int64)
-        right = np.asarray(self.right, dtype=np.int64)
+        size = len(self.kind)
+        arrays = {  # fromiter: about twice as fast as asarray on lists
+            name: np.fromiter(getattr(self, name), dtype=_DTYPES.get(name, np.int64), count=size)
+            for name in self.FIELDS
+        }
+        kind, left, right = arrays["kind"], arrays["left"], arrays["right"]
         order, end = _preorder(kind, left, right)
         new = np.full(len(kind), -1, dtype=np.int64)
         new[order] = np.arange(len(order))
         leaves = order[kind[order] == LEAF]  # old ids, in preorder
         held, starts, self.leaf_of = self.rows.compact(leaves, new, n_rows)
-        columns = {name: np.asarray(getattr(self, name))[order] for name in self.FIELDS}
+        columns = {name: arrays[name][order] for name in self.FIELDS}
         columns["left"] = np.where(left[order] >= 0, new[left[order]], -1)
         columns["right"] = np.where(right[order] >= 0, new[right[order]], -1)
         columns["end"] = end
