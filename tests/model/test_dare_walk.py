@@ -41,7 +41,7 @@ def check_flat(forest: DareForest) -> int:
         for node in range(len(tree.kind)):
             if tree.kind[node] == LEAF:
                 start, count = tree.table[node, ROWS], tree.table[node, COUNT]
-                assert tree.held[start : start + count].tolist() == tree.rows[node].tolist()
+                assert tree.rows.held[start : start + count].tolist() == tree.rows[node].tolist()
                 assert np.all(tree.leaf_of[tree.rows[node]] == node)
             flat = _flat_cache(tree, node)
             assert (flat is None) == (node not in tree.cache)

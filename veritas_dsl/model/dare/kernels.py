@@ -27,6 +27,17 @@ def mix(z):
     return z ^ (z >> np.uint64(31))
 
 
+_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def mix_int(z: int) -> int:
+    """:func:`mix` on Python ints in ``[0, 2**64)``, for Python callers (entering a kernel
+    costs more than the arithmetic)."""
+    z = ((z ^ (z >> 30)) * int(_MIX1)) & _MASK
+    z = ((z ^ (z >> 27)) * int(_MIX2)) & _MASK
+    return z ^ (z >> 31)
+
+
 @kernel
 def attribute_keys(seed, n_attributes):
     """One key per attribute; a node takes attributes in increasing key order."""
@@ -67,24 +78,61 @@ def keyed(base, threshold):
 
 
 @kernel
-def _sorted_column(columns, y, rows, attribute, order, values, labels, member, xs, ys):
-    """Fill ``xs``/``ys`` with the attribute's values (float64) and labels in increasing order."""
+def _sorted_column(rows, attribute, order, values, labels, position, member, xs, ys, ranks, bits):
+    """Fill ``xs``/``ys`` with the attribute's values (float64) and labels in increasing order
+    (ties in any order: :func:`_candidates` counts them together)."""
+    vals, labs = values[attribute], labels[attribute]
     if member.shape[0] > 0:  # pick the node's rows out of every row, presorted
         i = 0
         for j in range(order.shape[1]):
             if member[order[attribute, j]]:
-                xs[i] = values[attribute, j]
-                ys[i] = labels[attribute, j]
+                xs[i] = vals[j]
+                ys[i] = labs[j]
                 i += 1
         return
-    column = columns[attribute]
-    unsorted = np.empty(rows.shape[0], dtype=np.float64)
-    for i in range(rows.shape[0]):
-        unsorted[i] = column[rows[i]]
-    ranks = np.argsort(unsorted)
-    for i in range(rows.shape[0]):
-        xs[i] = unsorted[ranks[i]]
-        ys[i] = y[rows[ranks[i]]]
+    # Sort the rows' ranks in the presorted order, then read the values in that order:
+    # comparison sorts of the values cost several times more, and regrowing a subtree
+    # after a deletion is mostly this.
+    where = position[attribute]
+    m = rows.shape[0]
+    for i in range(m):
+        ranks[i] = where[rows[i]]
+    _sort_ranks(ranks, bits)
+    for i in range(m):
+        xs[i] = vals[ranks[i]]
+        ys[i] = labs[ranks[i]]
+
+
+#: De Bruijn sequence and table: the index of a word's lowest set bit in a multiply.
+_DE_BRUIJN = np.uint64(0x07EDD5E59A4E28C2)
+_LOWEST = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _LOWEST[((1 << _i) * 0x07EDD5E59A4E28C2 & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+
+
+@kernel
+def _sort_ranks(keys, bits):
+    """Sort ``keys`` (distinct integers below ``64 * len(bits)``) in place. Many keys: set
+    them in the bitmap ``bits`` (all zero, and left so) and read the set bits in order, in
+    one pass over ``bits`` (12.5 KB for 100,000 rows); few: a comparison sort."""
+    n = keys.shape[0]
+    if n < 64 or 16 * n < bits.shape[0]:
+        keys.sort()
+        return
+    one = np.uint64(1)
+    for i in range(n):
+        bits[keys[i] >> 6] |= one << np.uint64(keys[i] & 63)
+    i = 0
+    for w in range(bits.shape[0]):
+        word = bits[w]
+        if word == 0:
+            continue
+        bits[w] = 0
+        while word != 0:
+            low = word & (~word + one)
+            keys[i] = 64 * w + _LOWEST[(low * _DE_BRUIJN) >> np.uint64(58)]
+            i += 1
+            word ^= low
 
 
 @kernel
@@ -160,6 +208,7 @@ def best_split(
     order,
     values,
     labels,
+    position,
     use_presorted,
     seed,
     k,
@@ -168,8 +217,8 @@ def best_split(
     cache_limit,
 ):
     """``(attribute, threshold, cache)`` of the best sampled split of ``rows``; attribute -1
-    when none. ``columns`` is X transposed; ``order``, ``values`` and ``labels`` are those of
-    :class:`~.splits.Presorted`.
+    when none. ``columns`` is X transposed; ``order``, ``values``, ``labels`` and ``position``
+    are those of :class:`~.splits.Presorted`.
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
@@ -191,6 +240,8 @@ def best_split(
         for i in range(m):
             member[rows[i]] = True
     xs = np.empty(m, dtype=np.float64)
+    ranks = np.empty(0 if use_presorted else m, dtype=np.int64)
+    bits = np.zeros(0 if use_presorted else (columns.shape[1] + 63) // 64, dtype=np.uint64)
     ys = np.empty(m, dtype=np.int64)
     thresholds = np.empty(m, dtype=np.float64)
     left_n = np.empty(m, dtype=np.int64)
@@ -211,7 +262,7 @@ def best_split(
     for a in np.argsort(attribute_keys(seed, columns.shape[0])):
         if taken == max_features:
             break
-        _sorted_column(columns, y, rows, a, order, values, labels, member, xs, ys)
+        _sorted_column(rows, a, order, values, labels, position, member, xs, ys, ranks, bits)
         count = _candidates(xs, ys, min_samples_leaf, thresholds, left_n, left_pos, around, bounds)
         if count == 0:
             continue

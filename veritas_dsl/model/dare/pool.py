@@ -127,14 +127,18 @@ class CachePool:
     # -- storage -----------------------------------------------------------------------------
 
     def _reserve(self, attrs: int, cand: int) -> None:
-        """Make room for that many rows (a pool that moves takes its views' identity along)."""
+        """Make room for that many rows (a pool that moves takes its views' identity along).
+        A pool grows to twice its size, or to a quarter more than asked when that is more
+        (a fit's first flush, a pack): the first subtrees grown again after a deletion then
+        fit without copying the pools, which cost a few ms a tree, the largest part of a
+        deletion that regrows little (bench/dare_breakdown.py)."""
         if attrs > len(self.attrs):
-            size = max(attrs, 2 * len(self.attrs), 64)
+            size = max(attrs + attrs // 4, 2 * len(self.attrs), 64)
             self.attrs = _resized(self.attrs, size)
             self.bound = _resized(self.bound, size)
             self._views.clear()
         if cand > len(self.cand):
-            size = max(cand, 2 * len(self.cand), 1024)
+            size = max(cand + cand // 4, 2 * len(self.cand), 1024)
             self.cand = _resized(self.cand, size)
             self.cand_values = _resized(self.cand_values, size)
             self._views.clear()
@@ -162,8 +166,8 @@ class CachePool:
         a, na, c, nc = self.slots[live].T
         take_a, starts_a = _gather(a, na)
         take_c, starts_c = _gather(c, nc)
-        self.attrs, self.bound = self.attrs[take_a], self.bound[take_a]
-        self.cand, self.cand_values = self.cand[take_c], self.cand_values[take_c]
+        self.attrs, self.bound = _taken(self.attrs, take_a), _taken(self.bound, take_a)
+        self.cand, self.cand_values = _taken(self.cand, take_c), _taken(self.cand_values, take_c)
         self.slots[live, 0], self.slots[live, 2] = starts_a, starts_c
         self._used, self._garbage = [len(take_a), len(take_c)], 0
         self._views.clear()
@@ -187,6 +191,13 @@ def _gather(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.nda
     new = np.cumsum(lengths) - lengths
     take = np.arange(int(lengths.sum())) - np.repeat(new - starts, lengths)
     return take, new
+
+
+def _taken(array: np.ndarray, take: np.ndarray) -> np.ndarray:
+    """``array[take]`` in a pool a quarter larger (see :meth:`CachePool._reserve`)."""
+    out = np.empty((len(take) + len(take) // 4, *array.shape[1:]), dtype=array.dtype)
+    np.take(array, take, axis=0, out=out[: len(take)])
+    return out
 
 
 def _resized(array: np.ndarray, size: int) -> np.ndarray:

@@ -84,10 +84,11 @@ def greedy_choice(
     presorted: Presorted,
 ) -> tuple[Split | None, tuple | None]:
     """:func:`greedy_split` and the node's cache (:mod:`.cache`; None when it would hold more
-    than ``CACHE_LIMIT`` thresholds). A node holding a large share of the rows picks them out
-    of ``presorted`` instead of sorting them."""
+    than ``CACHE_LIMIT`` thresholds). A node holding most of the rows picks them out of
+    ``presorted`` instead of sorting them (beyond about 2/3 of the rows that is cheaper than
+    the radix sort of their ranks, on make_classification(100_000, 40))."""
     p = presorted
-    use_presorted = 8 * len(rows) > p.order.shape[1]
+    use_presorted = 3 * len(rows) > 2 * p.order.shape[1]
     attribute, threshold, cached, cache = best_split(
         p.columns,
         y,
@@ -95,6 +96,7 @@ def greedy_choice(
         p.order,
         p.values,
         p.labels,
+        p.position,
         use_presorted,
         seed,
         k or 0,

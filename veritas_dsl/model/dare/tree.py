@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import mix
+from veritas_dsl.model.dare.kernels import mix_int
+from veritas_dsl.model.dare.leaves import LeafRows
 from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.model.dare.pool import CachePool
 from veritas_dsl.model.dare.splits import (
@@ -53,17 +54,18 @@ from veritas_dsl.model.dare.splits import (
     random_split,
     random_threshold,
 )
-from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, ROWS, walk
+from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
-_SIDES = (np.uint64(0x632BE59BD9B4E019), np.uint64(0x85EBCA77C2B2AE63))
+_DTYPES = {"threshold": np.float64, "seed": np.uint64}  # Tree.FIELDS' (int64 otherwise)
+_SIDES = (0x632BE59BD9B4E019, 0x85EBCA77C2B2AE63)
 
 
 def child_seed(seed: int, side: int) -> int:
     """The seed of a greedy node's left (``side`` 0) or right (1) child: a function of the
     parent's, so a greedy subtree is a pure function of its rows and its root's seed (below
     2**63, as the generator's draws, so the kernels see one integer type)."""
-    return int(mix(np.uint64(seed) ^ _SIDES[side])) >> 1
+    return mix_int(seed ^ _SIDES[side]) >> 1
 
 
 @dataclass(frozen=True)
@@ -91,18 +93,17 @@ class Tree:
         self.count: list[int] = []
         self.positives: list[int] = []
         self.seed: list[int] = []
-        self.rows: dict[int, np.ndarray] = {}  # leaf -> its row ids, increasing
+        self.rows = LeafRows()  # leaf -> its row ids, increasing (.leaves)
         self.cache = CachePool()  # greedy node -> what decides its split (.cache, .pool)
         self.memos = Memos()  # greedy node -> subtrees it had under other splits (.memo)
         # Set by compact: node j's subtree is the nodes j <= i < end[j]; leaf_of[r] is the
         # leaf holding row r (-1: a row the tree does not hold); the nodes as the table
-        # .walk reads (kept in step with the lists by Grower.forget), and the leaves' rows
-        # in one array ``held``, which ``rows`` are views of.
+        # .walk reads (kept in step with the lists by Grower.forget); the leaves' rows are
+        # in one array, ``rows.held``, from their ROWS offsets.
         self.end: list[int] = []
         self.leaf_of = np.empty(0, dtype=np.int32)
         self.table = np.empty((0, len(FIELDS)), dtype=np.int64)
         self.thresholds = np.empty(0, dtype=np.float64)
-        self.held = np.empty(0, dtype=np.int64)
 
     def _new(self) -> int:
         for name in self.FIELDS:
@@ -121,37 +122,34 @@ class Tree:
     def compact(self, n_rows: int) -> None:
         """Drop nodes no longer reachable, renumber the rest in preorder, and index them
         (``end``, ``leaf_of`` over ``n_rows`` row ids)."""
-        kind = np.asarray(self.kind, dtype=np.int64)
-        left = np.asarray(self.left, dtype=np.int64)
-        right = np.asarray(self.right, dtype=np.int64)
+        size = len(self.kind)
+        arrays = {  # fromiter: about twice as fast as asarray on lists
+            name: np.fromiter(getattr(self, name), dtype=_DTYPES.get(name, np.int64), count=size)
+            for name in self.FIELDS
+        }
+        kind, left, right = arrays["kind"], arrays["left"], arrays["right"]
         order, end = _preorder(kind, left, right)
         new = np.full(len(kind), -1, dtype=np.int64)
         new[order] = np.arange(len(order))
-        columns = {name: np.asarray(getattr(self, name))[order] for name in self.FIELDS}
+        leaves = order[kind[order] == LEAF]  # old ids, in preorder
+        held, starts, self.leaf_of = self.rows.compact(leaves, new, n_rows)
+        columns = {name: arrays[name][order] for name in self.FIELDS}
         columns["left"] = np.where(left[order] >= 0, new[left[order]], -1)
         columns["right"] = np.where(right[order] >= 0, new[right[order]], -1)
         columns["end"] = end
         for name in self.FIELDS:
             setattr(self, name, columns[name].tolist())
         self.end = end.tolist()
-        rows = {int(new[old]): rows for old, rows in self.rows.items() if new[old] >= 0}
         self.cache.renumber(new)
         self.memos.renumber(new)
-        leaves = sorted(rows)
-        sizes = np.array([len(rows[j]) for j in leaves], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.held = np.concatenate([rows[j] for j in leaves] or [np.empty(0)]).astype(np.int64)
-        bounds = starts.tolist()
-        self.rows = {j: self.held[bounds[i] : bounds[i + 1]] for i, j in enumerate(leaves)}
-        self.leaf_of = np.full(n_rows, -1, dtype=np.int32)
-        self.leaf_of[self.held] = np.repeat(np.array(leaves, dtype=np.int32), sizes)
         self.table = np.zeros((len(order), len(FIELDS)), dtype=np.int64)
         for column, name in enumerate(FIELDS):
             if name == "rows":
-                self.table[leaves, column] = starts[:-1]
+                self.table[new[leaves], column] = starts
             else:
                 self.table[:, column] = columns[name]
         self.thresholds = columns["threshold"].astype(np.float64)
+        self.rows.rebase(held, self.table)
 
     def rows_below(self, node: int) -> np.ndarray:
         """The rows of the leaves under ``node``, increasing (the tree is compact)."""
@@ -164,7 +162,7 @@ class Tree:
         copy = Tree()
         for name in self.FIELDS:
             setattr(copy, name, list(getattr(self, name)))
-        copy.rows, copy.cache, copy.memos = dict(self.rows), self.cache.copy(), self.memos.copy()
+        copy.rows, copy.cache, copy.memos = self.rows.copy(), self.cache.copy(), self.memos.copy()
         copy.compact(len(self.leaf_of))  # fresh leaf pool and table
         return copy
 
@@ -205,7 +203,8 @@ class Grower:
                 split = random_split(self.X, rows, self.rng, s.min_samples_leaf)
             else:
                 split, cache = chosen or self._greedy(rows, seed)
-        self._fill(tree, node, rows, depth, split, kind if split else LEAF, seed or 0, cache)
+        kind = kind if split else LEAF
+        self._fill(tree, node, rows, depth, split, kind, seed or 0, cache, positives)
 
     def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
         s = self.settings
@@ -213,9 +212,14 @@ class Grower:
             self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf, self.presorted
         )
 
-    def _fill(self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None) -> None:
-        """Set ``node`` to ``split`` (a leaf when None) and grow fresh children."""
-        tree._set(node, kind, len(rows), int(self.y[rows].sum()), seed, split)
+    def _fill(
+        self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None, positives=None
+    ) -> None:
+        """Set ``node`` to ``split`` (a leaf when None) and grow fresh children (``positives``:
+        the rows' positives, when known)."""
+        if positives is None:
+            positives = int(self.y[rows].sum())
+        tree._set(node, kind, len(rows), positives, seed, split)
         if cache is not None:
             tree.cache[node] = cache
         if split is None:
@@ -234,7 +238,10 @@ class Grower:
             )
 
     def _goes_left(self, rows: np.ndarray, split: Split) -> np.ndarray:
-        return self.X[rows, split.attribute].astype(np.float64) <= split.threshold
+        # X's columns one by one (presorted.columns): gathering from X's rows cost more than
+        # the rest of a grown node's Python.
+        column = self.presorted.columns[split.attribute]
+        return column[rows].astype(np.float64) <= split.threshold
 
     def update(self, tree: Tree, rows: np.ndarray, touched: np.ndarray, adding: bool) -> None:
         """Bring ``tree`` to its new rows ``rows`` (all rows it holds now), ``touched`` being
@@ -257,16 +264,14 @@ class Grower:
         chosen = None  # the choice of the greedy node where the walk stops, when known
         while True:
             status, node, depth, passed, a, t = walk(
-                tree.table, tree.thresholds, tree.held, tree.cache.arrays(), self.X[r], label,
+                tree.table, tree.thresholds, tree.rows.held, tree.cache.arrays(), self.X[r], label,
                 r, node, depth, here, self._walk_settings, self._sorted_rows, tree.leaf_of,
                 self._path,
             )  # fmt: skip
             for j in self._path[:passed].tolist():  # the lists follow the table
                 tree.count[j] -= 1
                 tree.positives[j] -= label
-            if status == AT_LEAF:
-                start = int(tree.table[node, ROWS])  # walk took r out of held
-                tree.rows[node] = tree.held[start : start + tree.count[node]]
+            if status == AT_LEAF:  # walk took r out of the leaf's rows
                 return
             if status == CHANGED:
                 chosen = (Split(int(a), float(t)), tree.cache.get(node))
