@@ -26,15 +26,12 @@ import numpy as np
 from veritas_dsl.model.dare.kernels import attribute_keys, threshold_key
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.gini_margin import overtaking_cut
 from veritas_dsl.model.library import le_threshold_as_lt
 
 if TYPE_CHECKING:
     from veritas_dsl.model.dare.forest import DareForest
     from veritas_dsl.model.ensemble import Ensemble
-
-#: Gini margins (sums of ``p q / size`` over the two sides) closer than this share of the node's
-#: rows are treated as ties: the kernel compares float64 scores, whose rounding is far smaller.
-TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -266,73 +263,15 @@ def _sampling_reason(values, sizes, pos, below, seed, a, k, settings) -> str:
 
 
 def _margin_reason(X, y, a: int, below: int, k: int, m: int, rivals: list[int]) -> str:
-    """Every cut other than the chosen one, of every attribute in ``rivals``, keeps a larger
-    Gini sum ``G = sum over sides of p q / (p + q)`` than the chosen cut's after any deletion of
-    at most k rows: ``G`` of the chosen cut only falls (``p q / (p + q)`` grows with p and q),
-    so its value now is compared with the least any other cut can reach (:func:`_least_gini`)."""
-    n = len(y)
-    chosen = None
-    best, where = np.inf, None
-    for b in rivals:
-        values, sizes, pos = _groups(X[:, b], y)
-        n_left = np.cumsum(sizes)[:-1]
-        p_left = np.cumsum(pos)[:-1]
-        p_total = int(pos.sum())
-        cut = np.arange(len(n_left))
-        if b == a:
-            chosen = _gini(p_left[below], n_left[below] - p_left[below], p_total, n)
-        keep = (n_left >= m) & (n - n_left >= m) & ((b != a) | (cut != below))
-        if not keep.any():
-            continue
-        least = _least_gini(p_left[keep], n_left[keep], p_total, n, k)
-        i = int(np.argmin(least))
-        if least[i] < best:
-            best, where = (
-                float(least[i]),
-                (b, (values[cut[keep][i]] + values[cut[keep][i] + 1]) / 2),
-            )
-    if where is not None and best - chosen <= TOLERANCE * n:
-        b, t = where
-        return (
-            f"the cut f{b} <= {t:g} can overtake it: its Gini sum can fall to {best:.6g} after "
-            f"{k} deletion(s), the chosen cut's is {chosen:.6g}"
-        )
-    return ""
-
-
-def _gini(p_left, q_left, p_total, n):
-    """``sum over sides of p q / (p + q)`` (0 for an empty side)."""
-    p_right, q_right = p_total - p_left, (n - p_total) - q_left
-    return _side(p_left, q_left) + _side(p_right, q_right)
-
-
-def _side(p, q):
-    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(p + q > 0, p * q / np.maximum(p + q, 1.0), 0.0)
-
-
-def _least_gini(p_left, n_left, p_total, n, k):
-    """Per cut, the least Gini sum after deleting at most k rows: each side's ``p q / (p + q)``
-    is concave in the rows deleted from it, so its least value for ``j`` deletions is at an end
-    (the positives first or the negatives first); the sides then share the k deletions."""
-    q_left = n_left - p_left
-    p_right, q_right = p_total - p_left, (n - p_total) - q_left
-
-    def side_least(p, q):  # shape (k + 1, cuts): the least for j = 0..k rows deleted
-        out = np.empty((k + 1, len(p)))
-        for j in range(k + 1):
-            a1 = np.minimum(j, p)
-            a2 = np.maximum(0, j - q)
-            value = np.minimum(_side(p - a1, q - (j - a1)), _side(p - a2, q - (j - a2)))
-            out[j] = np.where(j <= p + q, value, np.inf)
-        return out
-
-    left, right = side_least(p_left, q_left), side_least(p_right, q_right)
-    least = np.full(len(p_left), np.inf)
-    for j in range(k + 1):
-        least = np.minimum(least, left[j] + right[: k - j + 1].min(axis=0))
-    return least
+    """Why another cut may beat the chosen one by Gini after some deletion ('' if none can)."""
+    found = overtaking_cut(X, y, a, below, k, m, rivals)
+    if found is None:
+        return ""
+    b, t, least, chosen = found
+    return (
+        f"the cut f{b} <= {t:g} can overtake it after {k} deletion(s) (its Gini sum can fall "
+        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now)"
+    )
 
 
 def _ensemble(view, value: np.ndarray, what: str, deletions: int):
