@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from veritas_dsl import parse
+from veritas_dsl import SpecError, parse
 from veritas_dsl.cli import main
 from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest, worst_case
@@ -99,3 +99,17 @@ def test_refusal_is_located_and_exits_2(tmp_path, capsys):
     assert out == ""
     assert "spec.ver:2:1" in err and "V421" in err
     assert "tree 0 node 0 (root, greedy f0 <= 3.5)" in err and "threshold would move" in err
+
+
+def test_a_bound_is_a_model_but_not_a_forest(tmp_path):
+    """`w` evaluates like any model; deriving from it is refused (V410, naming what it is)."""
+    forest = _forest(*CASES[0][:3])
+    spec = tmp_path / "spec.ver"
+    spec.write_text(
+        _spec(tmp_path, forest, 1).split("data rows")[0] + "model again = delete(w, rows = [1])\n"
+    )
+    with pytest.raises(SpecError) as error:
+        parse(spec.read_text(), str(spec))
+    (found,) = error.value.diagnostics
+    assert (found.code, found.span.line, found.span.column) == ("V410", 4, 22)
+    assert "its format is `worst_case`" in found.message
