@@ -244,7 +244,7 @@ def _sampling_reason(values, sizes, pos, below, seed, a, k, settings) -> str:
     mids = (values[:-1] + values[1:]) / 2.0
     key = threshold_key(seed, a, mids[below])
     keys = np.array([threshold_key(seed, a, t) for t in mids[valid]], dtype=np.uint64)
-    smaller = int(np.count_nonzero(keys < key))
+    smaller = int(np.count_nonzero(keys <= key)) - 1  # an equal key may sort first: count it
     merged = 0
     for i in range(len(values)):  # midpoints of values i < j with at most k rows between
         between = 0
@@ -252,7 +252,7 @@ def _sampling_reason(values, sizes, pos, below, seed, a, k, settings) -> str:
             between += int(sizes[j - 1])
             if between > k:
                 break
-            merged += threshold_key(seed, a, (values[i] + values[j]) / 2.0) < key
+            merged += threshold_key(seed, a, (values[i] + values[j]) / 2.0) <= key
     if smaller + min(k, merged) >= settings.k:
         return (
             f"its threshold's key ranks {smaller + 1} of the valid thresholds, and {merged} "
