@@ -160,17 +160,18 @@ class RowList:
 
 @dataclass(frozen=True)
 class DeriveArg:
-    """``rows = [3, 17]`` or ``without = "ids.txt"`` in a derived model's declaration."""
+    """``rows = [3, 17]``, ``without = "ids.txt"`` or ``deletions = 2`` in a derived model's
+    declaration."""
 
     name: str
-    value: RowList | Text
+    value: RowList | Text | Expr
     span: Span
 
 
 @dataclass(frozen=True)
 class DerivedDecl:
     """``model NAME = FUNC(BASE, ARG = ..., ...)``: a model made from another one
-    (``delete`` and ``retrain`` of a ``dare`` forest)."""
+    (``delete``, ``retrain``, ``worst_case`` and ``best_case`` of a ``dare`` forest)."""
 
     name: str
     func: str

@@ -1,5 +1,6 @@
 """Models derived from a ``dare`` forest: ``delete(base, rows = ...)`` and
-``retrain(base, without = ...)``, their row ids checked and located (in the spec or in a rows file).
+``retrain(base, without = ...)``, their row ids checked and located (in the spec or in a rows file),
+and the certified bounds ``worst_case(base, deletions = k)`` and ``best_case(...)``.
 
 The base forest is never changed: each derived model is made on a copy, once per check.
 """
@@ -14,15 +15,25 @@ from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.model.certificate import UnstableError, worst_case
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.derive import deleted, id_problems, retrained
-from veritas_dsl.model.ensemble import ModelError
+from veritas_dsl.model.ensemble import Ensemble, ModelError
 
-#: Each derivation and the one argument naming its rows.
-DERIVATIONS = {"delete": "rows", "retrain": "without"}
+#: Each derivation and its one argument: the rows to leave out, or how many may be deleted.
+DERIVATIONS = {
+    "delete": "rows",
+    "retrain": "without",
+    "worst_case": "deletions",
+    "best_case": "deletions",
+}
+#: The certified bounds: which of ``worst_case``'s pair each one is.
+BOUNDS = {"worst_case": 0, "best_case": 1}
 _EXAMPLES = {
     "delete": "model after = delete(before, rows = [3, 17])",
     "retrain": "model again = retrain(before, without = [3, 17])",
+    "worst_case": "model w = worst_case(before, deletions = 2)",
+    "best_case": "model b = best_case(before, deletions = 2)",
 }
 
 
@@ -40,6 +51,10 @@ class DerivedModels(Expressions):
         if not self.declare(decl.name, decl.span, "model"):
             return
         try:
+            if decl.func in BOUNDS:
+                self.models[decl.name] = self.bound(decl, later)
+                self.model_formats[decl.name] = decl.func
+                return
             forest = self.derive(decl, later)
         except Failed:
             self.broken.add(decl.name)
@@ -54,7 +69,7 @@ class DerivedModels(Expressions):
                 "V411",
                 f"unknown model derivation `{decl.func}`",
                 decl.func_span,
-                "not `delete` or `retrain`",
+                "not `delete`, `retrain`, `worst_case` or `best_case`",
                 help=suggest(decl.func, DERIVATIONS) or _EXAMPLES["delete"],
             )
         base = self.base_forest(decl, later)
@@ -74,6 +89,44 @@ class DerivedModels(Expressions):
         except ModelError as error:
             raise self.error(
                 "V413", f"cannot {decl.func} `{decl.base.id}`: {error}", decl.span
+            ) from None
+
+    def bound(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> Ensemble:
+        """``worst_case(base, deletions = k)`` (the lower bound) or ``best_case`` (the upper)
+        of every forest deleting at most k rows of ``base`` gives; refused (V421, naming the
+        splits) when a deletion may change a split."""
+        base = self.base_forest(decl, later)
+        arg = self.rows_arg(decl)
+        if isinstance(arg.value, ast.RowList | ast.Text):
+            raise self.error(
+                "V420",
+                "`deletions` is a number of rows",
+                arg.value.span,
+                help=_EXAMPLES[decl.func],
+            )
+        self.early(arg.value)
+        k = self.constant(arg.value, Scope())
+        if not k.is_integer() or k < 0:
+            raise self.error(
+                "V420",
+                f"`{k:g}` is not a number of rows",
+                arg.value.span,
+                help="a whole number, 0 or more: the most rows any deletion removes",
+            )
+        try:
+            return worst_case(base, int(k))[BOUNDS[decl.func]]
+        except UnstableError as error:
+            shown = [str(node) for node in error.nodes[: UnstableError.SHOWN]]
+            more = len(error.nodes) - len(shown)
+            raise self.error(
+                "V421",
+                f"`{decl.func}` of `{decl.base.id}` is not certified: {len(error.nodes)} "
+                f"split(s) can change when {int(k)} row(s) are deleted",
+                decl.span,
+                "some deletion changes a split",
+                help="a smaller `deletions`, or a forest whose splits hold more rows "
+                "(see docs/unlearning.md)",
+                notes=shown + ([f"and {more} more"] if more > 0 else []),
             ) from None
 
     def base_forest(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
@@ -122,6 +175,13 @@ class DerivedModels(Expressions):
             if found is not None:
                 raise self.error("V403", f"`{wanted}` is given twice", arg.span)
             found = arg
+        if found is None and decl.func in BOUNDS:
+            raise self.error(
+                "V403",
+                f"`{decl.func}` needs `{wanted}`: the most rows a deletion may remove",
+                decl.span,
+                help=_EXAMPLES[decl.func],
+            )
         if found is None:
             raise self.error(
                 "V403",
@@ -133,6 +193,13 @@ class DerivedModels(Expressions):
 
     def row_ids(self, arg: ast.DeriveArg, decl: ast.DerivedDecl, base: DareForest) -> list[_Id]:
         """The ids of ``arg``, each checked against ``base``; every bad one is reported."""
+        if not isinstance(arg.value, ast.RowList | ast.Text):
+            raise self.error(
+                "V412",
+                f"`{arg.name}` is a list of row ids or the name of a rows file",
+                arg.value.span,
+                help=_EXAMPLES[decl.func],
+            )
         ids = self.file_ids(arg.value) if isinstance(arg.value, ast.Text) else self.list_ids(arg)
         if not ids and decl.func == "delete":
             raise self.error("V412", "no rows to delete", arg.value.span, help=_EXAMPLES["delete"])
@@ -160,15 +227,7 @@ class DerivedModels(Expressions):
     def list_ids(self, arg: ast.DeriveArg) -> list[_Id]:
         ids = []
         for item in arg.value.items:
-            if isinstance(item, ast.Name) and item.id in self.late_constants:
-                raise self.error(
-                    "V412",
-                    f"`{item.id}` is not known when models are read",
-                    item.span,
-                    "a constant that reads more than numbers",
-                    help="a row id is a number, or a constant made of numbers and such constants",
-                    notes=[f"`{item.id}` is declared at {self.late_constants[item.id]}"],
-                )
+            self.early(item, "V412")
             value = self.constant(item, Scope())
             if not value.is_integer() or value < 0:
                 raise self.error(
@@ -179,6 +238,18 @@ class DerivedModels(Expressions):
                 )
             ids.append(_Id(int(value), item.span))
         return ids
+
+    def early(self, item: ast.Expr, code: str = "V420") -> None:
+        """Models are read before data sets: ``item`` must not name a constant that reads one."""
+        if isinstance(item, ast.Name) and item.id in self.late_constants:
+            raise self.error(
+                code,
+                f"`{item.id}` is not known when models are read",
+                item.span,
+                "a constant that reads more than numbers",
+                help="here a number, or a constant made of numbers and such constants",
+                notes=[f"`{item.id}` is declared at {self.late_constants[item.id]}"],
+            )
 
     def file_ids(self, text: ast.Text) -> list[_Id]:
         path = Path(text.value) if Path(text.value).is_absolute() else self.base / text.value

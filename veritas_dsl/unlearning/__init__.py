@@ -1,6 +1,15 @@
 """Unlearning: forests that forget training rows, and what a deletion reveals."""
 
+from veritas_dsl.model.certificate import UnstableError, UnstableNode, worst_case
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
 
-__all__ = ["DareForest", "Leakage", "LeakageError", "leakage"]
+__all__ = [
+    "DareForest",
+    "Leakage",
+    "LeakageError",
+    "UnstableError",
+    "UnstableNode",
+    "leakage",
+    "worst_case",
+]

@@ -1,0 +1,295 @@
+"""The worst-case certificate of a DaRE forest: two ensembles bounding, at every input, every forest
+that deleting at most ``k`` training rows can give, valid when no split can change.
+
+The proof is in docs/unlearning.md ("A certificate for every deletion of up to k rows"); in short:
+
+- a deletion (one at a time, or at once) makes a node a leaf when its rows become pure; a random
+  node keeps its split while both sides keep ``min_samples_leaf`` (m) rows; a greedy node keeps
+  its split when, on its remaining rows, its choice (:func:`~.splits.greedy_choice`, a function
+  of its rows and seed) is the same split with the same threshold;
+- :func:`unstable_nodes` checks, per split node, conditions under which no set of at most ``k``
+  of its rows changes that, and names the nodes where they fail;
+- with every split fixed, a tree's output after the deletion is the value of the leaf ``x``
+  reaches now, on that leaf's remaining rows: at most ``k`` of them are gone, which bounds it
+  (:func:`leaf_bounds`). The bounds' ensembles have the forest's own structure.
+
+This module only reads the forest (its trees, rows, labels and settings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from veritas_dsl.model.dare.kernels import attribute_keys, threshold_key
+from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
+from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.gini_margin import overtaking_cut
+from veritas_dsl.model.library import le_threshold_as_lt
+
+if TYPE_CHECKING:
+    from veritas_dsl.model.dare.forest import DareForest
+    from veritas_dsl.model.ensemble import Ensemble
+
+
+@dataclass(frozen=True)
+class UnstableNode:
+    """A split that deleting at most ``k`` rows may change: ``tree`` (0-based), ``node`` (its
+    preorder id in the tree), ``path`` (``L``/``R`` steps from the root, ``root`` for the root),
+    ``kind`` (``greedy`` or ``random``), ``split`` (``f2 <= 3.5``) and ``reason``."""
+
+    tree: int
+    node: int
+    path: str
+    kind: str
+    split: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}, {self.kind} {self.split}"
+        return f"tree {self.tree} node {self.node} ({where}): {self.reason}"
+
+
+class UnstableError(ModelError):
+    """The forest has splits that some deletion of at most ``deletions`` rows changes;
+    ``nodes`` lists every one (the message shows the first :attr:`SHOWN`)."""
+
+    SHOWN = 20
+
+    def __init__(self, nodes: list[UnstableNode], deletions: int) -> None:
+        self.nodes = tuple(nodes)
+        self.deletions = deletions
+        listed = "; ".join(str(n) for n in nodes[: self.SHOWN])
+        more = f"; and {len(nodes) - self.SHOWN} more" if len(nodes) > self.SHOWN else ""
+        super().__init__(
+            f"{len(nodes)} split(s) can change when {deletions} row(s) are deleted, so no "
+            f"worst case is certified: {listed}{more}"
+        )
+
+
+def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
+    """``(lower, upper)``: binary Ensembles with the forest's trees such that for every set S of
+    at most ``deletions`` remaining training rows and every input x,
+    ``lower.eval(x) <= forest_after_deleting(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    Raises :class:`UnstableError` naming every split that such a deletion may change (then no
+    bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole number >= 0.
+    """
+    if isinstance(deletions, bool) or not isinstance(deletions, (int, np.integer)) or deletions < 0:
+        raise ModelError(f"deletions must be a whole number >= 0, not {deletions!r}")
+    unstable = unstable_nodes(forest, int(deletions))
+    if unstable:
+        raise UnstableError(unstable, int(deletions))
+    view = forest.view()
+    low, high = leaf_bounds(view.count, view.positives, int(deletions))
+    leaf = view.kind == LEAF
+    return tuple(  # type: ignore[return-value]
+        _ensemble(view, np.where(leaf, values, 0.0) / view.n_trees, f"{name} of", deletions)
+        for values, name in ((low, "lower bound"), (high, "upper bound"))
+    )
+
+
+def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per leaf of ``count`` rows, ``positives`` of them positive, the least and the most
+    ``positives' / count'`` after deleting at most ``k`` of its rows, keeping one: delete
+    positives only (the fraction falls) or negatives only (it rises). Entries of 0 rows are 0."""
+    count = np.asarray(count, dtype=np.int64)
+    positives = np.asarray(positives, dtype=np.int64)
+    negatives = count - positives
+    a = np.minimum(k, np.where(negatives > 0, positives, 0))  # a pure leaf stays pure
+    b = np.minimum(k, np.where(positives > 0, negatives, 0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(count > 0, (positives - a) / np.maximum(count - a, 1), 0.0)
+        high = np.where(count > 0, positives / np.maximum(count - b, 1), 0.0)
+    return low, high
+
+
+def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
+    """Every split node of ``forest`` that deleting some set of at most ``k`` of the remaining
+    rows may change (made a leaf, split elsewhere, threshold moved, drawn again), by the
+    sufficient conditions of docs/unlearning.md; empty when the structure is certified."""
+    settings = forest._grower().settings
+    X = forest._X.astype(np.float64)
+    y = forest._y.astype(np.int64)
+    found = []
+    for t, tree in enumerate(forest._trees):
+        stack = [(0, tree.rows_below(0), "")]
+        while stack:
+            node, rows, path = stack.pop()
+            kind = tree.kind[node]
+            if kind == LEAF:
+                continue
+            a, v = tree.feature[node], tree.threshold[node]
+            go_left = X[rows, a] <= v
+            if kind == RANDOM:
+                reason = _random_reason(y[rows], go_left, k, settings.min_samples_leaf)
+            else:
+                assert kind == GREEDY
+                reason = _greedy_reason(X[rows], y[rows], a, v, tree.seed[node], k, settings)
+            if reason:
+                name = "random" if kind == RANDOM else "greedy"
+                split = f"f{a} <= {v:g}"
+                found.append(UnstableNode(t, node, path or "root", name, split, reason))
+            stack.append((tree.right[node], rows[~go_left], path + "R"))
+            stack.append((tree.left[node], rows[go_left], path + "L"))
+    return found
+
+
+def _counts_reason(y: np.ndarray, go_left: np.ndarray, k: int, m: int) -> str:
+    """Why deleting k rows may make the node a leaf or leave a side under m rows ('' if not)."""
+    n, positives = len(y), int(y.sum())
+    if min(positives, n - positives) <= k:
+        return f"deleting {min(positives, n - positives)} row(s) leaves it pure (a leaf)"
+    n_left = int(go_left.sum())
+    smaller = min(n_left, n - n_left)
+    if smaller - k < m:
+        return f"a side holds {smaller} row(s): deleting {k} leaves fewer than {m}"
+    return ""
+
+
+def _random_reason(y, go_left, k: int, m: int) -> str:
+    """A random node keeps its split while it is not pure and both sides keep m rows."""
+    return _counts_reason(y, go_left, k, m)
+
+
+def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> str:
+    """Why some deletion of at most k of these rows may change the greedy choice ``x[a] <= v``
+    ('' if none can): the node turns into a leaf or a side falls under m rows; a value next to
+    the threshold vanishes (the threshold moves) or the pair turns invalid; the chosen threshold
+    drops out of the k sampled; some other cut's Gini can fall below the chosen one's."""
+    m = settings.min_samples_leaf
+    go_left = X[:, a] <= v
+    reason = _counts_reason(y, go_left, k, m)
+    if reason:
+        return reason
+    values, sizes, pos = _groups(X[:, a], y)
+    below = int(np.searchsorted(values, v, side="right")) - 1  # the group just below v
+    for g, side in ((below, "below"), (below + 1, "above")):
+        if sizes[g] <= k:
+            return (
+                f"the {sizes[g]} row(s) at {values[g]:g}, next {side} the threshold, can all be "
+                f"deleted: the threshold would move"
+            )
+    pair_pos = int(pos[below] + pos[below + 1])
+    pair_neg = int(sizes[below] + sizes[below + 1]) - pair_pos
+    if min(pair_pos, pair_neg) <= k:
+        return (
+            f"deleting {min(pair_pos, pair_neg)} row(s) leaves the values around the threshold "
+            f"of one label: the threshold turns invalid"
+        )
+    if settings.k is not None:
+        reason = _sampling_reason(values, sizes, pos, below, seed, a, k, settings)
+        if reason:
+            return reason
+    return _margin_reason(X, y, a, below, k, m, _rivals(X, y, a, seed, k, settings))
+
+
+def _rivals(X, y, a: int, seed: int, k: int, settings) -> list[int]:
+    """The attributes a deletion of at most k rows may let the node sample: attributes are
+    taken in key order among those with a valid threshold, a set deletions only shrink
+    (docs/unlearning.md); one that surely keeps a valid threshold (:func:`_robust_cuts`) stays
+    ahead of those after it, so only the first ``max_features`` such, and those before, count."""
+    p, m = X.shape[1], settings.min_samples_leaf
+    if settings.max_features >= p:
+        return list(range(p))
+    rivals, robust = [], 0
+    for b in np.argsort(attribute_keys(seed, p)).tolist():
+        if robust == settings.max_features:
+            break
+        values, sizes, pos = _groups(X[:, b], y)
+        if not _valid_cuts(values, sizes, pos, m).any():
+            continue  # no valid threshold now: none after deletions either
+        rivals.append(b)
+        robust += bool(_robust_cuts(sizes, pos, k, m).any())
+    assert a in rivals
+    return rivals
+
+
+def _valid_cuts(values, sizes, pos, m: int) -> np.ndarray:
+    """Per cut between adjacent distinct values, whether its threshold is valid (kernels.py)."""
+    n = int(sizes.sum())
+    left = np.cumsum(sizes)[:-1]
+    pure0, pure1 = pos == 0, pos == sizes
+    both = (pure0[:-1] & pure0[1:]) | (pure1[:-1] & pure1[1:])
+    return ~both & (left >= m) & (n - left >= m)
+
+
+def _robust_cuts(sizes, pos, k: int, m: int) -> np.ndarray:
+    """Per cut, whether it stays a valid threshold after any deletion of at most k rows: both
+    values keep a row, both labels keep a row among them, and both sides keep m rows."""
+    n = int(sizes.sum())
+    left = np.cumsum(sizes)[:-1]
+    pair_pos = pos[:-1] + pos[1:]
+    pair_neg = sizes[:-1] + sizes[1:] - pair_pos
+    return (
+        (sizes[:-1] > k) & (sizes[1:] > k) & (pair_pos > k) & (pair_neg > k)
+        & (left - k >= m) & (n - left - k >= m)
+    )  # fmt: skip
+
+
+def _groups(column: np.ndarray, y: np.ndarray):
+    """The distinct values of ``column`` (increasing), each one's row count and positives."""
+    values, inverse = np.unique(column, return_inverse=True)
+    sizes = np.bincount(inverse, minlength=len(values))
+    pos = np.bincount(inverse, weights=y, minlength=len(values)).astype(np.int64)
+    return values, sizes, pos
+
+
+def _sampling_reason(values, sizes, pos, below, seed, a, k, settings) -> str:
+    """The chosen threshold stays among the ``settings.k`` sampled (smallest keys) of its
+    attribute's valid thresholds: deletions only remove valid thresholds but for the new
+    midpoints of values whose rows between are all deleted; at most k such appear."""
+    valid = _valid_cuts(values, sizes, pos, settings.min_samples_leaf)
+    mids = (values[:-1] + values[1:]) / 2.0
+    key = threshold_key(seed, a, mids[below])
+    keys = np.array([threshold_key(seed, a, t) for t in mids[valid]], dtype=np.uint64)
+    smaller = int(np.count_nonzero(keys <= key)) - 1  # an equal key may sort first: count it
+    merged = 0
+    for i in range(len(values)):  # midpoints of values i < j with at most k rows between
+        between = 0
+        for j in range(i + 2, len(values)):
+            between += int(sizes[j - 1])
+            if between > k:
+                break
+            merged += threshold_key(seed, a, (values[i] + values[j]) / 2.0) <= key
+    if smaller + min(k, merged) >= settings.k:
+        return (
+            f"its threshold's key ranks {smaller + 1} of the valid thresholds, and {merged} "
+            f"threshold(s) a deletion can create rank before it: it may not be sampled (k = "
+            f"{settings.k})"
+        )
+    return ""
+
+
+def _margin_reason(X, y, a: int, below: int, k: int, m: int, rivals: list[int]) -> str:
+    """Why another cut may beat the chosen one by Gini after some deletion ('' if none can)."""
+    found = overtaking_cut(X, y, a, below, k, m, rivals)
+    if found is None:
+        return ""
+    b, t, least, chosen = found
+    return (
+        f"the cut f{b} <= {t:g} can overtake it after {k} deletion(s) (its Gini sum can fall "
+        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now)"
+    )
+
+
+def _ensemble(view, value: np.ndarray, what: str, deletions: int):
+    """The forest's trees (as :meth:`~.view.ForestView.to_ensemble` exports them) with these
+    leaf values; no library model (its ``eval`` is its own definition)."""
+    from veritas_dsl.model.ensemble import Ensemble
+
+    leaf = view.kind == LEAF
+    return Ensemble(
+        feature=np.where(leaf, -1, view.feature),
+        threshold=np.where(leaf, np.float32(0), le_threshold_as_lt(view.threshold)),
+        left=view.left,
+        right=view.right,
+        value=value[:, None],
+        tree_offsets=view.tree_offsets,
+        base_score=np.zeros(1),
+        feature_names=tuple(f"f{i}" for i in range(view.n_features)),
+        task="binary",
+        class_threshold=0.5,
+        source=f"{what} a DaRE forest after any {deletions} deletion(s)",
+    )
