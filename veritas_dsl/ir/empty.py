@@ -34,6 +34,7 @@ from veritas_dsl.ir.query import (
     OneHot,
     Row,
     Tie,
+    weight_of,
 )
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -179,7 +180,9 @@ class _Box:
                 self.range(c.instance, c.feature).tighten(c.lo, c.hi, c)
             elif isinstance(c, Ball) and isinstance(c.center, Row):
                 for f, center in enumerate(c.center.values):
-                    self.range(c.instance, f).tighten(*ball_interval(center, c.radius), c)
+                    self.range(c.instance, f).tighten(
+                        *ball_interval(center, c.radius, weight_of(c.weights, f)), c
+                    )
             elif not isinstance(c, Tie | OneHot):
                 self.exact = False
         #: One-hot groups as sets of merged features, once each.
