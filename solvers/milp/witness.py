@@ -316,8 +316,7 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
     def tight(rhs: float) -> float:
         return rhs - slack * max(1.0, abs(rhs))
 
-    def distances(instance: str, reference, weights) -> list[Affine]:
-        """Each feature's weighted gap."""
+    def distances(instance: str, reference, weights) -> list[Affine]:  # weighted gaps
         found = []
         for f in range(query.n_features):
             diff = value(var(instance, f)) - center(reference, f)

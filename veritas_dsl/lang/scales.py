@@ -1,7 +1,8 @@
 """The ``scale`` of a distance: ``l1(x, r, scale = mad(train))``, ``scale = std(train)``,
 ``scale = {income: 1000, age: 5}`` (unnamed features 1) or ``scale = 1000`` (every feature),
-typed into the per-feature weights ``1 / scale`` of the query IR
-(:data:`veritas_dsl.ir.query.Weights`).
+typed into the per-feature weights of the query IR (:data:`veritas_dsl.ir.query.Weights`):
+``1 / scale`` rounded toward 0 (:func:`weight`), so that whatever is within a bound under exact
+division is within it here too (the two differ by less than ``2**-52`` relative).
 
 A statistic is computed once per spec and data set, over all the data set's rows (a batch's
 scale does not change from row to row). A feature whose statistic is 0 (a column with one
@@ -11,6 +12,7 @@ value in most rows, as binary features often are) keeps scale 1, with a located 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -23,6 +25,14 @@ from veritas_dsl.lang.symbols import Failed, Scope, Symbols
 STATISTICS = ("mad", "std")
 #: A feature whose statistic is 0 keeps scale 1; this warning says which.
 ZERO_SCALE = "V604"
+
+
+def weight(scale: float) -> float:
+    """``1 / scale`` rounded toward 0 to a float64 (``scale`` positive and finite)."""
+    w = 1.0 / scale
+    if Fraction(w) * Fraction(scale) > 1:
+        w = math.nextafter(w, 0.0)
+    return w
 
 
 def mad(values: np.ndarray) -> np.ndarray:
@@ -60,7 +70,7 @@ class Scales(Symbols):
             if weights is not None:
                 raise self.error("V331", "`scale` is given twice", keyword.span)
             scales = self.scales_of(keyword.value)
-            weights = tuple(1.0 / s for s in scales)
+            weights = tuple(weight(s) for s in scales)
         return weights
 
     def scales_of(self, value: ast.Expr | ast.PerFeature) -> list[float]:
