@@ -154,3 +154,31 @@ def test_a_statistic_of_zero_keeps_scale_one_with_a_located_warning(tmp_path):
     assert warning.severity is Severity.WARNING and warning.code == "V604"
     assert "`age`" in warning.message and "`income`" not in warning.message
     assert (warning.span.line, warning.span.column) == (5, 37)
+
+
+def test_a_one_hot_groups_name_scales_each_member(tmp_path):
+    """`{housing: 2}` scales own and rent; A* refuses a group member scaled by other than 1 and
+    names the engines that take it, which find the closest approval: switching the group costs
+    two members' 1 / 2 each, 1 in all, less than the 10 years of age."""
+    tree = (0, 40.0, (3, 0.5, -1.0, 1.0), 1.0)  # approved at age >= 40, or renting
+    build([tree], 4, names=("age", "income", "own", "rent")).save(tmp_path / "m.json")
+    (tmp_path / "test.csv").write_text("age,income,own,rent\n30,20000,1,0\n")
+    text = """model m = ensemble "m.json"
+data test = csv "test.csv"
+features { housing : onehot(own, rent) }
+query q {
+    input x
+    where m(x) > 0
+    minimize l1(x, test[0], scale = {housing: 2})
+    solve with milp, oracle
+}
+"""
+    checked = parse(text, str(tmp_path / "spec.ver"))
+    (lowered,) = checked.lowered()
+    assert lowered.query.goal.weights == (1.0, 1.0, 0.5, 0.5)
+    (run,) = checked.run()
+    assert run.result.upper == 1.0
+    assert run.result.witnesses[0].inputs["x"].tolist() == [30.0, 20000.0, 0.0, 1.0]
+    (refused,) = checked.run(solver="astar")
+    assert refused.result.termination.value == "unsupported"
+    assert "weighted distance over a one-hot group" in refused.result.message

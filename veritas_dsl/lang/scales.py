@@ -1,5 +1,6 @@
 """The ``scale`` of a distance: ``l1(x, r, scale = mad(train))``, ``scale = std(train)``,
-``scale = {income: 1000, age: 5}`` (unnamed features 1) or ``scale = 1000`` (every feature),
+``scale = {income: 1000, age: 5}`` (unnamed features 1; a one-hot group's name scales each
+member) or ``scale = 1000`` (every feature),
 typed into the per-feature weights of the query IR (:data:`veritas_dsl.ir.query.Weights`):
 ``1 / scale`` rounded toward 0 (:func:`weight`), so that whatever is within a bound under exact
 division is within it here too (the two differ by less than ``2**-52`` relative).
@@ -82,16 +83,22 @@ class Scales(Symbols):
             scales = [1.0] * n
             named: dict[int, Span] = {}
             for entry in value.entries:
-                f = self.feature_of(entry.name, entry.name_span)
-                if f in named:
-                    raise self.error(
-                        "V331",
-                        f"feature `{entry.name}` is scaled twice",
-                        entry.name_span,
-                        notes=[f"first scaled at {named[f]}"],
-                    )
-                named[f] = entry.name_span
-                scales[f] = self.one_scale(entry.value)
+                if entry.name in self.broken_groups:
+                    raise Failed
+                members = self.groups.get(entry.name) or (
+                    self.feature_of(entry.name, entry.name_span),
+                )  # a one-hot group: each member
+                scale = self.one_scale(entry.value)
+                for f in members:
+                    if f in named:
+                        raise self.error(
+                            "V331",
+                            f"feature `{self.features[f].name}` is scaled twice",
+                            entry.name_span,
+                            notes=[f"first scaled at {named[f]}"],
+                        )
+                    named[f] = entry.name_span
+                    scales[f] = scale
             return scales
         if isinstance(value, ast.Call) and value.func in STATISTICS:
             return self.statistic(value)
