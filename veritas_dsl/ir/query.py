@@ -8,7 +8,8 @@ Semantics, which every engine follows:
 
 * An instance is a vector of float32 values, one per feature; models see it exactly as their
   library does (``x[f] < t`` goes left).
-* Distances and linear constraints are exact (rational arithmetic) on those float32 values.
+* Distances (each feature's gap times its weight, when weighted: :data:`Weights`) and linear
+  constraints are exact (rational arithmetic) on those float32 values.
 * A model output ``model(instance)[output]`` is the raw margin (:meth:`Ensemble.eval`).
 * ``lower <= optimum <= upper`` for every result; the optimum of an infeasible maximisation is
   ``-inf`` (``+inf`` when minimising).
