@@ -120,6 +120,13 @@ class Scales(Symbols):
                 expr.span,
                 help="a distance divides each feature's change by its scale",
             )
+        if not math.isfinite(1.0 / scale):
+            raise self.error(
+                "V331",
+                f"a scale of {scale!r} is too small: one over it is beyond a double",
+                expr.span,
+                help="measure the feature in larger units",
+            )
         return scale
 
     def statistic(self, call: ast.Call) -> list[float]:
