@@ -72,8 +72,9 @@ def floor32_exact(value: Fraction) -> float:
     return -ceil32_exact(-value)
 
 
-def ball_interval(center: float, radius: float) -> tuple[float, float]:
-    """The float32 values ``x`` with ``|x - center| <= radius``, in exact arithmetic.
+def ball_interval(center: float, radius: float, weight: float = 1.0) -> tuple[float, float]:
+    """The float32 values ``x`` with ``weight * |x - center| <= radius``, in exact arithmetic:
+    one feature's side of an L-inf ball, weighted (``weight`` positive and finite).
 
     Returns the closed float32 interval ``(lo, hi)``; ``lo > hi`` when it is empty (a negative
     radius). ``center`` is a float32 value.
@@ -82,7 +83,7 @@ def ball_interval(center: float, radius: float) -> tuple[float, float]:
         return math.inf, -math.inf
     if math.isinf(radius):
         return -math.inf, math.inf
-    c, r = Fraction(center), Fraction(radius)
+    c, r = Fraction(center), Fraction(radius) / Fraction(weight)
     return ceil32_exact(c - r), floor32_exact(c + r)
 
 

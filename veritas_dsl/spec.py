@@ -51,10 +51,12 @@ class Spec:
     def warnings(self, checks_only: bool = False) -> list[Diagnostic]:
         """Located warnings about the queries :meth:`lowered` gives, found before any engine
         runs: conditions no input satisfies, row filters that keep no row (see
-        :mod:`veritas_dsl.vacuity`)."""
+        :mod:`veritas_dsl.vacuity`); and those of the checker (a scale's statistic of 0)."""
         lowered = list(self.lowered(checks_only))
-        return vacuity.warnings(lowered) + vacuity.empty_filters(
-            self._selected(checks_only), lowered
+        return (
+            list(self.checked.warnings)
+            + vacuity.warnings(lowered)
+            + vacuity.empty_filters(self._selected(checks_only), lowered)
         )
 
     def run(

@@ -14,12 +14,14 @@ from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.evaluate import (
     as_point,
+    distance,
     domain_violations,
     holds,
     model_outputs,
     model_votes,
+    reference_point,
 )
-from veritas_dsl.ir.query import Query
+from veritas_dsl.ir.query import MinimizeDistance, Query
 from veritas_dsl.ir.reductions import counterexample_constraints
 from veritas_dsl.model.library import margin_close
 from veritas_dsl.result import Witness
@@ -85,4 +87,12 @@ def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np
     for constraint in counterexample_constraints(query):
         if not holds(constraint, inputs, outputs, votes):
             raise WitnessMismatch(f"query {query.name}: witness breaks {constraint}")
+    goal = query.goal
+    if isinstance(goal, MinimizeDistance) and witness.value is not None:
+        center = reference_point(goal.center, inputs)
+        measured = distance(goal.norm, inputs[goal.instance], center, goal.weights)
+        if witness.value != measured:  # every engine reports the IR's (weighted) distance
+            raise WitnessMismatch(
+                f"query {query.name}: witness at distance {measured} reported as {witness.value}"
+            )
     return outputs

@@ -306,7 +306,7 @@ class Run:
         if plan.mode == K.MODE_DISTANCE:
             goal = plan.distance
             center = reference_point(goal.center, inputs)
-            value = distance(goal.norm, inputs[goal.instance], center)
+            value = distance(goal.norm, inputs[goal.instance], center, goal.weights)
             improved = self.best is None or value < self.best
             shown = value
         else:

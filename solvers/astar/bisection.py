@@ -15,9 +15,15 @@ from veritas_dsl.solvers.astar.problem import Problem
 
 
 def bisectable(problem: Problem) -> bool:
-    """Whether the goal is an L-inf distance to a row, which bisection answers exactly."""
+    """Whether the goal is an unweighted L-inf distance to a row, which bisection answers
+    exactly (weighted, its gaps would round twice; the best-first search takes it)."""
     goal = next((res for res in problem.resources if res.goal), None)
-    return goal is not None and goal.kind == K.KIND_LINF and all(b < 0 for _, b, _ in goal.pairs)
+    return (
+        goal is not None
+        and goal.kind == K.KIND_LINF
+        and all(b < 0 for _, b, _ in goal.pairs)
+        and all(w == 1.0 for w in goal.weights)
+    )
 
 
 def cell_gaps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:

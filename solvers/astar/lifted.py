@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.ir.query import AtMostKChanged, Ball, Linear, OneHot, Query, Row
+from veritas_dsl.ir.query import AtMostKChanged, Ball, Linear, OneHot, Query, Row, weight_of
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.base import UnsupportedQuery
 
@@ -24,7 +24,8 @@ class Resource:
     """A change count or distance of ``instance`` to a reference, over variables.
 
     ``units[j]`` is the unit of ``pairs[j]`` in the conjunction's change counts (its index in
-    ``AtMostKChanged.units``); the pairs of one unit sit next to each other.
+    ``AtMostKChanged.units``); the pairs of one unit sit next to each other. ``weights[j]``
+    multiplies the gap of ``pairs[j]`` in a distance (1 for a change count).
     """
 
     kind: int
@@ -32,6 +33,7 @@ class Resource:
     goal: bool
     pairs: tuple[tuple[int, int, float], ...]  # (variable, reference variable or -1, constant)
     units: tuple[int, ...] = ()
+    weights: tuple[float, ...] = ()
 
 
 def _refuse(query: Query, what: str) -> UnsupportedQuery:
@@ -62,15 +64,17 @@ def resources_of(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
     units = {tuple(c.units) for c in constraints if isinstance(c, AtMostKChanged)}
     for c in constraints:
         if isinstance(c, AtMostKChanged):
-            specs.append((K.KIND_CHANGED, float(c.k), False, c.instance, c.reference))
+            specs.append((K.KIND_CHANGED, float(c.k), False, c.instance, c.reference, None))
         elif isinstance(c, Ball) and c.norm == "l1":
-            specs.append((K.KIND_L1, float(c.radius), False, c.instance, c.center))
+            specs.append((K.KIND_L1, float(c.radius), False, c.instance, c.center, c.weights))
         elif isinstance(c, Ball) and c.norm == "linf" and not isinstance(c.center, Row):
-            specs.append((K.KIND_LINF, float(c.radius), False, c.instance, c.center))
+            specs.append((K.KIND_LINF, float(c.radius), False, c.instance, c.center, c.weights))
     if plan.distance is not None:
         d = plan.distance
         kind = K.KIND_LINF if d.norm == "linf" else K.KIND_L1
-        specs.append((kind, math.inf, True, d.instance, d.center))
+        specs.append((kind, math.inf, True, d.instance, d.center, d.weights))
+    for spec in specs:
+        _check_weights(query, spec[5])
     if not specs:
         return ()
 
@@ -102,13 +106,26 @@ def resources_of(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
             raise _refuse(
                 query, "a one-hot group measured against values other than 0 and 1 of a row"
             )
-        pairs.append((in_group.get(a, -1), unit_of.get(f, f), a, b, c))
+        weights = tuple(weight_of(spec[5], f) for spec in specs)
+        if a in in_group and any(w != 1.0 for w in weights):
+            raise _refuse(query, "a weighted distance over a one-hot group")
+        pairs.append((in_group.get(a, -1), unit_of.get(f, f), a, b, c, weights))
     pairs.sort(key=lambda p: p[:3])
-    ordered = tuple((a, b, c) for _, _, a, b, c in pairs)
-    unit_ids = tuple(u for _, u, _, _, _ in pairs)
+    ordered = tuple((a, b, c) for _, _, a, b, c, _ in pairs)
+    unit_ids = tuple(u for _, u, _, _, _, _ in pairs)
     return tuple(
-        Resource(kind, bound, goal, ordered, unit_ids) for kind, bound, goal, _, _ in specs
+        Resource(kind, bound, goal, ordered, unit_ids, tuple(p[5][r] for p in pairs))
+        for r, (kind, bound, goal, *_) in enumerate(specs)
     )
+
+
+#: Weights the kernels multiply exactly (Dekker's product, which underflow would spoil).
+_WEIGHT_RANGE = (2.0**-60, 2.0**60)
+
+
+def _check_weights(query, weights) -> None:
+    if weights is not None and not all(_WEIGHT_RANGE[0] <= w <= _WEIGHT_RANGE[1] for w in weights):
+        raise _refuse(query, "distance weights (1 / scale) outside [2**-60, 2**60]")
 
 
 def _check_units(query, units, var_of, in_group, groups) -> None:
@@ -172,6 +189,7 @@ def lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resource
     pr_c = np.array([p[2] for p in pairs], dtype=np.float64)
     pr_group = np.array([in_group.get(p[0], -1) for p in pairs], dtype=np.int32)
     pr_unit = np.array([u for r in resources for u in r.units], dtype=np.int32)
+    pr_w = np.array([w for r in resources for w in r.weights], dtype=np.float64)
     ln_ptr = np.cumsum([0] + [len(e) for e, _ in linear]).astype(np.int32)
     ln_var = np.array([v for e, _ in linear for v, _ in e], dtype=np.int32)
     ln_coef = np.array([a for e, _ in linear for _, a in e], dtype=np.float64)
@@ -179,5 +197,5 @@ def lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resource
     return (
         np.int64(n_vars), cell_ptr, cell_lo, cell_hi, integral.astype(np.int8), oh_ptr, oh_var,
         rs_kind, rs_bound, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit, ln_ptr, ln_var, ln_coef,
-        ln_rhs,
+        ln_rhs, pr_w,
     )  # fmt: skip

@@ -49,8 +49,8 @@ def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
     """The work arrays of :func:`kernels.search`, allocated once per search (allocating them in
     the kernel would compile an ``np.empty`` for each dtype and shape): a tree walk's stack, a
     tree's reachable leaves, exact-sum partials, per-term bounds and best leaves, each tree's
-    bounds and best leaves in the parent state, stamps and the affected trees of a step, and the
-    incumbent's ball."""
+    bounds and best leaves in the parent state, stamps and the affected trees of a step, the
+    incumbent's ball, and spare exact-sum partials (weighted distances)."""
     n_terms, n_trees, n_vars = problem.n_terms, problem.n_trees, problem.n_vars
     return (
         np.empty(int(problem.params[K.P_MAX_DEPTH]) + 2, dtype=np.int32),
@@ -66,6 +66,7 @@ def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
         np.empty(n_trees, dtype=np.int32),
         np.empty(n_vars, dtype=np.int32),
         np.empty(n_vars, dtype=np.int32),
+        np.empty(K.N_PARTIALS),
     )
 
 

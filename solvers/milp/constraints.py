@@ -24,6 +24,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    weight_of,
 )
 from veritas_dsl.solvers.base import Deadline
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine
@@ -113,8 +114,10 @@ class Constraints(Trees):
         ceiling = min(hi_u, max(most_lower_w, last_upper_u))
         return self.lower_end(w, floor) - self.upper_end(u, ceiling)
 
-    def ball_between(self, u: int, w: int, radius: float, active: Affine) -> None:
-        """``|x_u - x_w| <= radius`` when ``active``, as exclusions between predicates.
+    def ball_between(
+        self, u: int, w: int, radius: float, active: Affine, weight: float = 1.0
+    ) -> None:
+        """``weight * |x_u - x_w| <= radius`` when ``active``, as exclusions between predicates.
 
         For each upper end ``b`` that u's segment can have, the smallest lower end ``a`` of w's
         with ``a - b > radius`` (decided in rationals) is excluded together with it; larger lower
@@ -122,7 +125,7 @@ class Constraints(Trees):
         """
         if u == w:
             return
-        bound = Fraction(radius)
+        bound = Fraction(radius) / Fraction(weight)
         for a, b in ((u, w), (w, u)):
             first, second = self.vars[a], self.vars[b]
             uppers = [(Fraction(first.below(s)), self.pred(a, s)) for s in first.cuts]
@@ -136,7 +139,7 @@ class Constraints(Trees):
                         break
         xu, xw = self.vars[u].x, self.vars[w].x
         if xu is not None and xw is not None:
-            diff = Affine({xu: 1.0, xw: -1.0})
+            diff = Affine({xu: weight, xw: -weight})
             self.at_most(diff, radius, active)
             self.at_least(diff, -radius, active)
 
@@ -286,7 +289,9 @@ class Constraints(Trees):
             if not top_level:
                 for f, center in enumerate(c.center.values):
                     self.require_range(
-                        self.var(c.instance, f), *ball_interval(center, c.radius), active
+                        self.var(c.instance, f),
+                        *ball_interval(center, c.radius, weight_of(c.weights, f)),
+                        active,
                     )
             return
         if math.isinf(c.radius):
@@ -297,13 +302,13 @@ class Constraints(Trees):
                 if u != w:
                     self.finite(u)
                     self.finite(w)
-                self.ball_between(u, w, c.radius, active)
+                self.ball_between(u, w, c.radius, active, weight_of(c.weights, f))
             return
         per_feature = self.feature_pieces(c.instance, c.center)
         total = Affine()
-        for pieces in per_feature:
+        for f, pieces in enumerate(per_feature):
             if pieces:
-                total = total + self.distance_column(pieces)
+                total = total + self.distance_column(pieces) * weight_of(c.weights, f)
         self.at_most(total, c.radius, active)
 
 

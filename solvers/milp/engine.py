@@ -30,6 +30,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     infeasible_optimum,
+    weight_of,
 )
 from veritas_dsl.ir.reductions import (
     Chain,
@@ -175,7 +176,7 @@ class MilpEngine:
             phases += 1
             restricted = query
             if math.isfinite(radius):
-                box = Ball("linf", goal.instance, goal.center, radius)
+                box = Ball("linf", goal.instance, goal.center, radius, goal.weights)
                 restricted = replace(query, constraints=(*query.constraints, box))
             if live is not None:
                 live.cap = (known, radius)
@@ -387,7 +388,7 @@ def _first_radius(query: Query, goal: MinimizeDistance) -> float:
         inner = model.feature >= 0
         for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
             c, t = center[int(f)], float(t)
-            steps.append(t - c if t > c else c - next_down(t))
+            steps.append((t - c if t > c else c - next_down(t)) * weight_of(goal.weights, int(f)))
     return min(steps) if steps else math.inf
 
 

@@ -73,6 +73,7 @@ from veritas_dsl.ir.query import (
     Row,
     output_terms,
     walk,
+    weight_of,
 )
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.constraints import Constraints
@@ -174,7 +175,7 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
         if isinstance(reference, Row):
             magnitudes += [abs(v) for v in reference.values if math.isfinite(v)]
         if isinstance(c, Ball) and math.isfinite(c.radius):
-            magnitudes.append(abs(c.radius))
+            magnitudes.append(abs(c.radius) / min(c.weights or (1.0,)))
         if isinstance(c, Linear):
             smallest = min((abs(t.coef) for t in c.terms if t.coef), default=1.0)
             magnitudes.append(abs(c.rhs) / smallest)
@@ -203,7 +204,9 @@ class _Builder(Constraints):
             else:
                 values += _distance_values(self.vars[self.var(goal.center, f)])
         low = lowest_bit([v for v in values if math.isfinite(v)])
-        return 2.0**low if low is not None else 1.0
+        # Weighted, the distances leave the grid; a step of one coordinate is still the least
+        # by which the solver may stop short (see highs.OPTIONS).
+        return (2.0**low if low is not None else 1.0) * min(goal.weights or (1.0,))
 
     def goal(self) -> float:
         goal = self.query.goal
@@ -213,7 +216,11 @@ class _Builder(Constraints):
             return -1.0
         if isinstance(goal, MinimizeDistance):
             self.step = self.distance_step(goal)
-            per_feature = [p for p in self.feature_pieces(goal.instance, goal.center) if p]
+            per_feature = [
+                [piece * weight_of(goal.weights, f) for piece in pieces]
+                for f, pieces in enumerate(self.feature_pieces(goal.instance, goal.center))
+                if pieces
+            ]
             if goal.norm == "l1":
                 total = Affine()
                 for pieces in per_feature:

@@ -26,6 +26,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    weight_of,
 )
 from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
@@ -195,7 +196,9 @@ class Predicates:
                     elif c.norm == "l1":
                         row_partner(v, c.center.values[f])
                     elif nested:
-                        interval_cuts(v, *ball_interval(c.center.values[f], c.radius))
+                        interval_cuts(
+                            v, *ball_interval(c.center.values[f], c.radius, weight_of(c.weights, f))
+                        )
             elif isinstance(c, Linear):
                 needs_x.update(self.var(t.instance, t.feature) for t in c.terms)
         goal = self.query.goal

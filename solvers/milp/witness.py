@@ -44,6 +44,7 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     Tie,
+    weight_of,
 )
 from veritas_dsl.result import Termination, Witness
 from veritas_dsl.solvers.milp import highs
@@ -231,7 +232,8 @@ def _witness(query: Query, inputs, margins) -> Witness:
     if isinstance(goal, Maximize):
         value = term_value(goal.term, margins)
     elif isinstance(goal, MinimizeDistance):
-        value = distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))
+        center = reference_point(goal.center, inputs)
+        value = distance(goal.norm, inputs[goal.instance], center, goal.weights)
     return Witness(inputs, value)
 
 
@@ -314,17 +316,17 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
     def tight(rhs: float) -> float:
         return rhs - slack * max(1.0, abs(rhs))
 
-    def distances(instance: str, reference) -> list[Affine]:
+    def distances(instance: str, reference, weights) -> list[Affine]:  # weighted gaps
         found = []
         for f in range(query.n_features):
             diff = value(var(instance, f)) - center(reference, f)
             if diff.is_constant:
-                found.append(Affine(const=abs(diff.const)))
+                found.append(Affine(const=abs(diff.const) * weight_of(weights, f)))
                 continue
             d = Affine.column(p.column(0.0, max(map(abs, p.bounds(diff)))))
             p.row(d - diff, lower=0.0)
             p.row(d + diff, lower=0.0)
-            found.append(d)
+            found.append(d * weight_of(weights, f))
         return found
 
     try:
@@ -337,11 +339,15 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
                 for f in range(query.n_features):
                     x = value(var(c.instance, f))
                     if isinstance(c.center, Row):
-                        p.row(x, *ball_interval(c.center.values[f], c.radius))
+                        p.row(
+                            x, *ball_interval(c.center.values[f], c.radius, weight_of(c.weights, f))
+                        )
                     else:
-                        p.row(x - center(c.center, f), -tight(c.radius), tight(c.radius))
+                        side = tight(c.radius) / weight_of(c.weights, f)
+                        p.row(x - center(c.center, f), -side, side)
             elif isinstance(c, Ball):
-                p.row(sum(distances(c.instance, c.center), Affine()), upper=tight(c.radius))
+                gaps = distances(c.instance, c.center, c.weights)
+                p.row(sum(gaps, Affine()), upper=tight(c.radius))
             elif isinstance(c, Linear):
                 terms = (t.coef * value(var(t.instance, t.feature)) for t in c.terms)
                 expr = sum(terms, Affine())
@@ -357,7 +363,7 @@ def _polish(query: Query, form: Formulation, segments, values, solution, slack):
                     p.row(value(var(c.instance, f)) - center(c.reference, f), 0.0, 0.0)
         goal = query.goal
         if isinstance(goal, MinimizeDistance):
-            found = distances(goal.instance, goal.center)
+            found = distances(goal.instance, goal.center, goal.weights)
             if goal.norm == "l1":
                 for d in found:
                     p.objective(d)

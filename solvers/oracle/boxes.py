@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.float32 import ball_interval, ceil32, floor32
-from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie
+from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie, weight_of
 
 
 @dataclass(frozen=True)
@@ -124,5 +124,6 @@ def initial_box(query: Query, space: Space) -> tuple[np.ndarray, np.ndarray] | N
         elif isinstance(c, Ball) and c.norm == "linf" and isinstance(c.center, Row):
             for f, center in enumerate(c.center.values):
                 v = space.of(query, c.instance, f)
-                ok &= narrow(lo, hi, v, *ball_interval(center, c.radius), bool(space.integral[v]))
+                low, high = ball_interval(center, c.radius, weight_of(c.weights, f))
+                ok &= narrow(lo, hi, v, low, high, bool(space.integral[v]))
     return (lo, hi) if ok else None

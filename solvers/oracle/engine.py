@@ -32,6 +32,7 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
     infeasible_optimum,
+    weight_of,
 )
 from veritas_dsl.ir.reductions import Chain
 from veritas_dsl.result import Result, Termination, Witness
@@ -213,7 +214,9 @@ def _box_distance(query: Query, space, combination: Combination, goal: MinimizeD
         else:
             vb = space.var[query.instances.index(goal.center), f]
             low, high = lo[vb], hi[vb]
-        gaps.append(max(_gap(lo[va], high), _gap(low, hi[va])))
+        gaps.append(
+            max(_gap(lo[va], high), _gap(low, hi[va])) * Fraction(weight_of(goal.weights, f))
+        )
     exact = max(gaps, default=Fraction(0)) if goal.norm == "linf" else sum(gaps, Fraction(0))
     return float(exact)
 

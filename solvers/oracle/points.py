@@ -41,6 +41,7 @@ from veritas_dsl.ir.query import (
     Tie,
     VoteMargin,
     walk,
+    weight_of,
 )
 from veritas_dsl.solvers.oracle import program
 from veritas_dsl.solvers.oracle.boxes import Region, Space
@@ -126,7 +127,10 @@ def _prepare(query, space, lo, hi, branch) -> Region | None:
             ok = region.narrow(space.of(query, c.instance, c.feature), c.lo, c.hi)
         elif isinstance(c, Ball) and isinstance(c.center, Row):
             ok = all(
-                region.narrow(space.of(query, c.instance, f), *ball_interval(center, c.radius))
+                region.narrow(
+                    space.of(query, c.instance, f),
+                    *ball_interval(center, c.radius, weight_of(c.weights, f)),
+                )
                 for f, center in enumerate(c.center.values)
             )  # an L1 ball bounds each coordinate as the L-inf ball of its radius does
         elif isinstance(c, Ball):
@@ -275,7 +279,7 @@ def _point(query, space, values, goal) -> Point:
     if goal is None:
         return Point(inputs, None)
     center = reference_point(goal.center, inputs)
-    return Point(inputs, distance(goal.norm, inputs[goal.instance], center))
+    return Point(inputs, distance(goal.norm, inputs[goal.instance], center, goal.weights))
 
 
 def _verify(branch, point: Point) -> None:

@@ -97,28 +97,30 @@ def _build(query, space, region, constraints, goal, squeeze: Fraction) -> Progra
     def tighten(bound: float) -> Fraction:
         return Fraction(bound) - squeeze * max(Fraction(1), abs(Fraction(bound)))
 
-    def gaps(instance, reference, cost=0) -> list[int]:
-        """Columns ``d >= |x - partner|``, one per measured pair."""
+    def gaps(instance, reference, weights, cost=False) -> list[tuple[int, Fraction]]:
+        """Columns ``d >= |x - partner|``, one per measured pair, with the pair's weight (its
+        cost, with ``cost``)."""
         found = []
-        for v, w, c in pairs(query, space, region, instance, reference):
-            d = program.column(0, 2 * Fraction(FLT_MAX), cost=cost)
+        for v, w, c, weight in pairs(query, space, region, instance, reference, weights):
+            d = program.column(0, 2 * Fraction(FLT_MAX), cost=Fraction(weight) if cost else 0)
             x = {column[v]: 1}
             if w >= 0:
                 x[column[w]] = -1
             shift = 0 if w >= 0 else Fraction(c)
             program.row(shift, None, {d: 1, **x})  # d + x - partner >= 0
             program.row(-shift, None, {d: 1, **{k: -a for k, a in x.items()}})
-            found.append(d)
+            found.append((d, Fraction(weight)))
         return found
 
     for c in constraints:
         if isinstance(c, Ball) and not is_box(c):
             if c.norm == "linf":  # between instances (around a row it is a box)
                 radius = tighten(c.radius)
-                for v, w, _ in pairs(query, space, region, c.instance, c.center):
-                    program.row(-radius, radius, {column[v]: 1, column[w]: -1})
+                for v, w, _, weight in pairs(query, space, region, c.instance, c.center, c.weights):
+                    side = radius / Fraction(weight)
+                    program.row(-side, side, {column[v]: 1, column[w]: -1})
             else:
-                program.row(None, tighten(c.radius), dict.fromkeys(gaps(c.instance, c.center), 1))
+                program.row(None, tighten(c.radius), dict(gaps(c.instance, c.center, c.weights)))
         elif isinstance(c, Linear):
             coefs: dict[int, Fraction] = {}
             for term in c.terms:
@@ -132,11 +134,11 @@ def _build(query, space, region, constraints, goal, squeeze: Fraction) -> Progra
                 program.row(c.rhs, c.rhs, coefs)
     if isinstance(goal, MinimizeDistance):
         if goal.norm == "l1":
-            gaps(goal.instance, goal.center, cost=1)
+            gaps(goal.instance, goal.center, goal.weights, cost=True)
         else:
             t = program.column(0, 2 * Fraction(FLT_MAX), cost=1)
-            for d in gaps(goal.instance, goal.center):
-                program.row(0, None, {t: 1, d: -1})
+            for d, weight in gaps(goal.instance, goal.center, goal.weights):
+                program.row(0, None, {t: 1, d: -weight})
     return program
 
 
@@ -146,9 +148,9 @@ def _distance_bound(query, space, region, goal, solution) -> Fraction | None:
         return None
     column = _columns(space, region)
     gaps = []
-    for v, w, c in pairs(query, space, region, goal.instance, goal.center):
+    for v, w, c, weight in pairs(query, space, region, goal.instance, goal.center, goal.weights):
         other = solution[column[w]] if w >= 0 else Fraction(c)
-        gaps.append(abs(solution[column[v]] - other))
+        gaps.append(abs(solution[column[v]] - other) * Fraction(weight))
     if goal.norm == "linf":
         return max(gaps, default=Fraction(0))
     return sum(gaps, Fraction(0))
@@ -189,7 +191,8 @@ def _onto_grid(query, space, region, constraints, goal, solution) -> np.ndarray 
 
 
 def _goal_value(goal: MinimizeDistance, inputs) -> Fraction:
-    return exact_distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))
+    center = reference_point(goal.center, inputs)
+    return exact_distance(goal.norm, inputs[goal.instance], center, goal.weights)
 
 
 def lower_bound(bound: Fraction | None) -> float | None:

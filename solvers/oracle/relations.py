@@ -23,26 +23,36 @@ from veritas_dsl.ir.query import (
     Query,
     Reference,
     Row,
+    Weights,
+    weight_of,
 )
 from veritas_dsl.solvers.oracle.boxes import Region, Space
 
-#: A measured pair ``(v, w, c)``: variable ``v`` against variable ``w``, or against the constant
-#: ``c`` when ``w`` is -1 (``v``, ``w`` are representatives in the region).
-Pair = tuple[int, int, float]
+#: A measured pair ``(v, w, c, weight)``: variable ``v`` against variable ``w``, or against the
+#: constant ``c`` when ``w`` is -1 (``v``, ``w`` are representatives in the region); its gap
+#: counts ``weight`` times in the distance.
+Pair = tuple[int, int, float, float]
 
 
-def pairs(query: Query, space: Space, region: Region, instance: str, reference: Reference):
+def pairs(
+    query: Query,
+    space: Space,
+    region: Region,
+    instance: str,
+    reference: Reference,
+    weights: Weights = None,
+) -> list[Pair]:
     """The pairs one distance measures, one per feature; a variable against itself is left out."""
     i = query.instances.index(instance)
     found: list[Pair] = []
     for f in range(query.n_features):
         v = region.find(int(space.var[i, f]))
         if isinstance(reference, Row):
-            found.append((v, -1, reference.values[f]))
+            found.append((v, -1, reference.values[f], weight_of(weights, f)))
             continue
         w = region.find(int(space.var[query.instances.index(reference), f]))
         if v != w:
-            found.append((v, w, 0.0))
+            found.append((v, w, 0.0, weight_of(weights, f)))
     return found
 
 
@@ -68,7 +78,7 @@ def partners(query: Query, space: Space, region: Region, constraints, goal) -> d
         measured.append(goal)
     for c in measured:
         reference = c.reference if isinstance(c, AtMostKChanged) else c.center
-        for v, w, value in pairs(query, space, region, c.instance, reference):
+        for v, w, value, _ in pairs(query, space, region, c.instance, reference):
             if w < 0:
                 add(v, ("c", value + 0.0))  # -0.0 is 0.0 to every distance
             else:

@@ -30,6 +30,8 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
     VoteMargin,
+    Weights,
+    weight_of,
 )
 from veritas_dsl.solvers.base import UnsupportedQuery
 
@@ -60,7 +62,7 @@ class InputConstraints:
         elif isinstance(c, AtMostKChanged):
             self.changed(c, guard)
         elif isinstance(c, Ball) and c.norm == "linf":
-            self.linf_ball(c.instance, c.center, c.radius, guard)
+            self.linf_ball(c.instance, c.center, c.radius, guard, c.weights)
         elif isinstance(c, OutputConstraint):
             self.outputs.append(GuardedOutput(c, guard))
         elif isinstance(c, AnyOf):
@@ -153,21 +155,26 @@ class InputConstraints:
                 flags.append(flag)
         self.cardinality(flags, c.k, guard)
 
-    def linf_ball(self, instance: str, center: Reference, radius: float, guard: int) -> None:
-        """``guard -> linf(instance, center) <= radius``, exactly on the float32 grid."""
+    def linf_ball(
+        self, instance: str, center: Reference, radius: float, guard: int, weights: Weights = None
+    ) -> None:
+        """``guard -> linf(instance, center) <= radius`` (weighted: each feature within
+        ``radius / weight``), exactly on the float32 grid."""
         if radius == math.inf:
             return
         for f in range(self.query.n_features):
             a = self.variable(instance, f)
+            weight = weight_of(weights, f)
             if isinstance(center, Row):
-                lo, hi = ball_interval(center.values[f], radius)
+                lo, hi = ball_interval(center.values[f], radius, weight)
                 if lo > hi:
                     self.clause([], guard)
                     return
                 self.clause([self.ge(a, lo)], guard)
                 self.clause([self.le(a, hi)], guard)
             else:
-                self.cell_gap_at_most(f, a, self.variable(center, f), Fraction(radius), guard)
+                side = Fraction(radius) / Fraction(weight)
+                self.cell_gap_at_most(f, a, self.variable(center, f), side, guard)
 
     def cell_gap_at_most(self, f: int, a: int, b: int, radius: Fraction, guard: int) -> None:
         """``guard -> the cells of x_a and x_b lie within radius of each other``.

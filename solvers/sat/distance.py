@@ -1,8 +1,9 @@
 """Minimising an L-inf distance by a binary search over the distances cells can be apart.
 
 A cell's distance to a center (to its closest value: an integer in an integral cell) or to
-another instance's cell is exact, so the optimum is one of finitely many such distances; each
-step of the search is an L-inf ball of one of them under a selector literal.
+another instance's cell, times the feature's weight, is exact, so the optimum is one of
+finitely many such distances; each step of the search is an L-inf ball of one of them under a
+selector literal.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from veritas_dsl.ir.query import MinimizeDistance, Row
+from veritas_dsl.ir.query import MinimizeDistance, Row, weight_of
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.solvers.sat.linear import float_down, float_up
@@ -69,7 +70,8 @@ class Distances:
     def _gap_of(self, goal: MinimizeDistance, inputs) -> Fraction:
         from veritas_dsl.ir.evaluate import exact_distance, reference_point
 
-        return exact_distance("linf", inputs[goal.instance], reference_point(goal.center, inputs))
+        center = reference_point(goal.center, inputs)
+        return exact_distance("linf", inputs[goal.instance], center, goal.weights)
 
     def _gap_candidates(self, goal: MinimizeDistance) -> list[Fraction]:
         """Every value the distance can take at a closest pair of points of two cells."""
@@ -78,22 +80,26 @@ class Distances:
         for f in range(self.query.n_features):
             grid = enc.grids[f]
             cells = [grid.cell(j) for j in range(grid.n_cells)]
+            weight = Fraction(weight_of(goal.weights, f))
+            gaps = []
             if isinstance(goal.center, Row):
                 c = goal.center.values[f]
-                values.update(grid.distance(j, c) for j in range(grid.n_cells))
+                gaps = [grid.distance(j, c) for j in range(grid.n_cells)]
             elif enc.variable(goal.instance, f) != enc.variable(goal.center, f):
-                values.update(_gap(a, b) for a in cells for b in cells)
-        return sorted(v for v in values if v is not None)
+                gaps = [_gap(a, b) for a in cells for b in cells]
+            values.update(gap * weight for gap in gaps if gap is not None)
+        return sorted(values)
 
     def _within(self, goal: MinimizeDistance, radius: Fraction, guard: int) -> None:
         """``guard -> every feature's cell lies within radius of the center``."""
         enc = self.encoding
         for f in range(self.query.n_features):
             a = enc.variable(goal.instance, f)
+            side = radius / Fraction(weight_of(goal.weights, f))
             if isinstance(goal.center, Row):
                 c = goal.center.values[f]
                 grid = enc.grids[f]
-                near = [j for j in range(grid.n_cells) if grid.distance(j, c) <= radius]
+                near = [j for j in range(grid.n_cells) if grid.distance(j, c) <= side]
                 if not near:
                     enc.clause([], guard)
                     return
@@ -102,7 +108,7 @@ class Distances:
                 if near[-1] < grid.n_cells - 1:
                     enc.clause([-enc.order[a][near[-1]]], guard)
             else:
-                enc.cell_gap_at_most(f, a, enc.variable(goal.center, f), radius, guard)
+                enc.cell_gap_at_most(f, a, enc.variable(goal.center, f), side, guard)
 
 
 def _gap(a: tuple[float, float], b: tuple[float, float]) -> Fraction | None:

@@ -38,6 +38,7 @@ from veritas_dsl.ir.query import (
     Row,
     output_terms,
     walk,
+    weight_of,
 )
 from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline
@@ -182,7 +183,7 @@ def _grids(query: Query, constraints: tuple[Constraint, ...]) -> list[Grid]:
                 builders[f].le(r)
         elif isinstance(c, Ball) and c.norm == "linf" and isinstance(c.center, Row):
             for f, center in enumerate(c.center.values):
-                lo, hi = ball_interval(center, c.radius)
+                lo, hi = ball_interval(center, c.radius, weight_of(c.weights, f))
                 if lo <= hi:
                     builders[f].ge(lo)
                     builders[f].le(hi)

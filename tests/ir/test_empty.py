@@ -118,6 +118,25 @@ def test_l1_balls_add_their_distances():
     assert emptiness(space(REAL, REAL), ("x",), both).empty is None
 
 
+def test_weighted_balls_weigh_their_gaps():
+    """x0 >= 3 lies 3 from a row at 0: out of an l1 ball of radius 1, inside it when x0 weighs
+    0.25 (3 * 0.25 <= 1), unless x1 >= 0.5 adds its gap; a linf ball of radius 1 weighing 0.25
+    reaches x0 = 4 (1 / 0.25)."""
+    far = (Interval("x", 0, 3.0),)
+    plain = Ball("l1", "x", Row((0.0, 0.0)), 1.0)
+    assert emptiness(space(REAL, REAL), ("x",), (*far, plain)).empty is True
+    scaled = Ball("l1", "x", Row((0.0, 0.0)), 1.0, (0.25, 1.0))
+    assert emptiness(space(REAL, REAL), ("x",), (*far, scaled)).empty is False
+    both = (*far, Interval("x", 1, 0.5))  # 3 * 0.25 + 0.5 > 1
+    answer = emptiness(space(REAL, REAL), ("x",), (*both, scaled))
+    assert answer.empty is True and "keep it >= 1.25" in answer.conflicts[0].reason
+    beyond = (Interval("x", 0, 4.5),)
+    box = Ball("linf", "x", Row((0.0, 0.0)), 1.0, (0.25, 1.0))
+    assert emptiness(space(REAL, REAL), ("x",), (Interval("x", 0, 4.0), box)).empty is False
+    answer = emptiness(space(REAL, REAL), ("x",), (*beyond, box))
+    assert answer.empty is True and "within 1 scaled of row" in answer.conflicts[0].reason
+
+
 def test_ties_merge_instances():
     a, b = Interval("x1", 0, hi=1.0), Interval("x2", 0, 2.0)
     tie = Tie("x1", "x2", 0)
@@ -186,7 +205,10 @@ def conjunctions(draw):
             return Interval(instance, f, *draw(ranges(ordered=False)))
         if choice in ("linf", "l1"):
             row = Row(tuple(draw(st.lists(st.sampled_from(VALUES), min_size=3, max_size=3))))
-            return Ball(choice, instance, row, draw(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0])))
+            radius = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0]))
+            each = st.sampled_from([0.1, 0.25, 1.0, 3.0])
+            weights = draw(st.none() | st.lists(each, min_size=3, max_size=3).map(tuple))
+            return Ball(choice, instance, row, radius, weights)
         if choice == "tie" and len(instances) == 2:
             return Tie("x1", "x2", f)
         if choice == "onehot" and kinds[0] is BOOL:

@@ -122,12 +122,12 @@ def resource_cost(problem, r, row) -> Fraction:
                 costs.append(Fraction(len(off)))
         parts.append(min(costs, default=Fraction(10**9)))  # no choice: the group is dead
     changed = set()
-    for a, b, c in res.pairs:
+    for (a, b, c), weight in zip(res.pairs, res.weights, strict=True):
         if a in grouped:
             continue
         gap, differs = _pair(problem, row, a, b, c)
         if res.kind != KIND_CHANGED:
-            parts.append(gap)
+            parts.append(gap * Fraction(weight))
         elif differs:
             changed.add(unit[a])
     if res.kind == KIND_CHANGED:

@@ -50,6 +50,8 @@ CORNER_VALUES = [
     *sorted({*CORNER_THRESHOLDS, *(next_down(t) for t in CORNER_THRESHOLDS), 3.0, 1e-40}),
     -0.0,
 ]
+#: Distance weights at the corners: 1 / scale for scales 10, 1/3, 2**20 and 1e-6.
+CORNER_WEIGHTS = [0.1, 1.0, 3.0, 2.0**-20, 1e6]
 #: Feature and interval bounds: none, between whole numbers, -0.0 and huge or tiny ones.
 CORNER_BOUNDS = [
     -math.inf,
@@ -85,7 +87,12 @@ FAMILIES = (
     "multiclass",
     "linear",
     "hard_vote",
+    "weighted_distance",
 )
+
+#: Per-feature weights of a distance (1 / scale): powers of two, and 0.1 and 3, whose products
+#: with float32 gaps are not float64 values.
+WEIGHTS = [0.1, 0.25, 1.0, 2.0, 3.0]
 
 
 @st.composite
@@ -242,6 +249,28 @@ def queries(draw, family: str) -> Query:
         else:
             constraints.append(Ball("linf", "x", row, radius))
             goal = Prove(vote_wins("m", "x", label, labels))
+    elif family == "weighted_distance":
+        # A weighted ball and/or a weighted closest point, around a row or between instances,
+        # on real or int features.
+        weights = tuple(draw(st.lists(st.sampled_from(WEIGHTS), min_size=n, max_size=n)))
+        if draw(st.booleans()):
+            space = features(names, [DomainKind.INT, DomainKind.REAL, DomainKind.REAL])
+        norm = draw(st.sampled_from(["linf", "l1"]))
+        center = row
+        if draw(st.booleans()):
+            instances, center = ("x1", "x2"), "x1"
+            constraints.append(Tie("x1", "x2", 2))
+            goal = Maximize(term(out("x2"), out("x1", coef=-1.0)))
+        x = instances[-1]
+        if draw(st.booleans()):
+            constraints.append(
+                Ball(draw(st.sampled_from(["linf", "l1"])), x, center, radius, weights)
+            )
+        if draw(st.booleans()):
+            constraints.append(
+                OutputConstraint(goal.term, draw(st.sampled_from([">", "<"])), level)
+            )
+            goal = MinimizeDistance(norm, x, center, weights)
     else:
         raise ValueError(f"unknown family {family!r}")
     return Query(family, space, instances, models, tuple(constraints), goal)
@@ -273,6 +302,11 @@ def corner_queries(draw) -> Query:
         others = [i for i in instances if i != of]
         return others[0] if others and draw(st.booleans()) else draw(row)
 
+    def weights():
+        """None (unweighted) or a weight a feature, tiny and huge ones among them."""
+        each = st.sampled_from(CORNER_WEIGHTS)
+        return draw(st.none() | st.lists(each, min_size=n, max_size=n).map(tuple))
+
     constraints = []
     for _ in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(["changed", "linf", "l1", "interval", "tie"]))
@@ -283,7 +317,7 @@ def corner_queries(draw) -> Query:
             )
         elif kind in ("linf", "l1"):
             radius = draw(st.sampled_from([0.0, 1e-45, 1e-30, 0.5, 1e30]))
-            constraints.append(Ball(kind, x, reference(x), radius))
+            constraints.append(Ball(kind, x, reference(x), radius, weights()))
         elif kind == "interval":
             constraints.append(Interval(x, draw(st.integers(0, n - 1)), *bounds()))
         elif len(instances) == 2:
@@ -297,5 +331,5 @@ def corner_queries(draw) -> Query:
         goal = Minimize(gap)
     else:
         x = draw(instance)
-        goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), x, reference(x))
+        goal = MinimizeDistance(draw(st.sampled_from(["linf", "l1"])), x, reference(x), weights())
     return Query("corner", space, instances, {"m": model}, tuple(constraints), goal)

@@ -37,6 +37,7 @@ BOX_FAMILIES = [
     "output_constraint",
     "min_l1",
     "min_linf",
+    "weighted_distance",
 ]
 
 
@@ -117,14 +118,16 @@ def test_box_kernels_match_twins(family):
             assert out.tolist() == twin.tree_max(arrays, t, row, problem.n_vars)
         parts = np.empty(K.N_PARTIALS)
         goal = int(problem.params[K.P_GOAL])
-        alive, goal_cost = box_alive(row, goal, problem.lifted, parts)
+        spare = np.empty(K.N_PARTIALS)
+        alive, goal_cost = box_alive(row, goal, problem.lifted, parts, spare)
         assert alive == twin.box_alive(problem, row)
         if alive and goal >= 0:
             assert goal_cost == float(twin.resource_cost(problem, goal, row))
         for r, res in enumerate(problem.resources):
             if not twin.one_hot_alive(problem, row):
                 break
-            cost, exceeds = resource_cost(r, res.bound, row, *_resource_args(problem), parts)
+            args = _resource_args(problem)
+            cost, exceeds = resource_cost(r, res.bound, row, *args, parts, spare)
             exact = twin.resource_cost(problem, r, row)
             assert cost == float(exact)
             assert exceeds == (res.bound != np.inf and exact > Fraction(res.bound))
@@ -151,6 +154,7 @@ def _resource_args(problem):
         pr_c,
         pr_group,
         pr_unit,
+        lifted[19],
     )
 
 

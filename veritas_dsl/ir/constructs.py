@@ -36,6 +36,7 @@ CONSTRUCTS = frozenset(
         "changed",
         "linf",
         "l1",
+        "weighted_distance",
         "linear",
         "output_constraint",
         "disjunction",
@@ -74,6 +75,8 @@ def constructs(query: Query) -> frozenset[str]:
     goal = query.goal
     if isinstance(goal, MinimizeDistance):
         found.add(goal.norm)
+        if goal.weights is not None:
+            found.add("weighted_distance")
     conclusion = goal.conclusion if isinstance(goal, Prove) else ()
     names = {
         Tie: "tie",
@@ -87,6 +90,8 @@ def constructs(query: Query) -> frozenset[str]:
     for c in walk(query.constraints + conclusion):
         if isinstance(c, Ball):
             found.add(c.norm)
+            if c.weights is not None:
+                found.add("weighted_distance")
         elif type(c) in names:
             found.add(names[type(c)])
     if len(conclusion) > 1:  # the negation of a conjunction is a disjunction

@@ -34,6 +34,7 @@ from veritas_dsl.ir.query import (
     OneHot,
     Row,
     Tie,
+    weight_of,
 )
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -179,7 +180,9 @@ class _Box:
                 self.range(c.instance, c.feature).tighten(c.lo, c.hi, c)
             elif isinstance(c, Ball) and isinstance(c.center, Row):
                 for f, center in enumerate(c.center.values):
-                    self.range(c.instance, f).tighten(*ball_interval(center, c.radius), c)
+                    self.range(c.instance, f).tighten(
+                        *ball_interval(center, c.radius, weight_of(c.weights, f)), c
+                    )
             elif not isinstance(c, Tie | OneHot):
                 self.exact = False
         #: One-hot groups as sets of merged features, once each.
@@ -258,7 +261,8 @@ class _Box:
             return f" (its domain: {feature.kind.value} in {domain})"
         if isinstance(by, Ball):
             center = _number(by.center.values[f])
-            return f" (within {_number(by.radius)} of {by.center.label}, where it is {center})"
+            radius = _number(by.radius) + (" scaled" if weight_of(by.weights, f) != 1 else "")
+            return f" (within {radius} of {by.center.label}, where it is {center})"
         return ""
 
     def onehot_conflict(self, c: OneHot) -> Conflict | None:
@@ -280,19 +284,23 @@ class _Box:
         """The ball is empty when the ranges keep the instance farther than its radius from the
         center: the least distance adds each feature's own, and each one-hot group's least over
         the member it sets to 1 (when groups are equal or apart; else each member's own, which
-        is smaller)."""
+        is smaller); each gap times its feature's weight."""
         center = {(self.find(c.instance, f), f): Fraction(v) for f, v in enumerate(c.center.values)}
+        weight = {
+            (self.find(c.instance, f), f): Fraction(weight_of(c.weights, f))
+            for f in range(len(center))
+        }
         groups = [g for g in self.groups if g & center.keys()] if self.clean else []
         grouped = {key for g in groups for key in g}
         total = Fraction(0)
         far: list[tuple[str, int]] = []
         for key, value in center.items():
-            gap = 0 if key in grouped else _gap(value, self.ranges[key])
+            gap = 0 if key in grouped else _gap(value, self.ranges[key]) * weight[key]
             if gap:
                 total += gap
                 far.append(key)
         for group in groups:
-            cost, members = self.group_gap(group, center)
+            cost, members = self.group_gap(group, center, weight)
             total += cost
             far += members
         if total <= Fraction(c.radius):
@@ -306,7 +314,10 @@ class _Box:
         return Conflict((*dict.fromkeys(b for b in by if b is not None and b != c), c), reason)
 
     def group_gap(
-        self, group: frozenset[tuple[str, int]], center: dict[tuple[str, int], Fraction]
+        self,
+        group: frozenset[tuple[str, int]],
+        center: dict[tuple[str, int], Fraction],
+        weight: dict[tuple[str, int], Fraction],
     ) -> tuple[Fraction, list[tuple[str, int]]]:
         """The least distance to ``center`` over the members of ``group`` it measures, for the
         choices of the member that is 1 (one that may be 1, while the others may be 0), and the
@@ -319,7 +330,7 @@ class _Box:
                 not self.ranges[k].grid[0] <= v <= self.ranges[k].grid[1] for k, v in values.items()
             ):
                 continue
-            gaps = {k: abs(v - center[k]) for k, v in values.items() if k in center}
+            gaps = {k: abs(v - center[k]) * weight[k] for k, v in values.items() if k in center}
             cost = sum(gaps.values(), Fraction(0))
             if best is None or cost < best[0]:
                 best = cost, [k for k, gap in gaps.items() if gap]

@@ -35,6 +35,7 @@ from veritas_dsl.ir.query import (
     Row,
     Tie,
     VoteMargin,
+    Weights,
     vote_labels,
 )
 
@@ -101,17 +102,21 @@ def reference_point(reference: Reference, inputs: Inputs) -> np.ndarray:
     return np.asarray(inputs[reference], dtype=np.float32)
 
 
-def exact_distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> Fraction:
-    """The exact ``linf`` or ``l1`` distance of two float32 points, as a rational."""
+def exact_distance(norm: Norm, a: np.ndarray, b: np.ndarray, weights: Weights = None) -> Fraction:
+    """The exact ``linf`` or ``l1`` distance of two float32 points, each feature's gap times its
+    weight (:data:`~veritas_dsl.ir.query.Weights`), as a rational."""
     gaps = [abs(Fraction(float(u)) - Fraction(float(v))) for u, v in zip(a, b, strict=True)]
+    if weights is not None:
+        gaps = [gap * Fraction(w) for gap, w in zip(gaps, weights, strict=True)]
     if norm == "linf":
         return max(gaps, default=Fraction(0))
     return sum(gaps, Fraction(0))
 
 
-def distance(norm: Norm, a: np.ndarray, b: np.ndarray) -> float:
-    """The ``linf`` or ``l1`` distance of two float32 points, rounded to the nearest float64."""
-    return float(exact_distance(norm, a, b))
+def distance(norm: Norm, a: np.ndarray, b: np.ndarray, weights: Weights = None) -> float:
+    """The (weighted) ``linf`` or ``l1`` distance of two float32 points, rounded to the nearest
+    float64."""
+    return float(exact_distance(norm, a, b, weights))
 
 
 def changed_units(c: AtMostKChanged, inputs: Inputs) -> int:
@@ -139,7 +144,9 @@ def holds(
     if isinstance(c, Ball):
         if math.isinf(c.radius):
             return c.radius > 0
-        gap = exact_distance(c.norm, inputs[c.instance], reference_point(c.center, inputs))
+        gap = exact_distance(
+            c.norm, inputs[c.instance], reference_point(c.center, inputs), c.weights
+        )
         return gap <= Fraction(c.radius)
     if isinstance(c, Linear):
         total = sum(
@@ -183,5 +190,6 @@ def objective_value(query: Query, inputs: Inputs, margins: Margins) -> float | N
     if isinstance(goal, (Maximize, Minimize)):
         return term_value(goal.term, margins)
     if isinstance(goal, MinimizeDistance):
-        return distance(goal.norm, inputs[goal.instance], reference_point(goal.center, inputs))
+        center = reference_point(goal.center, inputs)
+        return distance(goal.norm, inputs[goal.instance], center, goal.weights)
     return None

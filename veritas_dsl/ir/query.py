@@ -8,7 +8,8 @@ Semantics, which every engine follows:
 
 * An instance is a vector of float32 values, one per feature; models see it exactly as their
   library does (``x[f] < t`` goes left).
-* Distances and linear constraints are exact (rational arithmetic) on those float32 values.
+* Distances (each feature's gap times its weight, when weighted: :data:`Weights`) and linear
+  constraints are exact (rational arithmetic) on those float32 values.
 * A model output ``model(instance)[output]`` is the raw margin (:meth:`Ensemble.eval`).
 * ``lower <= optimum <= upper`` for every result; the optimum of an infeasible maximisation is
   ``-inf`` (``+inf`` when minimising).
@@ -128,14 +129,30 @@ def change_units(n_features: int, groups=()) -> tuple[tuple[int, ...], ...]:
     return tuple(sorted(units, key=min))
 
 
+#: Per-feature weights of a distance: ``None`` (every weight 1) or one positive finite float64 a
+#: feature. The weighted distance is ``sum_f w_f * |a_f - b_f|`` (``l1``) or ``max_f`` of the
+#: same (``linf``), exact on the float32 values; the language's ``scale = s`` gives ``w = 1/s``.
+Weights: TypeAlias = "tuple[float, ...] | None"
+
+
+def weight_of(weights: Weights, feature: int) -> float:
+    """The weight of ``feature`` (1 when the distance is unweighted)."""
+    return 1.0 if weights is None else weights[feature]
+
+
 @dataclass(frozen=True)
 class Ball:
-    """``distance(instance, center) <= radius`` under ``norm`` (``linf`` or ``l1``)."""
+    """``distance(instance, center) <= radius`` under ``norm`` (``linf`` or ``l1``), weighted by
+    ``weights`` (see :data:`Weights`)."""
 
     norm: Norm
     instance: str
     center: Reference
     radius: float
+    weights: Weights = None
+
+    def __post_init__(self) -> None:
+        _normalise_weights(self)
 
 
 @dataclass(frozen=True)
@@ -246,11 +263,21 @@ class Minimize:
 
 @dataclass(frozen=True)
 class MinimizeDistance:
-    """Find the smallest ``norm`` distance from ``instance`` to ``center`` (a closest example)."""
+    """Find the smallest ``norm`` distance from ``instance`` to ``center`` (a closest example),
+    weighted by ``weights`` (see :data:`Weights`)."""
 
     norm: Norm
     instance: str
     center: Reference
+    weights: Weights = None
+
+    def __post_init__(self) -> None:
+        _normalise_weights(self)
+
+
+def _normalise_weights(distance) -> None:
+    if distance.weights is not None:
+        object.__setattr__(distance, "weights", tuple(float(w) for w in distance.weights))
 
 
 @dataclass(frozen=True)
@@ -369,6 +396,14 @@ def check_query(query: Query) -> None:
         if not 0 <= index < n:
             raise IRError(f"query {query.name}: feature index {index} out of range")
 
+    def weights(values: Weights) -> None:
+        if values is None:
+            return
+        if len(values) != n or not all(math.isfinite(w) and w > 0 for w in values):
+            raise IRError(
+                f"query {query.name}: a distance needs {n} positive finite weights, got {values}"
+            )
+
     goal = query.goal
     conclusion = goal.conclusion if isinstance(goal, Prove) else ()
     for c in walk(query.constraints + conclusion):
@@ -395,6 +430,7 @@ def check_query(query: Query) -> None:
         elif isinstance(c, Ball):
             instance(c.instance)
             reference(c.center)
+            weights(c.weights)
         elif isinstance(c, Linear):
             for term in c.terms:
                 instance(term.instance)
@@ -422,6 +458,7 @@ def check_query(query: Query) -> None:
     if isinstance(goal, MinimizeDistance):
         instance(goal.instance)
         reference(goal.center)
+        weights(goal.weights)
     for term in output_terms(query):
         for atom in term.atoms:
             instance(atom.instance)

@@ -64,13 +64,43 @@ class Index:
 
 
 @dataclass(frozen=True)
+class FeatureValue:
+    """``income: 1000`` in a per-feature block."""
+
+    name: str
+    name_span: Span
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class PerFeature:
+    """``{income: 1000, age: 5}``: a value for some features (a distance's ``scale``)."""
+
+    entries: tuple[FeatureValue, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class KeywordArg:
+    """``name = value`` among a call's arguments (``scale = mad(train)``)."""
+
+    name: str
+    name_span: Span
+    value: Expr | PerFeature
+    span: Span
+
+
+@dataclass(frozen=True)
 class Call:
-    """``func(args)``: a model output, ``class``, ``linf``, ``l1`` or ``changed``."""
+    """``func(args, keywords)``: a model output, ``class``, ``linf``, ``l1`` or ``changed``
+    (keywords: ``scale`` of a distance), or ``mad``/``std`` of a data set inside a scale."""
 
     func: str
     func_span: Span
     args: tuple[Expr, ...]
     span: Span
+    keywords: tuple[KeywordArg, ...] = ()
 
 
 @dataclass(frozen=True)

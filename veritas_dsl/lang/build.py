@@ -259,8 +259,23 @@ class Build(Transformer_NonRecursive):
     @v_args(meta=True)
     def call(self, meta, children):
         func, *args = children
-        args = tuple(a for a in args if a is not None)
-        return ast.Call(str(func), self.token_span(func), args, self.span(meta))
+        keywords = tuple(a for a in args if isinstance(a, ast.KeywordArg))
+        args = tuple(a for a in args if a is not None and not isinstance(a, ast.KeywordArg))
+        return ast.Call(str(func), self.token_span(func), args, self.span(meta), keywords)
+
+    @v_args(meta=True)
+    def keyword_arg(self, meta, children):
+        name, value = children
+        return ast.KeywordArg(str(name), self.token_span(name), value, self.span(meta))
+
+    @v_args(meta=True)
+    def per_feature(self, meta, children):
+        return ast.PerFeature(tuple(c for c in children if c is not None), self.span(meta))
+
+    @v_args(meta=True)
+    def feature_value(self, meta, children):
+        name, value = children
+        return ast.FeatureValue(str(name), self.token_span(name), value, self.span(meta))
 
     # -- tokens -----------------------------------------------------------------------------
 

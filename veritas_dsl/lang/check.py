@@ -86,6 +86,7 @@ class _Checker(Queries):
             model_paths=self.model_paths,
             forests=self.forests,
             derivations=self.derivations,
+            warnings=tuple(dict.fromkeys(self.warnings)),
         )
 
 

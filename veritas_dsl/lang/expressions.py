@@ -14,10 +14,11 @@ from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.ir.logic import MIRRORED, NEGATED
 from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope, Symbols
+from veritas_dsl.lang.scales import Scales
+from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
 
 
-class Expressions(Symbols):
+class Expressions(Scales):
     """Types expressions and conditions against the names declared so far."""
 
     # -- conditions -------------------------------------------------------------------------
@@ -323,6 +324,14 @@ class Expressions(Symbols):
         args = expr.args
         if func in self.broken:
             raise Failed
+        if expr.keywords and func not in ("linf", "l1", "changed"):
+            keyword = expr.keywords[0]
+            raise self.error(
+                "V331",
+                f"`{func}` takes no argument `{keyword.name}`",
+                keyword.name_span,
+                help="only distances take one: l1(x, r, scale = mad(train))",
+            )
         if func in self.models:
             if len(args) != 1:
                 raise self.error("V326", f"model `{func}` takes one input", expr.span)
@@ -380,9 +389,10 @@ class Expressions(Symbols):
                 raise self.error(
                     "V326", f"{func} relates an instance with an instance or a data row", expr.span
                 )
+            weights = self.distance_weights(func, expr)
             if func == "changed":
                 return t.Changed(a.name, b)
-            return t.Distance(func, a.name, b)
+            return t.Distance(func, a.name, b, weights)
         known = [*self.models, *BUILTINS]
         raise self.error(
             "V216",

@@ -199,7 +199,7 @@ class _Lowering:
         if isinstance(c, t.DistanceAtMost):
             d = c.distance
             radius = self.constant(c.bound, c.span)
-            return [Ball(d.norm, d.instance, self.reference(d.other), radius)]
+            return [Ball(d.norm, d.instance, self.reference(d.other), radius, d.weights)]
         if isinstance(c, t.ChangedAtMost):
             bound = self.constant(c.bound, c.span)
             if math.isinf(bound):
@@ -341,7 +341,7 @@ class _Lowering:
             return Maximize(term) if goal.sense == "maximize" else Minimize(term)
         if isinstance(goal, t.ClosestDistance):
             d = goal.distance
-            return MinimizeDistance(d.norm, d.instance, self.reference(d.other))
+            return MinimizeDistance(d.norm, d.instance, self.reference(d.other), d.weights)
         if isinstance(goal, t.ProveThat):
             return Prove(tuple(self.condition(goal.conclusion)))
         return Find()

@@ -46,6 +46,9 @@ class Symbols:
         self.engines = engines
         self.trust_pickle = trust_pickle
         self.diagnostics: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []  # the spec is still checked and run
+        # (statistic, data set) -> per-feature values, computed once (lang/scales.py)
+        self.statistics: dict[tuple[str, str], list[float]] = {}
         self.declared: dict[str, Span] = {}
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}

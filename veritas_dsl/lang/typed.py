@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from veritas_dsl.data import Dataset
-from veritas_dsl.diagnostics import Span
+from veritas_dsl.diagnostics import Diagnostic, Span
 from veritas_dsl.ir.query import Feature, Row
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
@@ -118,6 +118,7 @@ class Distance:
     norm: str  # "linf" or "l1"
     instance: str
     other: Instance | RowValue
+    weights: tuple[float, ...] | None = None  # 1 / scale per feature (None: unscaled)
 
 
 @dataclass(frozen=True)
@@ -328,6 +329,8 @@ class CheckedSpec:
     forests: dict[str, DareForest] = field(default_factory=dict)
     #: Each derived model's function (``delete`` or ``retrain``) and base model, in order.
     derivations: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Located warnings found while checking (a statistic of 0 in a scale), once each.
+    warnings: tuple[Diagnostic, ...] = ()
 
     def row(self, data: str, index: int) -> Row:
         """Row ``index`` of a data set, in the feature space's order."""

@@ -5,7 +5,8 @@ least value of a resource over a box, all decided exactly.
 ``problem`` is the tuple ``problem.py`` packs (``Problem.lifted``): ``n_vars``, the cells
 (``cell_ptr, cell_lo, cell_hi``), ``var_int``, the one-hot groups (``oh_ptr, oh_var``), the
 resources (``rs_kind, rs_bound, rs_ptr`` and their pairs ``pr_a, pr_b, pr_c, pr_group,
-pr_unit``) and the linear constraints (``ln_ptr, ln_var, ln_coef, ln_rhs``).
+pr_unit``), the linear constraints (``ln_ptr, ln_var, ln_coef, ln_rhs``) and the pairs'
+distance weights ``pr_w``.
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ def pair_gap(lo_a, hi_a, b, lo_b, hi_b, c, integral):
     return 0.0, 0.0, 0
 
 
+@inlined
+def weighted_gap(parts, s, e, w):
+    """The exact ``w * (s + e)`` as partials of ``parts`` (their count), for a weight ``w``
+    that is not 1."""
+    p1, e1 = two_prod(w, s)
+    p2, e2 = two_prod(w, e)
+    n = msum_add(parts, np.int64(0), p1)
+    n = msum_add(parts, n, e1)
+    n = msum_add(parts, n, p2)
+    return msum_add(parts, n, e2)
+
+
 @internal
 def _group_cost(
     g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, pr_unit, i0, i1
@@ -139,13 +152,17 @@ def resource_cost(
     pr_c,
     pr_group,
     pr_unit,
+    pr_w,
     parts,
+    spare,
 ):
-    """Least value of resource ``r`` (a change count, or an L-inf or L1 distance) over the box,
-    correctly rounded, and whether it exceeds ``bound`` (decided on the exact value).
+    """Least value of resource ``r`` (a change count, or an L-inf or L1 distance, each gap times
+    its pair's weight) over the box, correctly rounded, and whether it exceeds ``bound``
+    (decided on the exact value). ``spare`` is a second buffer of partials.
 
-    Pairs of one one-hot group sit next to each other and are costed together; so do the pairs
-    of one unit of a change count, which counts a unit once when any member surely differs.
+    Pairs of one one-hot group sit next to each other and are costed together (their weights
+    are 1: ``lifted`` refuses others); so do the pairs of one unit of a change count, which
+    counts a unit once when any member surely differs.
     """
     kind = rs_kind[r]
     total = 0.0
@@ -180,10 +197,24 @@ def resource_cost(
         if b >= 0:
             lo_b, hi_b = var_range(row, b, n_vars, cell_ptr, cell_lo, cell_hi)
         s, e, differs = pair_gap(lo_a, hi_a, b, lo_b, hi_b, pr_c[i], var_int[a] != 0)
-        if kind == KIND_LINF:
+        w = pr_w[i]
+        if kind == KIND_LINF and w != 1.0:
+            m = weighted_gap(spare, s, e, w)
+            total = max(total, msum_round(spare, m))
+            if bound < np.inf:
+                m = msum_add(spare, m, -bound)
+                exceeds = exceeds or msum_round(spare, m) > 0.0
+        elif kind == KIND_LINF:
             total = max(total, s)
             if s > bound or (s == bound and e > 0.0):
                 exceeds = True
+        elif kind == KIND_L1 and w != 1.0:
+            p1, e1 = two_prod(w, s)
+            p2, e2 = two_prod(w, e)
+            n = msum_add(parts, n, p1)
+            n = msum_add(parts, n, e1)
+            n = msum_add(parts, n, p2)
+            n = msum_add(parts, n, e2)
         elif kind == KIND_L1:
             n = msum_add(parts, n, s)
             n = msum_add(parts, n, e)
@@ -202,9 +233,9 @@ def resource_cost(
 
 
 @internal
-def box_alive(row, goal, problem, parts):
+def box_alive(row, goal, problem, parts, spare):
     """Whether the box meets every lifted input constraint; and the goal resource's least value
-    (0 when there is no goal resource)."""
+    (0 when there is no goal resource). ``parts`` and ``spare``: buffers of partials."""
     (
         n_vars,
         cell_ptr,
@@ -225,6 +256,7 @@ def box_alive(row, goal, problem, parts):
         ln_var,
         ln_coef,
         ln_rhs,
+        pr_w,
     ) = problem
     if not one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
         return False, 0.0
@@ -253,7 +285,9 @@ def box_alive(row, goal, problem, parts):
             pr_c,
             pr_group,
             pr_unit,
+            pr_w,
             parts,
+            spare,
         )
         if exceeds:
             return False, 0.0
@@ -263,13 +297,15 @@ def box_alive(row, goal, problem, parts):
 
 
 @internal
-def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
-    """Cells of each variable whose exact distance to the goal's row is below ``radius``, as a
-    range per variable (empty when none); variables measured against another instance or in a
-    one-hot group are left whole. Only points strictly closer than the incumbent matter."""
+def incumbent_ball(radius, goal, problem, ball_lo, ball_hi, parts):
+    """Cells of each variable whose exact (weighted) distance to the goal's row is below
+    ``radius``, as a range per variable (empty when none); variables measured against another
+    instance or in a one-hot group are left whole. Only points strictly closer than the
+    incumbent matter. ``parts``: a buffer of partials."""
     n_vars = problem[0]
     cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
     rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
+    pr_w = problem[19]
     for v in range(n_vars):
         ball_lo[v] = 0
         ball_hi[v] = cell_ptr[v + 1] - cell_ptr[v] - 1
@@ -284,7 +320,12 @@ def incumbent_ball(radius, goal, problem, ball_lo, ball_hi):
             s, e, _ = pair_gap(
                 cell_lo[c], cell_hi[c], np.int32(-1), 0.0, 0.0, pr_c[i], var_int[a] != 0
             )
-            if s < radius or (s == radius and e < 0.0):
+            if pr_w[i] != 1.0:  # the sign of weight * gap - radius, exactly
+                m = weighted_gap(parts, s, e, pr_w[i])
+                closer = msum_round(parts, msum_add(parts, m, -radius)) < 0.0
+            else:
+                closer = s < radius or (s == radius and e < 0.0)
+            if closer:
                 first = min(first, j)
                 last = j
         ball_lo[a] = first

@@ -142,7 +142,9 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         if use_ball and have_inc:
             if ball_key != ctx[C_INC]:
                 ball_key = ctx[C_INC]
-                incumbent_ball(decode_distance(-ball_key), goal, problem, ball_lo, ball_hi)
+                incumbent_ball(
+                    decode_distance(-ball_key), goal, problem, ball_lo, ball_hi, scratch[2]
+                )
             cut = _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx)
             if cut != _KEPT:
                 continue
@@ -175,7 +177,7 @@ def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
     term_thr, term_sure, term_cons, u_base = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
     stack, _, parts, out, u, arg = scratch[0:6]
-    alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts)
+    alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts, scratch[13])
     if not alive:
         return False
     full_bounds(trees, root, problem[0], u_base, u, out, arg, stack)
@@ -216,7 +218,7 @@ def _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx
     alive = not empty
     goal_cost = 0.0
     if alive:
-        alive, goal_cost = box_alive(row, params[P_GOAL], problem, parts)
+        alive, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
     if alive:
         full_bounds(trees, row, n_vars, u_base, st_u[s], out, arg, stack)
         alive = terms_verdict(st_u[s], term_thr, term_sure, term_cons) >= 0
@@ -292,7 +294,7 @@ def _expand(
             v = lf_var[e]
             crow[v] = max(row[v], lf_lo[e])
             crow[n_vars + v] = min(row[n_vars + v], lf_hi[e])
-        alive, goal_cost = box_alive(crow, goal, problem, parts)
+        alive, goal_cost = box_alive(crow, goal, problem, parts, scratch[13])
         key = np.int64(0)
         tie = np.int64(0)
         if alive:
@@ -379,7 +381,7 @@ def _complete(s, row, have_inc, floor_key, problem, terms, params, dynamic, solu
         return STATUS_BUDGET
     goal_cost = 0.0
     if mode == MODE_DISTANCE:
-        _, goal_cost = box_alive(row, params[P_GOAL], problem, parts)
+        _, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
     key, _ = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
     if have_inc and key <= floor_key:
         return STATUS_BUDGET

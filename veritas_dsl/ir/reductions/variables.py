@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from veritas_dsl.float32 import ball_interval, ceil32, floor32
-from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie
+from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie, weight_of
 from veritas_dsl.ir.reductions.base import Reduction, ReductionRefused
 
 
@@ -166,7 +166,7 @@ class StaticBounds(Reduction):
             elif isinstance(c, Ball) and isinstance(c.center, Row):
                 i = query.instances.index(c.instance)
                 for f, center in enumerate(c.center.values):
-                    narrow(var[i, f], *ball_interval(center, c.radius))
+                    narrow(var[i, f], *ball_interval(center, c.radius, weight_of(c.weights, f)))
         lo = np.where(table.integral, np.ceil(lo), lo)
         hi = np.where(table.integral, np.floor(hi), hi)
         return _with(query, Variables(var, table.integral, lo, hi, table.source, True)), None
