@@ -33,7 +33,7 @@ def share_trees(query: Query, copies: dict) -> tuple[Query, dict]:
     if len(query.instances) != 1 or not copies:
         return query, copies
     (instance,) = query.instances
-    buckets: list[tuple[Ensemble, int, int, np.ndarray]] = []  # model, start, end, values
+    buckets: list[list] = []  # [model, start, end, values, columns used]
     open_buckets: dict[bytes, list[int]] = {}
     for (name, _), vals in copies.items():
         model = query.models[name]
@@ -44,24 +44,25 @@ def share_trees(query: Query, copies: dict) -> tuple[Query, dict]:
             used = np.any(values != 0, axis=0)
             same = open_buckets.setdefault(key, [])
             for k in same:
-                if not np.any(used & np.any(buckets[k][3] != 0, axis=0)):
-                    buckets[k] = (*buckets[k][:3], buckets[k][3] + values)
+                if not np.any(used & buckets[k][4]):
+                    buckets[k][3] = buckets[k][3] + values
+                    buckets[k][4] = buckets[k][4] | used
                     break
             else:
                 same.append(len(buckets))
-                buckets.append((model, a, b, values.copy()))
+                buckets.append([model, a, b, values, used])
     if len(buckets) == sum(query.models[name].n_trees for name, _ in copies):
         return query, copies
     union = _union(query, buckets)
     shared = dataclasses.replace(query, models={**query.models, SHARED: union})
-    return shared, {(SHARED, instance): np.concatenate([v for *_, v in buckets])}
+    return shared, {(SHARED, instance): np.concatenate([bucket[3] for bucket in buckets])}
 
 
 def _union(query: Query, buckets) -> Ensemble:
     """One model holding each bucket's tree (leaf values zero: ``copies`` carries them)."""
     feature, threshold, left, right, sizes = [], [], [], [], []
     start = 0
-    for model, a, b, _ in buckets:
+    for model, a, b, *_ in buckets:
         feature.append(model.feature[a:b])
         threshold.append(model.threshold[a:b])
         for side, out in ((model.left, left), (model.right, right)):

@@ -23,6 +23,7 @@ validates witnesses on them (``veritas_dsl.validate``).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -49,7 +50,10 @@ from veritas_dsl.model.ensemble import Ensemble
 def shape_keys(model: Ensemble) -> list[bytes]:
     """One key per tree of ``model``: equal keys mean the same nodes in the same order (features,
     float32 thresholds, children, compared bit for bit), leaf values aside: trees that reach the
-    same leaf on every input."""
+    same leaf on every input. Computed once per model (an Ensemble's arrays are read-only)."""
+    cached = _SHAPES.get(model)
+    if cached is not None:
+        return cached
     keys = []
     offsets = model.tree_offsets
     for t in range(model.n_trees):
@@ -64,7 +68,11 @@ def shape_keys(model: Ensemble) -> list[bytes]:
             right.astype(np.int64).tobytes(),
         )
         keys.append(b"|".join(parts))
+    _SHAPES[model] = keys
     return keys
+
+
+_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def tree_keys(model: Ensemble, output: int) -> list[bytes]:
