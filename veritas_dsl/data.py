@@ -194,6 +194,35 @@ def read_row_ids(path: Path) -> list[RowId]:
     return ids
 
 
+def read_row_sets(path: Path) -> list[list[RowId]]:
+    """A file of sets of training-row ids: one set a line, its ids whole numbers separated by
+    commas (spaces around them are free); blank lines and ``#`` comments are skipped. Anything
+    else (an empty field, a field that is not a whole number) is a :class:`DataError`."""
+    shown = str(path)
+    sets = []
+    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
+        line = raw.split("#", 1)[0]
+        if not line.strip():
+            continue
+        ids, start = [], 0
+        for field in line.split(","):
+            text = field.strip()
+            column = start + len(field) - len(field.lstrip()) + 1
+            start += len(field) + 1
+            if not (text.isascii() and text.isdigit()):
+                raise DataError(
+                    f"`{text}` is not a row id" if text else "an empty field, not a row id",
+                    shown,
+                    number,
+                    column,
+                    max(1, len(text)),
+                    help="a line is a set of row ids separated by commas, e.g. 3, 17, 42",
+                )
+            ids.append(RowId(int(text), number, column, len(text)))
+        sets.append(ids)
+    return sets
+
+
 def _text(path: Path) -> str:
     """The file's text, read as UTF-8 (a leading byte-order mark is dropped)."""
     data = path.read_bytes()

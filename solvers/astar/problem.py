@@ -8,7 +8,9 @@ The steps, in order, each in the module named (this one runs them, :func:`build_
 3. **Terms** (:mod:`.terms`). The objective (a maximisation) and every output constraint
    (normalised to ``term >= c`` or ``term > c``) are terms ``k = 0..K-1``. Each (model, instance,
    tree) the terms read becomes a search tree whose leaf carries the vector of its contributions
-   ``coef * leaf_value[output]`` to every term; trees that contribute nothing are dropped.
+   ``coef * leaf_value[output]`` to every term; trees that contribute nothing are dropped. On a
+   query of one instance, trees of the same shape that no term reads together become one search
+   tree (:mod:`.sharing`): the variants of a deletion family share their unmoved trees.
 4. **Cells** (:mod:`.cells`). A variable's thresholds (rounded up to integers for int and bool
    variables, where ``x < t`` means ``x < ceil(t)``) and its static bounds cut its line into
    cells; splits become integer ranks.
@@ -47,6 +49,7 @@ from veritas_dsl.solvers.astar.lifted import (
     linear_of,
     resources_of,
 )
+from veritas_dsl.solvers.astar.sharing import share_trees
 from veritas_dsl.solvers.astar.terms import constant_part, fill_terms, plan_terms, term_copies
 from veritas_dsl.solvers.astar.trees import fill_trees, splits
 
@@ -130,13 +133,16 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     problem.term_constant = tuple(
         constant_part(query, term, sign) for term, sign in zip(terms, signs, strict=True)
     )
-    split_var, split_value, node_rows = splits(query, copies, var, integral)
+    searched, copies = share_trees(query, copies)
+    split_var, split_value, node_rows = splits(searched, copies, var, integral)
     cell_ptr, cell_lo, cell_hi, root, split_rank = cells(
         split_var, split_value, lo, hi, integral, n_vars
     )
     problem.cell_ptr, problem.cell_lo, problem.cell_hi = cell_ptr, cell_lo, cell_hi
     problem.root = root
-    q, max_leaves, max_depth = fill_trees(problem, copies, node_rows, split_rank, len(terms))
+    q, max_leaves, max_depth = fill_trees(
+        problem, searched, copies, node_rows, split_rank, len(terms)
+    )
     fill_terms(problem, terms, signs, strict, rhs, q)
 
     groups = groups_of(query, constraints, var)

@@ -18,11 +18,13 @@ PRODUCT_GROWTH = 4
 UNIT_LIMIT = 2.0**61
 
 
-def fill_trees(problem, copies, node_rows, split_rank, n_terms: int) -> tuple[int, int, int]:
+def fill_trees(problem, query, copies, node_rows, split_rank, n_terms: int) -> tuple[int, int, int]:
     """Fill the search trees of ``problem`` (compacted, product trees merged, ordered), its
     units (``scale``, ``exact_units``, ``u_base``, ``n_trees``); its cells and root set.
-    Returns the unit exponent ``q`` and the largest leaf count and depth of a tree."""
-    query, var, root, n_vars = problem.query, problem.var, problem.root, problem.n_vars
+    ``query`` holds the models ``copies`` name (``problem.query``'s, and the merged trees of
+    :mod:`.sharing`). Returns the unit exponent ``q`` and the largest leaf count and depth of a
+    tree."""
+    var, root, n_vars = problem.var, problem.root, problem.n_vars
     trees = _search_trees(query, copies, node_rows, split_rank, var, root, n_vars, n_terms)
     nd_var, nd_rank, nd_left, nd_right, leaf_values, tree_roots, tree_sizes = trees
     q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.ir.query import OutputConstraint, OutputTerm, Query
+from veritas_dsl.ir.reductions.cancel import shape_keys
 from veritas_dsl.solvers.base import Deadline
 from veritas_dsl.solvers.milp.predicates import Predicates
 from veritas_dsl.solvers.milp.program import Affine
@@ -61,23 +62,29 @@ class Trees(Predicates):
     # -- trees --------------------------------------------------------------------------------
 
     def make_leaves(self) -> None:
-        """Leaf columns per tree and (model, instance). A tree whose split features are the same
-        variables for two instances (tied at the top level) reaches the same leaf for both, so
-        both share its columns: in a fairness query, where two instances differ in one feature,
-        only the trees that test that feature are left in the objective."""
-        shared: dict[tuple[str, int, tuple[int, ...]], TreeLeaves] = {}
+        """Leaf columns per tree and (model, instance). Trees of the same shape (the same nodes,
+        ``shape_keys``) whose split features are the same variables reach the same leaf on every
+        input, so they share their columns: a tree read on two instances tied at the top level
+        (in a fairness query, only the trees that test the feature the instances differ in are
+        left in the objective), and a tree that several models hold (the variants of a deletion
+        family: one leaf block per distinct tree)."""
+        shared: dict[tuple[bytes, tuple[int, ...]], tuple[int, TreeLeaves]] = {}
         for model_name, instance in self.pairs:
             model = self.query.models[model_name]
             trees = []
             var_of = self.var_of[self.query.instances.index(instance)]
-            for tree in range(model.n_trees):
+            for tree, shape in enumerate(shape_keys(model)):
                 self.deadline.check()
-                nodes = slice(model.tree_offsets[tree], model.tree_offsets[tree + 1])
+                start = int(model.tree_offsets[tree])
+                nodes = slice(start, model.tree_offsets[tree + 1])
                 tested = sorted({int(f) for f in model.feature[nodes] if f >= 0})
-                key = (model_name, tree, tuple(int(var_of[f]) for f in tested))
+                key = (shape, tuple(int(var_of[f]) for f in tested))
                 if key not in shared:
-                    shared[key] = self.tree(model, var_of, int(model.roots[tree]))
-                trees.append(shared[key])
+                    shared[key] = (start, self.tree(model, var_of, int(model.roots[tree])))
+                first, leaves = shared[key]
+                if first != start:  # the same shape elsewhere: its nodes, shifted to this tree
+                    leaves = TreeLeaves(leaves.nodes - first + start, leaves.cols)
+                trees.append(leaves)
             self.leaves[model_name, instance] = trees
 
     def tree(self, model, var_of: np.ndarray, root: int) -> TreeLeaves:

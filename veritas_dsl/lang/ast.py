@@ -156,7 +156,18 @@ class Not:
     span: Span
 
 
-Cond = Compare | And | Or | Not
+@dataclass(frozen=True)
+class ForEach:
+    """``part for var in family``: ``part`` holds for every model of ``family``, ``var`` naming
+    each in turn."""
+
+    part: Cond
+    var: Name
+    family: Name
+    span: Span
+
+
+Cond = Compare | And | Or | Not | ForEach
 
 # -- declarations -----------------------------------------------------------------------------
 
@@ -208,6 +219,19 @@ class DerivedDecl:
     func_span: Span
     base: Name
     args: tuple[DeriveArg, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class FamilyDecl:
+    """``models NAME = FUNC(BASE, OPTION = ..., ...)``: a family of models made from another
+    one (``deletions`` of a ``dare`` forest)."""
+
+    name: str
+    func: str
+    func_span: Span
+    base: Name
+    args: tuple[Option, ...]
     span: Span
 
 
@@ -338,7 +362,7 @@ class QueryDecl:
     span: Span
 
 
-Item = ModelDecl | DerivedDecl | DataDecl | FeaturesBlock | ConstDecl | QueryDecl
+Item = ModelDecl | DerivedDecl | FamilyDecl | DataDecl | FeaturesBlock | ConstDecl | QueryDecl
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,18 @@ class Build(Transformer_NonRecursive):
         )
 
     @v_args(meta=True)
+    def family_decl(self, meta, children):
+        name, func, base, *args = children
+        return ast.FamilyDecl(
+            str(name),
+            str(func),
+            self.token_span(func),
+            ast.Name(str(base), self.token_span(base)),
+            tuple(args),
+            self.span(meta),
+        )
+
+    @v_args(meta=True)
     def derive_arg(self, meta, children):
         name, value = children
         if isinstance(value, Token):
@@ -197,6 +209,16 @@ class Build(Transformer_NonRecursive):
     @v_args(meta=True)
     def not_cond(self, meta, children):
         return ast.Not(children[0], self.span(meta))
+
+    @v_args(meta=True)
+    def family_cond(self, meta, children):
+        part, var, family = children
+        return ast.ForEach(
+            part,
+            ast.Name(str(var), self.token_span(var)),
+            ast.Name(str(family), self.token_span(family)),
+            self.span(meta),
+        )
 
     @v_args(meta=True)
     def comparison(self, meta, children):

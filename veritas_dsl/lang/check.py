@@ -30,20 +30,24 @@ class _Checker(Queries):
     def run(self) -> t.CheckedSpec:
         items = self.spec.items
         models = [i for i in items if isinstance(i, ast.ModelDecl | ast.DerivedDecl)]
+        makers = [i for i in items if isinstance(i, _MAKERS)]
         # Row lists and model options take constants: those made of numbers are known first
         # (nothing they read is loaded); the others may read a data set, read after the models.
-        early = numeric_constants(items, {d.name for d in models})
+        early = numeric_constants(items, {d.name for d in makers})
         for item in early:
             self.peek_constant(item)
         known = {c.name for c in early}
         self.late_constants = {
             i.name: i.span for i in items if isinstance(i, ast.ConstDecl) and i.name not in known
         }
-        for k, item in enumerate(models):
+        for k, item in enumerate(makers):
+            later = {d.name: d.span for d in reversed(makers[k + 1 :])}
             if isinstance(item, ast.ModelDecl):
                 self.model_decl(item)
+            elif isinstance(item, ast.DerivedDecl):
+                self.derived_decl(item, later)
             else:
-                self.derived_decl(item, {d.name: d.span for d in reversed(models[k + 1 :])})
+                self.family_decl(item, later)
         self.feature_space(models)
         for item in items:
             if isinstance(item, ast.DataDecl):
@@ -88,6 +92,10 @@ class _Checker(Queries):
             derivations=self.derivations,
             warnings=tuple(dict.fromkeys(self.warnings)),
         )
+
+
+#: Declarations that make models: a model, a derived model, a family.
+_MAKERS = ast.ModelDecl | ast.DerivedDecl | ast.FamilyDecl
 
 
 def numeric_constants(items, taken: Collection[str]) -> list[ast.ConstDecl]:

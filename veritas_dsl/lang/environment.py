@@ -14,7 +14,7 @@ from veritas_dsl.data import DataError, read_csv, read_libsvm
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.derived import DerivedModels
+from veritas_dsl.lang.families import Families
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_forest, load_model
@@ -27,7 +27,7 @@ DATA_FORMATS = {
 COUNT_LIMITS = {"features": 1_000_000, "classes": 100_000, "first_index": 1}
 
 
-class Environment(DerivedModels):
+class Environment(Families):
     """Checks the declarations of models, data, constants and features, recording each name."""
 
     def resolve_path(self, text: ast.Text) -> Path:
@@ -72,6 +72,7 @@ class Environment(DerivedModels):
             )
 
     def feature_space(self, decls: list[ast.ModelDecl | ast.DerivedDecl]) -> None:
+        """``decls``: the model declarations (families follow their base)."""
         loaded = [d for d in decls if d.name in self.models]
         if not decls:
             self.error(
@@ -105,10 +106,12 @@ class Environment(DerivedModels):
                 )
         self.features = tuple(Feature(n) for n in names)
         self.feature_index = {n: i for i, n in enumerate(names)}
-        # Every model is re-expressed over the first model's feature order.
-        for decl in loaded[1:]:
-            if set(self.models[decl.name].feature_names) == set(names):
-                self.models[decl.name] = self.models[decl.name].reindex(names)
+        # Every model is re-expressed over the first model's feature order (a family's models
+        # have their base's features).
+        members = [m for family in self.families.values() for m in family]
+        for name in [d.name for d in loaded[1:]] + members:
+            if set(self.models[name].feature_names) == set(names):
+                self.models[name] = self.models[name].reindex(names)
 
     def data_decl(self, decl: ast.DataDecl) -> None:
         if not self.declare(decl.name, decl.span, "data set"):

@@ -313,7 +313,7 @@ def _names(node) -> list[ast.Name]:
         return _names(node.operands)
     if isinstance(node, ast.And | ast.Or):
         return _names(node.parts)
-    if isinstance(node, ast.Not):
+    if isinstance(node, ast.Not | ast.ForEach):
         return _names(node.part)
     if isinstance(node, ast.Attr | ast.Index):
         return _names(node.obj) + _names(getattr(node, "index", ()))

@@ -7,6 +7,7 @@ cause is reported once). Loading declarations is :mod:`veritas_dsl.lang.environm
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -29,12 +30,20 @@ class Failed(Exception):
 
 
 class Scope:
-    """Names local to one query: its instances and the batch row variable."""
+    """Names local to one query: its instances, the batch row variable, and the variables of
+    the ``for m in V`` around a condition (each naming one model of a family)."""
 
     def __init__(self) -> None:
         self.instances: set[str] = set()
         self.batch: str | None = None
         self.batch_data: str | None = None
+        self.models: dict[str, str] = {}
+
+    def binding(self, var: str, model: str) -> Scope:
+        """This scope with ``var`` naming ``model``."""
+        scope = copy.copy(self)
+        scope.models = {**self.models, var: model}
+        return scope
 
 
 class Symbols:
@@ -55,6 +64,7 @@ class Symbols:
         self.model_formats: dict[str, str] = {}  # of each model loaded from a file
         self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
         self.derivations: dict[str, tuple[str, str]] = {}  # derived model: (function, base)
+        self.families: dict[str, tuple[str, ...]] = {}  # family: its models' names, in order
         self.broken: set[str] = set()  # declared names whose declaration failed
         self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
         # No model loaded: the features are unknown, and so is whether a name is one.

@@ -23,6 +23,7 @@ validates witnesses on them (``veritas_dsl.validate``).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -46,9 +47,13 @@ from veritas_dsl.ir.reductions.base import Reduction
 from veritas_dsl.model.ensemble import Ensemble
 
 
-def tree_keys(model: Ensemble, output: int) -> list[bytes]:
-    """One key per tree of ``model``: equal keys mean the same function of the input on
-    ``output`` (the same nodes in the same order, compared bit for bit)."""
+def shape_keys(model: Ensemble) -> list[bytes]:
+    """One key per tree of ``model``: equal keys mean the same nodes in the same order (features,
+    float32 thresholds, children, compared bit for bit), leaf values aside: trees that reach the
+    same leaf on every input. Computed once per model (an Ensemble's arrays are read-only)."""
+    cached = _SHAPES.get(model)
+    if cached is not None:
+        return cached
     keys = []
     offsets = model.tree_offsets
     for t in range(model.n_trees):
@@ -61,10 +66,25 @@ def tree_keys(model: Ensemble, output: int) -> list[bytes]:
             model.threshold[a:b].tobytes(),
             left.astype(np.int64).tobytes(),
             right.astype(np.int64).tobytes(),
-            np.ascontiguousarray(model.value[a:b, output]).tobytes(),
         )
         keys.append(b"|".join(parts))
+    _SHAPES[model] = keys
     return keys
+
+
+_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tree_keys(model: Ensemble, output: int) -> list[bytes]:
+    """One key per tree of ``model``: equal keys mean the same function of the input on
+    ``output`` (the same shape, :func:`shape_keys`, and the same float64 leaf values)."""
+    offsets = model.tree_offsets
+    return [
+        shape
+        + b"|"
+        + np.ascontiguousarray(model.value[offsets[t] : offsets[t + 1], output]).tobytes()
+        for t, shape in enumerate(shape_keys(model))
+    ]
 
 
 def cancelled_occurrences(coefs: list[tuple[int, float]]) -> set[int]:

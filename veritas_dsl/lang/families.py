@@ -1,0 +1,275 @@
+"""Families of models: ``models V = deletions(base, fraction = 0.01, count = 20, seed = 0)`` (or
+``rows = "sets.txt"``), K exact DaRE deletion variants of a ``dare`` forest, each made from the
+same base; and ``for m in V`` around a condition, which holds when it holds for every one.
+
+A family's models are named ``V[0]``, ``V[1]``, ... (names no declaration can take unquoted);
+each is the base forest after deleting its own set of training rows (``model.derive.deleted``,
+so the base is never changed). Drawn sets are a function of the base's remaining rows, the
+fraction, the count and the seed alone: the same spec gives the same variants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from veritas_dsl.data import DataError, read_row_sets
+from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.lang import ast
+from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.derived import DerivedModels
+from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
+from veritas_dsl.model.dare import DareForest
+from veritas_dsl.model.derive import deleted, id_problems
+from veritas_dsl.model.ensemble import ModelError
+
+#: The functions that make a family, and their arguments.
+FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}
+_EXAMPLE = "models V = deletions(before, fraction = 0.01, count = 20, seed = 0)"
+#: The most models a family may hold: a typo like `count = 1e6` is an error, not an hour's wait.
+MAX_COUNT = 1000
+
+
+def draw_deletions(forest: DareForest, fraction: float, count: int, seed: int) -> list[list[int]]:
+    """``count`` sets of ``round(fraction * n)`` distinct ids among ``forest``'s ``n`` remaining
+    rows, drawn uniformly by a generator seeded with ``seed`` (each set sorted)."""
+    alive = forest.remaining()
+    size = round(fraction * len(alive))
+    rng = np.random.default_rng(seed)
+    return [sorted(rng.choice(alive, size, replace=False).tolist()) for _ in range(count)]
+
+
+class Families(DerivedModels):
+    """Checks ``models NAME = deletions(...)`` and types ``cond for m in V``."""
+
+    def family_decl(self, decl: ast.FamilyDecl, later: dict[str, Span]) -> None:
+        """``later``: names of models declared after this declaration, and where."""
+        if not self.declare(decl.name, decl.span, "family of models"):
+            return
+        try:
+            if decl.func not in FAMILIES:
+                raise self.error(
+                    "V411",
+                    f"unknown family of models `{decl.func}`",
+                    decl.func_span,
+                    "not `deletions`",
+                    help=suggest(decl.func, FAMILIES) or _EXAMPLE,
+                )
+            base = self.base_forest(decl, later)
+            sets = self.deletion_sets(decl, base)
+            members = []
+            for k, ids in enumerate(sets):
+                name = f"{decl.name}[{k}]"
+                try:
+                    forest = deleted(base, ids)
+                except ModelError as error:
+                    raise self.error(
+                        "V413", f"cannot make `{name}` from `{decl.base.id}`: {error}", decl.span
+                    ) from None
+                self.models[name] = forest.to_ensemble()
+                members.append(name)
+        except Failed:
+            self.broken.add(decl.name)
+            return
+        self.families[decl.name] = tuple(members)
+
+    def deletion_sets(self, decl: ast.FamilyDecl, base: DareForest) -> list[list[int]]:
+        """The rows each model of the family forgets: drawn, or read from ``rows``."""
+        args: dict[str, ast.Option] = {}
+        for arg in decl.args:
+            if arg.name not in FAMILIES[decl.func]:
+                raise self.error(
+                    "V403",
+                    f"unknown argument `{arg.name}` of `{decl.func}`",
+                    arg.span,
+                    help=suggest(arg.name, FAMILIES[decl.func])
+                    or "it takes fraction, count and seed, or rows",
+                )
+            if arg.name in args:
+                raise self.error("V403", f"`{arg.name}` is given twice", arg.span)
+            args[arg.name] = arg
+        if "rows" in args:
+            drawn = [args[a] for a in ("fraction", "count", "seed") if a in args]
+            if drawn:
+                raise self.error(
+                    "V403",
+                    f"`rows` lists the sets: `{drawn[0].name}` draws them",
+                    drawn[0].span,
+                    help="give `rows`, or `fraction` (with `count` and `seed`)",
+                )
+            return self.file_sets(args["rows"], decl, base)
+        if "fraction" not in args:
+            raise self.error(
+                "V403",
+                f"`{decl.func}` needs `fraction`: the share of training rows each model forgets",
+                decl.span,
+                help=f'{_EXAMPLE}, or rows = "sets.txt" (one set of ids a line)',
+            )
+        fraction = self.number_arg(args["fraction"])
+        n = len(base.remaining())
+        if not 0 < fraction < 1:
+            raise self.error(
+                "V420",
+                f"`fraction` is a share of the rows, above 0 and below 1, not {fraction:g}",
+                args["fraction"].value.span,
+                help="e.g. fraction = 0.01 for 1 %",
+            )
+        size = round(fraction * n)
+        if not 1 <= size < n:
+            raise self.error(
+                "V420",
+                f"`fraction = {fraction:g}` of `{decl.base.id}`'s {n} rows deletes {size} rows",
+                args["fraction"].value.span,
+                help=f"a model forgets at least one row and keeps one: {1 / n:.3g} to "
+                f"{(n - 1) / n:.3g}",
+            )
+        count = self.whole_arg(args.get("count"), 20, 1, MAX_COUNT)
+        seed = self.whole_arg(args.get("seed"), 0, 0, 2**32 - 1)
+        return draw_deletions(base, fraction, count, seed)
+
+    def number_arg(self, arg: ast.Option) -> float:
+        if isinstance(arg.value, ast.Text | ast.Quantity):
+            raise self.error("V420", f"`{arg.name}` is a number", arg.value.span)
+        if isinstance(arg.value, ast.Name) and arg.value.id in self.late_constants:
+            raise self.error(
+                "V420",
+                f"`{arg.value.id}` is not known when models are read",
+                arg.value.span,
+                "a constant that reads more than numbers",
+                notes=[f"`{arg.value.id}` is declared at {self.late_constants[arg.value.id]}"],
+            )
+        return self.constant(arg.value, Scope())
+
+    def whole_arg(self, arg: ast.Option | None, default: int, lo: int, hi: int) -> int:
+        if arg is None:
+            return default
+        value = self.number_arg(arg)
+        if not (value.is_integer() and lo <= value <= hi):
+            raise self.error(
+                "V420",
+                f"`{arg.name}` is a whole number from {lo} to {hi:,}, not {value:g}",
+                arg.value.span,
+            )
+        return int(value)
+
+    def file_sets(self, arg: ast.Option, decl: ast.FamilyDecl, base: DareForest) -> list[list[int]]:
+        if not isinstance(arg.value, ast.Text):
+            raise self.error(
+                "V403", "`rows` is a file of sets, one a line", arg.span, help='rows = "sets.txt"'
+            )
+        text = arg.value
+        path = Path(text.value) if Path(text.value).is_absolute() else self.base / text.value
+        try:
+            sets = read_row_sets(path)
+        except DataError as error:
+            span = Span(
+                error.path, error.line, error.column, error.line, error.column + error.width
+            )
+            raise self.error("V408", error.message, span, help=error.help) from None
+        except OSError as error:
+            raise self.error(
+                "V406",
+                f"cannot read the rows file `{text.value}`: {error.strerror or error}",
+                text.span,
+            ) from None
+        if not sets:
+            raise self.error("V412", "the rows file lists no set", text.span, help="3, 17, 42")
+        if len(sets) > MAX_COUNT:
+            raise self.error("V420", f"a family holds at most {MAX_COUNT} models", text.span)
+        failed = False
+        for ids in sets:
+            where = [Span(str(path), r.line, r.column, r.line, r.column + r.width) for r in ids]
+            for k, reason, first in id_problems(base, [r.value for r in ids]):
+                failed = True
+                value = ids[k].value
+                if reason == "range":
+                    message = f"row {value} does not exist: `{decl.base.id}` has rows 0 to "
+                    self.error("V412", f"{message}{base.n_rows - 1}", where[k], "out of range")
+                elif reason == "twice":
+                    notes = [f"first listed at {where[first]}"]
+                    self.error("V412", f"row {value} is listed twice", where[k], notes=notes)
+                else:
+                    message = f"row {value} is already deleted in `{decl.base.id}`"
+                    self.error("V412", message, where[k], "the saved forest forgot it")
+            if not failed and len(ids) >= len(base.remaining()):
+                raise self.error("V413", f"this leaves `{decl.base.id}` no training row", where[0])
+        if failed:
+            raise Failed
+        return [[r.value for r in ids] for ids in sets]
+
+    # -- for m in V: the typing of Expressions, with a family's variable naming its models ----
+
+    def condition(self, cond: ast.Cond, scope: Scope, negated: bool = False) -> t.Condition:
+        if isinstance(cond, ast.ForEach):
+            return self.for_each(cond, scope, negated)
+        return super().condition(cond, scope, negated)
+
+    def name(self, expr: ast.Name, scope: Scope) -> t.Value:
+        if expr.id in scope.models:
+            return t.ModelRef(scope.models[expr.id])
+        if expr.id in self.families:
+            raise self.not_a_model(expr.id, expr.span)
+        return super().name(expr, scope)
+
+    def call(self, expr: ast.Call, scope: Scope, output: int | None) -> t.Value:
+        if expr.func in scope.models:
+            expr = dataclasses.replace(expr, func=scope.models[expr.func])
+        elif expr.func in self.families:
+            raise self.not_a_model(expr.func, expr.func_span)
+        return super().call(expr, scope, output)
+
+    def index(self, expr: ast.Index, scope: Scope) -> t.Value:
+        obj = expr.obj
+        if isinstance(obj, ast.Call) and obj.func in scope.models:
+            obj = dataclasses.replace(obj, func=scope.models[obj.func])
+            expr = dataclasses.replace(expr, obj=obj)
+        return super().index(expr, scope)
+
+    def for_each(self, cond: ast.ForEach, scope: Scope, negated: bool) -> t.Condition:
+        """``part for m in V``: ``part`` for each model of ``V``, all of them (any of them
+        failing, under ``not``). Typed once per model; the first error stops it."""
+        var = cond.var.id
+        taken = scope.instances | set(scope.models) | {scope.batch} | set(self.declared)
+        if var in taken or var in BUILTINS:
+            raise self.error(
+                "V201",
+                f"`{var}` is already a name here",
+                cond.var.span,
+                help="choose another name for the family's models, e.g. `m`",
+            )
+        members = self.family_named(cond.family)
+        parts = tuple(
+            self.condition(cond.part, scope.binding(var, member), negated) for member in members
+        )
+        return t.EitherOf(parts) if negated else t.AllOf(parts)
+
+    def family_named(self, name: ast.Name) -> tuple[str, ...]:
+        if name.id in self.families:
+            return self.families[name.id]
+        if name.id in self.broken:
+            raise Failed
+        if name.id in self.models:
+            raise self.error(
+                "V219",
+                f"`{name.id}` is a model, not a family of models",
+                name.span,
+                help=f"declare a family: models V = deletions({name.id}, fraction = 0.01, "
+                "count = 20)",
+            )
+        raise self.error(
+            "V219",
+            f"unknown family of models `{name.id}`",
+            name.span,
+            help=suggest(name.id, self.families) or _EXAMPLE,
+        )
+
+    def not_a_model(self, name: str, span: Span) -> Failed:
+        """The error for family ``name`` used where a model is expected."""
+        return self.error(
+            "V218",
+            f"`{name}` is a family of {len(self.families[name])} models, not a model",
+            span,
+            help=f"range over it: class(m, x) == 1 for m in {name}",
+        )
