@@ -258,6 +258,8 @@ def _leaf_cuts(query: Query, form: Formulation, solution, inputs, margins) -> li
                 if col is not None:
                     cols.append(col)
         # sum(chosen leaves) + active <= len(chosen leaves): not all of them while active.
+        # Trees of one shape share their leaf columns: each column counts once.
+        cols = sorted(set(cols))
         expr = Affine(dict.fromkeys(cols, 1.0)) + active
         if not expr.terms:
             raise WitnessBug(f"query {query.name}: {c} fails on constants the program accepted")

@@ -176,9 +176,7 @@ def test_the_spec_one_hot_groups_bound_the_region(folder, capsys):
     assert sorted(entry["point"]) == [0, 0, 1]
 
 
-def test_domains_follow_the_forests_feature_order_when_the_first_model_is_not_one(
-    folder, capsys
-):
+def test_domains_follow_the_forests_feature_order_when_the_first_model_is_not_one(folder, capsys):
     xgboost = pytest.importorskip("xgboost")
     rng = np.random.default_rng(1)
     X = rng.integers(0, 5, (40, 3)).astype(np.float32)
