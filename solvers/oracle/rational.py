@@ -9,6 +9,8 @@ with the engines it checks.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -53,13 +55,19 @@ class Program:
     def solve(self) -> list[Fraction] | None:
         """A point minimising the cost (integer columns integral), or None when none exists.
 
-        Raises :class:`ProgramError` after :data:`MAX_NODES` branch-and-bound nodes.
+        Best-first branch and bound: the open node with the lowest relaxation goes next (the
+        deepest among equal ones), so the first integral relaxation is an optimum. Depth-first
+        search could walk a staircase forever: with integer columns near 1e30, each "up" branch
+        left another column fractional at a slightly higher cost, never integral (pinned in
+        tests/solvers/test_oracle.py). Raises :class:`ProgramError` after :data:`MAX_NODES`
+        relaxations.
         """
-        best: tuple[Fraction, list[Fraction]] | None = None
-        stack = [(list(self.lo), list(self.hi))]
+        heap: list[tuple[Fraction, int, int, list[Fraction], list[Fraction], list[Fraction]]] = []
+        order = itertools.count()
         nodes = 0
-        while stack:
-            lo, hi = stack.pop()
+
+        def relax(lo: list[Fraction], hi: list[Fraction], depth: int) -> None:
+            nonlocal nodes
             nodes += 1
             if nodes > MAX_NODES:
                 raise ProgramError(
@@ -67,25 +75,25 @@ class Program:
                     f"{len(lo)}-column program"
                 )
             x = _simplex(lo, hi, self.cost, self.rows)
-            if x is None:
-                continue
-            value = sum((c * v for c, v in zip(self.cost, x, strict=True)), Fraction(0))
-            if best is not None and value >= best[0]:
-                continue
+            if x is not None:
+                value = sum((c * v for c, v in zip(self.cost, x, strict=True)), Fraction(0))
+                heapq.heappush(heap, (value, -depth, next(order), lo, hi, x))
+
+        relax(list(self.lo), list(self.hi), 0)
+        while heap:
+            _, depth, _, lo, hi, x = heapq.heappop(heap)
             split = next(
                 (j for j, v in enumerate(x) if self.integer[j] and v.denominator != 1), None
             )
             if split is None:
-                best = (value, x)
-                if not any(self.cost):
-                    break  # any point will do
-                continue
+                return x
             down = list(hi)
             down[split] = Fraction(math.floor(x[split]))
             up = list(lo)
             up[split] = Fraction(math.ceil(x[split]))
-            stack += [(lo, down), (up, hi)]
-        return None if best is None else best[1]
+            relax(lo, down, 1 - depth)
+            relax(up, hi, 1 - depth)
+        return None
 
 
 def _end(value) -> Fraction | None:

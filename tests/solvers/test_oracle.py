@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from veritas_dsl import parse
@@ -428,7 +428,38 @@ def test_corner_boxes_match_the_grid(model, kinds, ends, row, k):
 EXACT_ENGINES = (SatEngine(), AStarEngine())
 
 
+#: Integer columns near 1e30 under an L1 ball whose constants are not whole: the depth-first
+#: branch and bound walked a staircase (each "up" branch left the other column fractional) and
+#: gave up after MAX_NODES; best-first answers it in a handful of nodes.
+STAIRCASE = Query(
+    "corner",
+    features(
+        ["x0", "x1", "x2"],
+        [DomainKind.INT] * 3,
+        [(-1e30, math.inf), (-math.inf, 0.49999999999), (-math.inf, math.inf)],
+    ),
+    ("x1", "x2"),
+    {
+        "m": build(
+            [
+                (0, -1e30, (2, 1e-30, 2.0, 0.5), (2, -1e30, -0.5, 1.5)),
+                (0, 0.5, 1.0, 1.5),
+                (1, 0.5, -1.5, 0.5),
+            ],
+            3,
+            base=1.0,
+        )
+    },
+    (
+        AtMostKChanged("x1", "x2", 0, change_units(3)),
+        Ball("l1", "x1", Row((8.499999046325684, 1e-45, -1.00000009060533e30)), 1e30),
+    ),
+    MinimizeDistance("linf", "x2", Row((-1e30, 0.4999999701976776, 1e-30))),
+)
+
+
 @given(query=corner_queries())
+@example(query=STAIRCASE)
 def test_corner_queries_are_answered_exactly(query):
     """Every corner query (reference/strategies.py) is answered, never ``error``, with witnesses
     that reproduce, and as the other exact engines answer it where they accept it."""
