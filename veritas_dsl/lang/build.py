@@ -36,20 +36,16 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def derived_decl(self, meta, children):
-        name, func, base, *args = children
-        return ast.DerivedDecl(
-            str(name),
-            str(func),
-            self.token_span(func),
-            ast.Name(str(base), self.token_span(base)),
-            tuple(args),
-            self.span(meta),
-        )
+        return self.made_from(ast.DerivedDecl, meta, children)
 
     @v_args(meta=True)
     def family_decl(self, meta, children):
+        return self.made_from(ast.FamilyDecl, meta, children)
+
+    def made_from(self, cls, meta, children):
+        """``NAME = FUNC(BASE, ARGS)``: a model or family made from another model."""
         name, func, base, *args = children
-        return ast.FamilyDecl(
+        return cls(
             str(name),
             str(func),
             self.token_span(func),

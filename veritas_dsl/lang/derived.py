@@ -7,8 +7,10 @@ The base forest is never changed: each derived model is made on a copy, once per
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from veritas_dsl.data import DataError, read_row_ids
 from veritas_dsl.diagnostics import Span, suggest
@@ -35,6 +37,9 @@ _EXAMPLES = {
     "worst_case": "model w = worst_case(before, deletions = 2)",
     "best_case": "model b = best_case(before, deletions = 2)",
 }
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -252,9 +257,18 @@ class DerivedModels(Expressions):
             )
 
     def file_ids(self, text: ast.Text) -> list[_Id]:
+        path, rows = self.read_rows_file(text, read_row_ids)
+        return [
+            _Id(r.value, Span(str(path), r.line, r.column, r.line, r.column + r.width))
+            for r in rows
+        ]
+
+    def read_rows_file(self, text: ast.Text, reader: Callable[[Path], T]) -> tuple[Path, T]:
+        """The rows file ``text`` names (relative to the spec) read by ``reader``; its errors
+        located (V408 in the file, V406 at the name)."""
         path = Path(text.value) if Path(text.value).is_absolute() else self.base / text.value
         try:
-            rows = read_row_ids(path)
+            return path, reader(path)
         except DataError as error:
             span = Span(
                 error.path, error.line, error.column, error.line, error.column + error.width
@@ -266,7 +280,3 @@ class DerivedModels(Expressions):
                 f"cannot read the rows file `{text.value}`: {error.strerror or error}",
                 text.span,
             ) from None
-        return [
-            _Id(r.value, Span(str(path), r.line, r.column, r.line, r.column + r.width))
-            for r in rows
-        ]

@@ -11,11 +11,10 @@ fraction, the count and the seed alone: the same spec gives the same variants.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.data import DataError, read_row_sets
+from veritas_dsl.data import read_row_sets
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
@@ -160,20 +159,7 @@ class Families(DerivedModels):
                 "V403", "`rows` is a file of sets, one a line", arg.span, help='rows = "sets.txt"'
             )
         text = arg.value
-        path = Path(text.value) if Path(text.value).is_absolute() else self.base / text.value
-        try:
-            sets = read_row_sets(path)
-        except DataError as error:
-            span = Span(
-                error.path, error.line, error.column, error.line, error.column + error.width
-            )
-            raise self.error("V408", error.message, span, help=error.help) from None
-        except OSError as error:
-            raise self.error(
-                "V406",
-                f"cannot read the rows file `{text.value}`: {error.strerror or error}",
-                text.span,
-            ) from None
+        path, sets = self.read_rows_file(text, read_row_sets)
         if not sets:
             raise self.error("V412", "the rows file lists no set", text.span, help="3, 17, 42")
         if len(sets) > MAX_COUNT:
