@@ -25,13 +25,12 @@ import numpy as np
 
 from veritas_dsl.model.dare.kernels import attribute_keys, threshold_key
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
+from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.gini_margin import overtaking_cut
-from veritas_dsl.model.library import le_threshold_as_lt
 
 if TYPE_CHECKING:
     from veritas_dsl.model.dare.forest import DareForest
-    from veritas_dsl.model.ensemble import Ensemble
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,11 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     low, high = leaf_bounds(view.count, view.positives, int(deletions))
     leaf = view.kind == LEAF
     return tuple(  # type: ignore[return-value]
-        _ensemble(view, np.where(leaf, values, 0.0) / view.n_trees, f"{name} of", deletions)
+        view.to_ensemble(
+            Ensemble,
+            np.where(leaf, values, 0.0) / view.n_trees,
+            f"{name} of a DaRE forest after any {deletions} deletion(s)",
+        )
         for values, name in ((low, "lower bound"), (high, "upper bound"))
     )
 
@@ -271,25 +274,4 @@ def _margin_reason(X, y, a: int, below: int, k: int, m: int, rivals: list[int]) 
     return (
         f"the cut f{b} <= {t:g} can overtake it after {k} deletion(s) (its Gini sum can fall "
         f"to {least:.6g}, the chosen cut's is {chosen:.6g} now)"
-    )
-
-
-def _ensemble(view, value: np.ndarray, what: str, deletions: int):
-    """The forest's trees (as :meth:`~.view.ForestView.to_ensemble` exports them) with these
-    leaf values; no library model (its ``eval`` is its own definition)."""
-    from veritas_dsl.model.ensemble import Ensemble
-
-    leaf = view.kind == LEAF
-    return Ensemble(
-        feature=np.where(leaf, -1, view.feature),
-        threshold=np.where(leaf, np.float32(0), le_threshold_as_lt(view.threshold)),
-        left=view.left,
-        right=view.right,
-        value=value[:, None],
-        tree_offsets=view.tree_offsets,
-        base_score=np.zeros(1),
-        feature_names=tuple(f"f{i}" for i in range(view.n_features)),
-        task="binary",
-        class_threshold=0.5,
-        source=f"{what} a DaRE forest after any {deletions} deletion(s)",
     )

@@ -89,26 +89,27 @@ class ForestView:
             total += value[nodes[:, t]]
         return np.stack([1.0 - total, total], axis=1)
 
-    def to_ensemble(self, cls):
-        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf values."""
+    def to_ensemble(self, cls, value: np.ndarray | None = None, source: str = "DaRE forest"):
+        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf values. With other
+        leaf ``value``s (a bound, not this forest) it has no library model: its ``eval`` is its
+        own definition."""
         leaf = self.kind == LEAF
+        library = LibraryModel(
+            "DaRE forest", lambda X: self.predict_proba(X)[:, 1], np.arange(self.n_features)
+        )
         return cls(
             feature=np.where(leaf, -1, self.feature),
             threshold=np.where(leaf, np.float32(0), le_threshold_as_lt(self.threshold)),
             left=self.left,
             right=self.right,
-            value=self.leaf_values()[:, None],
+            value=(self.leaf_values() if value is None else value)[:, None],
             tree_offsets=self.tree_offsets,
             base_score=np.zeros(1),
             feature_names=tuple(f"f{i}" for i in range(self.n_features)),
             task="binary",
             class_threshold=0.5,
-            source="DaRE forest",
-            library=LibraryModel(
-                "DaRE forest",
-                lambda X: self.predict_proba(X)[:, 1],
-                np.arange(self.n_features),
-            ),
+            source=source,
+            library=library if value is None else None,
         )
 
 
