@@ -1,8 +1,9 @@
 """The query IR: what a `.ver` query asks, in solver-neutral terms.
 
 A :class:`Query` has a feature space shared by its models, one or two named input instances, a
-conjunction of constraints, and a goal (:mod:`.goals`, whose names this module re-exports). Types are named after the mathematics, never after an
-encoding; every engine (A*, MILP, SAT, the brute-force oracle) reads this and nothing of the syntax.
+conjunction of constraints, and a goal (:mod:`.goals`, whose names this module re-exports). Types
+are named after the mathematics, never after an encoding; every engine (A*, MILP, SAT, the
+brute-force oracle) reads this and nothing of the syntax.
 
 Semantics, which every engine follows:
 
