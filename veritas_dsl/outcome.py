@@ -11,7 +11,15 @@ import enum
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, Span
-from veritas_dsl.ir.query import Find, Maximize, Minimize, MinimizeDistance, Prove
+from veritas_dsl.ir.query import (
+    Find,
+    Maximize,
+    MaximizeMin,
+    Minimize,
+    MinimizeDistance,
+    MinimizeMax,
+    Prove,
+)
 from veritas_dsl.lang.lower import Lowered
 from veritas_dsl.result import Result, Termination
 
@@ -102,6 +110,8 @@ def goal_kind(goal) -> str:
     return {
         Maximize: "maximize",
         Minimize: "minimize",
+        MaximizeMin: "maximize",
+        MinimizeMax: "minimize",
         MinimizeDistance: "minimize_distance",
         Find: "find",
         Prove: "prove",

@@ -16,12 +16,13 @@ from veritas_dsl.ir.evaluate import (
     as_point,
     distance,
     domain_violations,
+    goal_value,
     holds,
     model_outputs,
     model_votes,
     reference_point,
 )
-from veritas_dsl.ir.query import MinimizeDistance, Query
+from veritas_dsl.ir.query import MaximizeMin, MinimizeDistance, MinimizeMax, Query
 from veritas_dsl.ir.reductions import counterexample_constraints
 from veritas_dsl.model.library import margin_close
 from veritas_dsl.result import Witness
@@ -94,5 +95,13 @@ def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np
         if witness.value != measured:  # every engine reports the IR's (weighted) distance
             raise WitnessMismatch(
                 f"query {query.name}: witness at distance {measured} reported as {witness.value}"
+            )
+    if isinstance(goal, MaximizeMin | MinimizeMax) and witness.value is not None:
+        # the value of the worst model is the one the engine must have reported
+        measured = goal_value(goal, outputs)
+        if not margin_close(measured, witness.value, TOLERANCE):
+            raise WitnessMismatch(
+                f"query {query.name}: the worst model's value at the witness is {measured}, "
+                f"reported as {witness.value}"
             )
     return outputs

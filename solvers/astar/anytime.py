@@ -310,7 +310,7 @@ class Run:
             improved = self.best is None or value < self.best
             shown = value
         else:
-            shown = term_value(plan.objective, margins)
+            shown = min(term_value(term, margins) for term in plan.objectives)
             value = shown
             improved = self.best is None or value > self.best
         if improved:
@@ -327,7 +327,7 @@ class Run:
                 search.raise_incumbent(-int(K.encode_distance(self.best)))
             else:
                 target = (Fraction(self.best) - problem.term_constant[0]) * Fraction(problem.scale)
-                slack = math.ceil(problem.term_slack_value[0] * problem.scale) + 1
+                slack = math.ceil(_objective_slack(problem) * problem.scale) + 1
                 search.raise_incumbent(math.floor(target) - slack)
 
     def _margins(self, problem: Problem, inputs) -> dict[tuple[str, str], np.ndarray]:
@@ -366,7 +366,7 @@ class Run:
                 bounds.append(K.decode_distance(-key))
             else:
                 exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
-                bounds.append(float(exact) + problem.term_slack_value[0])
+                bounds.append(float(exact) + _objective_slack(problem))
         if not bounds:
             return None
         return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)
@@ -441,3 +441,10 @@ class Run:
             "exact_units": int(all(p.exact_units for p in self.problems)),
         }
         return Outcome(termination, self.witness, self.trace, stats, lower, upper)
+
+
+def _objective_slack(problem: Problem) -> float:
+    """The float64 rounding a maximised value may hide: the largest slack of the objectives
+    (one term, or the terms of a min, whose key is their least bound)."""
+    n = len(problem.plan.objectives)
+    return max(problem.term_slack_value[:n], default=0.0)

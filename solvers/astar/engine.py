@@ -39,6 +39,7 @@ from veritas_dsl.ir.query import (
     DomainKind,
     Find,
     Maximize,
+    MaximizeMin,
     MinimizeDistance,
     Query,
 )
@@ -183,6 +184,8 @@ def _plan(query: Query) -> Plan:
     goal = query.goal
     if isinstance(goal, Maximize):
         return Plan(K.MODE_MAXIMIZE, objective=goal.term)
+    if isinstance(goal, MaximizeMin):
+        return Plan(K.MODE_MAXIMIZE, objective=goal.terms[0], worst_of=goal.terms[1:])
     if isinstance(goal, MinimizeDistance):
         return Plan(K.MODE_DISTANCE, distance=goal)
     if isinstance(goal, Find):

@@ -50,7 +50,13 @@ from veritas_dsl.solvers.astar.lifted import (
     resources_of,
 )
 from veritas_dsl.solvers.astar.sharing import share_trees
-from veritas_dsl.solvers.astar.terms import constant_part, fill_terms, plan_terms, term_copies
+from veritas_dsl.solvers.astar.terms import (
+    constant_part,
+    fill_terms,
+    level_constants,
+    plan_terms,
+    term_copies,
+)
 from veritas_dsl.solvers.astar.trees import fill_trees, splits
 
 
@@ -60,12 +66,20 @@ class Plan:
 
     ``mode`` is one of the kernels' ``MODE_*``. ``objective`` is the term to maximise (a
     minimisation reaches the engine as the maximisation of the negated term:
-    ``ir.reductions.MinimizeToMaximize``). ``distance`` is the goal of a closest-example query.
+    ``ir.reductions.MinimizeToMaximize``); with ``worst_of``, the least of it and those terms
+    (:class:`~veritas_dsl.ir.query.MaximizeMin`). ``distance`` is the goal of a
+    closest-example query.
     """
 
     mode: int
     objective: OutputTerm | None = None
     distance: MinimizeDistance | None = None
+    worst_of: tuple[OutputTerm, ...] = ()
+
+    @property
+    def objectives(self) -> tuple[OutputTerm, ...]:
+        """The terms whose least value is maximised (none outside maximisation)."""
+        return () if self.objective is None else (self.objective, *self.worst_of)
 
 
 @dataclass
@@ -133,7 +147,8 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     problem.term_constant = tuple(
         constant_part(query, term, sign) for term, sign in zip(terms, signs, strict=True)
     )
-    searched, copies = share_trees(query, copies)
+    searched, copies = level_constants(problem, query, copies, len(plan.objectives))
+    searched, copies = share_trees(searched, copies)
     split_var, split_value, node_rows = splits(searched, copies, var, integral)
     cell_ptr, cell_lo, cell_hi, root, split_rank = cells(
         split_var, split_value, lo, hi, integral, n_vars

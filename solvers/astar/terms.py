@@ -6,6 +6,7 @@ covers the float64 rounding of the models' sums.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from fractions import Fraction
@@ -13,14 +14,16 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.query import OutputTerm
+from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.solvers.base import UnsupportedQuery
 
 
 def plan_terms(plan, outputs):
     """Terms in maximisation form: (terms, signs, strict flags, right-hand sides or None), the
     objective of ``plan`` (a :class:`~veritas_dsl.solvers.astar.problem.Plan`) first."""
     terms, signs, strict, rhs = [], [], [], []
-    if plan.objective is not None:
-        terms.append(plan.objective)
+    for objective in plan.objectives:
+        terms.append(objective)
         signs.append(1.0)
         strict.append(False)
         rhs.append(None)
@@ -43,6 +46,41 @@ def term_copies(query, terms, signs):
                 copies[key] = np.zeros((model.n_nodes, len(terms)))
             copies[key][:, k] += sign * atom.coef * model.value[:, atom.output]
     return {key: values for key, values in sorted(copies.items()) if np.any(values)}
+
+
+#: The model of the one-leaf tree that carries the objectives' constant parts (a NUL: no spec
+#: can declare it).
+CONSTANTS = "\0constants"
+
+
+def level_constants(problem, query, copies, n_objectives: int):
+    """``(query, copies)`` with the objectives' constant parts (``problem.term_constant[:n]``)
+    made equal, their differences moved into the units by a tree of one leaf (model
+    :data:`CONSTANTS`), which :func:`~.trees.fill_trees` adds to ``u_base``.
+
+    Why: the search key of a maximisation of the least objective is the least of their bounds
+    in units (``kernels.keys.state_key``); units leave constants out, so objectives whose
+    constants differ would be compared wrongly. Unchanged when there is at most one objective
+    or their constants agree. Raises :class:`UnsupportedQuery` when a difference is not a
+    float64 (so not exact in units)."""
+    constants = problem.term_constant[:n_objectives]
+    if n_objectives <= 1 or len(set(constants)) == 1:
+        return query, copies
+    common = min(constants)
+    if any(Fraction(float(c - common)) != c - common for c in constants):
+        raise UnsupportedQuery(
+            f"query {query.name}: the constant parts of the terms of its min differ by more "
+            "than a float64 holds; the milp and oracle engines take it"
+        )
+    leaf = np.zeros((1, len(problem.term_constant)))
+    leaf[0, :n_objectives] = [float(c - common) for c in constants]
+    problem.term_constant = (common,) * n_objectives + problem.term_constant[n_objectives:]
+    stump = Ensemble(
+        feature=[-1], threshold=[0.0], left=[-1], right=[-1], value=[[0.0]],
+        tree_offsets=[0, 1], base_score=[0.0], feature_names=tuple(f.name for f in query.features),
+    )  # fmt: skip
+    leveled = dataclasses.replace(query, models={**query.models, CONSTANTS: stump})
+    return leveled, {**copies, (CONSTANTS, query.instances[0]): leaf}
 
 
 def _threshold_units(target: Fraction, strict: bool, q: int) -> int:

@@ -68,6 +68,7 @@ from veritas_dsl.ir.query import (
     Interval,
     Linear,
     Maximize,
+    MaximizeMin,
     MinimizeDistance,
     Query,
     Row,
@@ -208,11 +209,30 @@ class _Builder(Constraints):
         # by which the solver may stop short (see highs.OPTIONS).
         return (2.0**low if low is not None else 1.0) * min(goal.weights or (1.0,))
 
+    def epigraph(self, goal: MaximizeMin) -> Affine:
+        """A column ``t <= term`` for every term: maximised, ``t`` is the least term's value.
+        Its bounds, the terms' least bottom and least top, widened by far more than the
+        rounding of those sums, never cut a value ``t`` can take."""
+        rows, lows, highs = [], [], []
+        for term in goal.terms:
+            expr, lo, hi = self.term(term)
+            rows.append(expr)
+            lows.append(lo)
+            highs.append(hi)
+        lo, hi = min(lows), min(highs)
+        t = Affine.column(self.p.column(lo - 1e-6 * (1 + abs(lo)), hi + 1e-6 * (1 + abs(hi))))
+        for expr in rows:
+            self.p.row(t - expr, upper=0.0)
+        return t
+
     def goal(self) -> float:
         goal = self.query.goal
         if isinstance(goal, Maximize):
             expr, _, _ = self.term(goal.term)
             self.p.objective(expr, -1.0)
+            return -1.0
+        if isinstance(goal, MaximizeMin):
+            self.p.objective(self.epigraph(goal), -1.0)
             return -1.0
         if isinstance(goal, MinimizeDistance):
             self.step = self.distance_step(goal)

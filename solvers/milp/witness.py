@@ -30,20 +30,20 @@ from veritas_dsl.float32 import as_float32, ball_interval, ceil32, floor32, near
 from veritas_dsl.ir.evaluate import (
     distance,
     domain_violations,
+    goal_value,
     holds,
     model_outputs,
     reference_point,
-    term_value,
 )
 from veritas_dsl.ir.query import (
     Ball,
     Linear,
-    Maximize,
     MinimizeDistance,
     OutputConstraint,
     Query,
     Row,
     Tie,
+    goal_terms,
     weight_of,
 )
 from veritas_dsl.result import Termination, Witness
@@ -229,8 +229,8 @@ def _holds(form: Formulation, inputs, margins) -> bool:
 def _witness(query: Query, inputs, margins) -> Witness:
     goal = query.goal
     value = None
-    if isinstance(goal, Maximize):
-        value = term_value(goal.term, margins)
+    if goal_terms(goal):
+        value = goal_value(goal, margins)
     elif isinstance(goal, MinimizeDistance):
         center = reference_point(goal.center, inputs)
         value = distance(goal.norm, inputs[goal.instance], center, goal.weights)

@@ -19,19 +19,19 @@ import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.constructs import CONSTRUCTS
-from veritas_dsl.ir.evaluate import model_outputs, model_votes, term_value
+from veritas_dsl.ir.evaluate import goal_value, model_outputs, model_votes
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     Ball,
     Interval,
-    Maximize,
-    Minimize,
     MinimizeDistance,
     Prove,
     Query,
     Row,
     Tie,
+    goal_terms,
     infeasible_optimum,
+    maximizes,
     weight_of,
 )
 from veritas_dsl.ir.reductions import Chain
@@ -134,8 +134,8 @@ class OracleEngine:
             if point is None:
                 continue
             value = point.value
-            if isinstance(goal, (Maximize, Minimize)):
-                value = term_value(goal.term, combination.margins)
+            if goal_terms(goal):  # a combination fixes every output: the value is exact
+                value = goal_value(goal, combination.margins)
             witness = Witness(point.inputs, value)
             _check_outputs(query, point.inputs, combination)
             if distance_goal is None:
@@ -193,10 +193,9 @@ def _folded_into_box(c) -> bool:
 def _order_key(query: Query, space, combination: Combination) -> float:
     """Sort key: best objective first; for distances, the box's distance to the center."""
     goal = query.goal
-    if isinstance(goal, Maximize):
-        return -term_value(goal.term, combination.margins)
-    if isinstance(goal, Minimize):
-        return term_value(goal.term, combination.margins)
+    if goal_terms(goal):
+        value = goal_value(goal, combination.margins)
+        return -value if maximizes(goal) else value
     if isinstance(goal, MinimizeDistance):
         return _box_distance(query, space, combination, goal)
     return 0.0
@@ -256,9 +255,9 @@ class _Known:
         """Every combination before the one of sort key ``key`` is done: no better one has an
         input (no box has a point closer than the best found or this box's distance)."""
         goal = query.goal
-        if isinstance(goal, Maximize):
+        if maximizes(goal):
             self.upper = min(self.upper, -key)
-        elif isinstance(goal, Minimize | MinimizeDistance):
+        elif goal_terms(goal) or isinstance(goal, MinimizeDistance):
             self.lower = max(self.lower, key)
 
 

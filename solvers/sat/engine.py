@@ -41,6 +41,7 @@ from veritas_dsl.ir.constructs import CONSTRUCTS, constructs
 from veritas_dsl.ir.query import (
     Find,
     Maximize,
+    MaximizeMin,
     MinimizeDistance,
     OutputTerm,
     Query,
@@ -221,6 +222,8 @@ class _Search(SolverCalls, Maximizing, Distances):
             return self._find()
         if isinstance(goal, Maximize):
             return self._maximize(goal.term)
+        if isinstance(goal, MaximizeMin):
+            return self._maximize_min(goal.terms)
         if isinstance(goal, MinimizeDistance):
             return self._min_distance(goal)
         raise TypeError(f"unknown goal {goal!r}")

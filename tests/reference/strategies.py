@@ -24,8 +24,10 @@ from veritas_dsl.ir import (
     Linear,
     LinearTerm,
     Maximize,
+    MaximizeMin,
     Minimize,
     MinimizeDistance,
+    MinimizeMax,
     OneHot,
     OutputConstraint,
     Prove,
@@ -88,6 +90,7 @@ FAMILIES = (
     "linear",
     "hard_vote",
     "weighted_distance",
+    "worst_of",
 )
 
 #: Per-feature weights of a distance (1 / scale): powers of two, and 0.1 and 3, whose products
@@ -98,28 +101,46 @@ WEIGHTS = [0.1, 0.25, 1.0, 2.0, 3.0]
 @st.composite
 def ensembles(draw, n_features=3, max_trees=3, max_depth=2, n_outputs=1, thresholds=None):
     """A random ensemble; multi-output leaves when ``n_outputs > 1`` (task multiclass)."""
-    thresholds = thresholds or THRESHOLDS
-    values = st.integers(-4, 4).map(lambda v: v / 2)
-
-    def leaf():
-        if n_outputs == 1:
-            return draw(values)
-        return [draw(values) for _ in range(n_outputs)]
-
-    def tree(depth):
-        if depth == 0 or (depth < max_depth and draw(st.booleans())):
-            return leaf()
-        feature = draw(st.integers(0, n_features - 1))
-        return (feature, draw(st.sampled_from(thresholds)), tree(depth - 1), tree(depth - 1))
-
     n_trees = draw(st.integers(1, max_trees))
-    base = draw(values)
+    base = draw(VALUES)
     return build(
-        [tree(max_depth) for _ in range(n_trees)],
+        [draw_tree(draw, max_depth, n_features, n_outputs, thresholds) for _ in range(n_trees)],
         n_features,
         base=base if n_outputs == 1 else [base] * n_outputs,
         task="regression" if n_outputs == 1 else "multiclass",
     )
+
+
+VALUES = st.integers(-4, 4).map(lambda v: v / 2)
+
+
+def draw_tree(draw, max_depth=2, n_features=3, n_outputs=1, thresholds=None, depth=None):
+    """One random tree as nested tuples for ``conftest.build``."""
+    depth = max_depth if depth is None else depth
+    if depth == 0 or (depth < max_depth and draw(st.booleans())):
+        if n_outputs == 1:
+            return draw(VALUES)
+        return [draw(VALUES) for _ in range(n_outputs)]
+    feature = draw(st.integers(0, n_features - 1))
+    threshold = draw(st.sampled_from(thresholds or THRESHOLDS))
+    low, high = (
+        draw_tree(draw, max_depth, n_features, n_outputs, thresholds, depth - 1) for _ in range(2)
+    )
+    return (feature, threshold, low, high)
+
+
+@st.composite
+def variants(draw, n_features=3):
+    """Two or three models sharing most of their trees, as deletion variants do: each is a
+    base's trees with one of them redrawn, and its own base score."""
+    specs = [draw_tree(draw, 2, n_features) for _ in range(draw(st.integers(1, 4)))]
+    models = []
+    for _ in range(draw(st.integers(2, 3))):
+        changed = list(specs)
+        changed[draw(st.integers(0, len(specs) - 1))] = draw_tree(draw, 2, n_features)
+        base = draw(st.sampled_from([0.0, 0.0, 0.5, -1.5]))
+        models.append(build(changed, n_features, base=base))
+    return models
 
 
 def rows(n_features: int):
@@ -271,6 +292,21 @@ def queries(draw, family: str) -> Query:
                 OutputConstraint(goal.term, draw(st.sampled_from([">", "<"])), level)
             )
             goal = MinimizeDistance(norm, x, center, weights)
+    elif family == "worst_of":
+        # maximize the least / minimize the largest output of models that share trees, with a
+        # constant in one term; maybe in a ball, maybe above a level on each model
+        models = {f"m{i}": m for i, m in enumerate(draw(variants(n)))}
+        shift = draw(st.sampled_from([0.0, 0.0, 0.25, -1.0]))
+        terms = tuple(
+            term(out(model=name), constant=shift * (i == 0)) for i, name in enumerate(models)
+        )
+        goal = MaximizeMin(terms) if draw(st.booleans()) else MinimizeMax(terms)
+        if draw(st.booleans()):
+            constraints.append(Ball(draw(st.sampled_from(["linf", "l1"])), "x", row, radius))
+        if draw(st.booleans()):
+            constraints.append(
+                OutputConstraint(terms[-1], draw(st.sampled_from([">", "<"])), level)
+            )
     else:
         raise ValueError(f"unknown family {family!r}")
     return Query(family, space, instances, models, tuple(constraints), goal)

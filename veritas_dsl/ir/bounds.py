@@ -14,8 +14,10 @@ import numpy as np
 from veritas_dsl.ir.query import (
     Find,
     Maximize,
+    MaximizeMin,
     Minimize,
     MinimizeDistance,
+    MinimizeMax,
     OutputTerm,
     Prove,
     Query,
@@ -40,6 +42,10 @@ def trivial_bounds(query: Query) -> tuple[float | None, float | None]:
         return -math.inf, term_extreme(query, goal.term, up=True)
     if isinstance(goal, Minimize):
         return term_extreme(query, goal.term, up=False), math.inf
+    if isinstance(goal, MaximizeMin):  # the least term is at most the least term's top
+        return -math.inf, min(term_extreme(query, t, up=True) for t in goal.terms)
+    if isinstance(goal, MinimizeMax):
+        return max(term_extreme(query, t, up=False) for t in goal.terms), math.inf
     if isinstance(goal, MinimizeDistance):
         return 0.0, math.inf
     raise TypeError(f"unknown goal {goal!r}")

@@ -11,8 +11,10 @@ from veritas_dsl.ir.query import (
     Find,
     Linear,
     Maximize,
+    MaximizeMin,
     Minimize,
     MinimizeDistance,
+    MinimizeMax,
     OneHot,
     OutputConstraint,
     Prove,
@@ -42,6 +44,7 @@ CONSTRUCTS = frozenset(
         "disjunction",
         "maximize",
         "minimize",
+        "worst_of",
         "minimize_distance",
         "find",
         "prove",
@@ -55,11 +58,15 @@ def constructs(query: Query) -> frozenset[str]:
     used = {
         Maximize: "maximize",
         Minimize: "minimize",
+        MaximizeMin: "maximize",
+        MinimizeMax: "minimize",
         MinimizeDistance: "minimize_distance",
         Find: "find",
         Prove: "prove",
     }
     found = {used[type(query.goal)]}
+    if isinstance(query.goal, MaximizeMin | MinimizeMax):
+        found.add("worst_of")  # the least (or largest) of several terms
     if len(query.instances) > 1:
         found.add("two_instances")
     models = {atom.model for term in output_terms(query) for atom in term.atoms}

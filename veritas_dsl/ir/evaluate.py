@@ -23,8 +23,6 @@ from veritas_dsl.ir.query import (
     DomainKind,
     Interval,
     Linear,
-    Maximize,
-    Minimize,
     MinimizeDistance,
     Norm,
     OneHot,
@@ -36,6 +34,8 @@ from veritas_dsl.ir.query import (
     Tie,
     VoteMargin,
     Weights,
+    goal_terms,
+    maximizes,
     vote_labels,
 )
 
@@ -184,11 +184,19 @@ def domain_violations(query: Query, inputs: Inputs) -> list[str]:
     return problems
 
 
+def goal_value(goal, margins: Margins) -> float:
+    """The value of an output goal (maximise or minimise a term, or the least or largest of
+    several) at the model outputs ``margins``: each term by :func:`term_value`, then their
+    least (a maximisation of the worst, :class:`MaximizeMin`) or largest (``MinimizeMax``)."""
+    values = [term_value(term, margins) for term in goal_terms(goal)]
+    return min(values) if maximizes(goal) else max(values)
+
+
 def objective_value(query: Query, inputs: Inputs, margins: Margins) -> float | None:
     """The goal's objective at these inputs, or None for find and prove."""
     goal = query.goal
-    if isinstance(goal, (Maximize, Minimize)):
-        return term_value(goal.term, margins)
+    if goal_terms(goal):
+        return goal_value(goal, margins)
     if isinstance(goal, MinimizeDistance):
         center = reference_point(goal.center, inputs)
         return distance(goal.norm, inputs[goal.instance], center, goal.weights)

@@ -1,8 +1,9 @@
 """The query IR: what a `.ver` query asks, in solver-neutral terms.
 
 A :class:`Query` has a feature space shared by its models, one or two named input instances, a
-conjunction of constraints, and a goal. Types are named after the mathematics, never after an
-encoding; every engine (A*, MILP, SAT, the brute-force oracle) reads this and nothing of the syntax.
+conjunction of constraints, and a goal (:mod:`.goals`, whose names this module re-exports). Types
+are named after the mathematics, never after an encoding; every engine (A*, MILP, SAT, the
+brute-force oracle) reads this and nothing of the syntax.
 
 Semantics, which every engine follows:
 
@@ -25,6 +26,18 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
+from veritas_dsl.ir.goals import Find as Find
+from veritas_dsl.ir.goals import Goal as Goal
+from veritas_dsl.ir.goals import Maximize as Maximize
+from veritas_dsl.ir.goals import MaximizeMin as MaximizeMin
+from veritas_dsl.ir.goals import Minimize as Minimize
+from veritas_dsl.ir.goals import MinimizeDistance as MinimizeDistance
+from veritas_dsl.ir.goals import MinimizeMax as MinimizeMax
+from veritas_dsl.ir.goals import Prove as Prove
+from veritas_dsl.ir.goals import goal_terms as goal_terms
+from veritas_dsl.ir.goals import infeasible_optimum as infeasible_optimum
+from veritas_dsl.ir.goals import maximizes as maximizes
+from veritas_dsl.ir.goals import normalise_weights
 from veritas_dsl.model.ensemble import Ensemble
 
 
@@ -152,7 +165,7 @@ class Ball:
     weights: Weights = None
 
     def __post_init__(self) -> None:
-        _normalise_weights(self)
+        normalise_weights(self)
 
 
 @dataclass(frozen=True)
@@ -244,58 +257,6 @@ Constraint: TypeAlias = (
 )
 
 
-# -- goals ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Maximize:
-    """Find the largest value of ``term`` over the inputs that satisfy the constraints."""
-
-    term: OutputTerm
-
-
-@dataclass(frozen=True)
-class Minimize:
-    """Find the smallest value of ``term``."""
-
-    term: OutputTerm
-
-
-@dataclass(frozen=True)
-class MinimizeDistance:
-    """Find the smallest ``norm`` distance from ``instance`` to ``center`` (a closest example),
-    weighted by ``weights`` (see :data:`Weights`)."""
-
-    norm: Norm
-    instance: str
-    center: Reference
-    weights: Weights = None
-
-    def __post_init__(self) -> None:
-        _normalise_weights(self)
-
-
-def _normalise_weights(distance) -> None:
-    if distance.weights is not None:
-        object.__setattr__(distance, "weights", tuple(float(w) for w in distance.weights))
-
-
-@dataclass(frozen=True)
-class Find:
-    """Find any input that satisfies the constraints, or show that none does."""
-
-
-@dataclass(frozen=True)
-class Prove:
-    """Show that every input satisfying the constraints satisfies ``conclusion`` (a conjunction
-    of output constraints and :class:`AnyOf` of them), or find a counterexample."""
-
-    conclusion: tuple[Constraint, ...]
-
-
-Goal: TypeAlias = "Maximize | Minimize | MinimizeDistance | Find | Prove"
-
-
 @dataclass(frozen=True)
 class Query:
     """A solver-neutral verification problem.
@@ -350,8 +311,7 @@ def walk(constraints: tuple[Constraint, ...]):
 def output_terms(query: Query):
     """Yield every output term of the query: in constraints, the goal and a conclusion."""
     goal = query.goal
-    if isinstance(goal, (Maximize, Minimize)):
-        yield goal.term
+    yield from goal_terms(goal)
     conclusion = goal.conclusion if isinstance(goal, Prove) else ()
     for constraint in walk(query.constraints + conclusion):
         if isinstance(constraint, OutputConstraint):
@@ -459,6 +419,8 @@ def check_query(query: Query) -> None:
         instance(goal.instance)
         reference(goal.center)
         weights(goal.weights)
+    if isinstance(goal, MaximizeMin | MinimizeMax) and not goal.terms:
+        raise IRError(f"query {query.name}: the worst of no terms has no value")
     for term in output_terms(query):
         for atom in term.atoms:
             instance(atom.instance)
@@ -471,13 +433,3 @@ def check_query(query: Query) -> None:
 def vote_labels(model) -> int:
     """How many labels the trees of ``model`` vote among (at least two)."""
     return max(2, model.n_outputs)
-
-
-def infeasible_optimum(goal: Goal) -> float | None:
-    """The optimum of ``goal`` over no inputs: -inf for a maximisation, +inf for a minimisation,
-    None for find and prove (which have no bounds)."""
-    if isinstance(goal, Maximize):
-        return -math.inf
-    if isinstance(goal, Minimize | MinimizeDistance):
-        return math.inf
-    return None

@@ -122,7 +122,20 @@ class Neg:
     span: Span
 
 
-Expr = Number | Name | Attr | Index | Call | Arith | Neg
+@dataclass(frozen=True)
+class EachOf:
+    """``func(part for var in family)``: ``min`` or ``max`` of ``part`` over the models of a
+    family, ``var`` naming each in turn (an objective: ``maximize min(m(x) for m in V)``)."""
+
+    func: str
+    func_span: Span
+    part: Expr
+    var: Name
+    family: Name
+    span: Span
+
+
+Expr = Number | Name | Attr | Index | Call | Arith | Neg | EachOf
 
 # -- conditions -------------------------------------------------------------------------------
 

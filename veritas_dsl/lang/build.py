@@ -282,6 +282,18 @@ class Build(Transformer_NonRecursive):
         return ast.Call(str(func), self.token_span(func), args, self.span(meta), keywords)
 
     @v_args(meta=True)
+    def each_of(self, meta, children):
+        func, part, var, family = children
+        return ast.EachOf(
+            str(func),
+            self.token_span(func),
+            part,
+            ast.Name(str(var), self.token_span(var)),
+            ast.Name(str(family), self.token_span(family)),
+            self.span(meta),
+        )
+
+    @v_args(meta=True)
     def keyword_arg(self, meta, children):
         name, value = children
         return ast.KeywordArg(str(name), self.token_span(name), value, self.span(meta))

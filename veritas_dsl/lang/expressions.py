@@ -191,6 +191,8 @@ class Expressions(Scales):
             return self.linear(expr.operand, scope).times(-1.0)
         if isinstance(expr, ast.Arith):
             return self.arithmetic(expr, scope)
+        if isinstance(expr, ast.EachOf):
+            raise self.objective_only(expr)
         raise AssertionError(f"unknown expression {expr!r}")
 
     def arithmetic(self, expr: ast.Arith, scope: Scope) -> t.Lin:
@@ -399,6 +401,17 @@ class Expressions(Scales):
             f"unknown function `{func}`",
             expr.func_span,
             help=suggest(func, known) or f"models are {', '.join(self.models) or 'none'}",
+        )
+
+    def objective_only(self, expr: ast.Call | ast.EachOf) -> Failed:
+        """The error for ``min(...)`` or ``max(...)`` used as a value (``lang.families`` reads
+        them as a whole objective only)."""
+        return self.error(
+            "V332",
+            f"`{expr.func}(...)` is an objective, not a value",
+            expr.span,
+            help="write `maximize min(m(x) for m in V)`; in a condition, state it of each "
+            "model: m(x) >= 0.5 for m in V",
         )
 
     def row_index(self, expr: ast.Expr, limit: int) -> int:

@@ -11,6 +11,7 @@ fraction, the count and the seed alone: the same spec gives the same variants.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from veritas_dsl.model.ensemble import ModelError
 #: The functions that make a family, and their arguments.
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}
 _EXAMPLE = "models V = deletions(before, fraction = 0.01, count = 20, seed = 0)"
+#: The objectives over several terms: ``maximize min(...)`` and ``minimize max(...)``.
+WORST = ("min", "max")
 #: The most models a family may hold: a typo like `count = 1e6` is an error, not an hour's wait.
 MAX_COUNT = 1000
 
@@ -204,6 +207,8 @@ class Families(DerivedModels):
             expr = dataclasses.replace(expr, func=scope.models[expr.func])
         elif expr.func in self.families:
             raise self.not_a_model(expr.func, expr.func_span)
+        elif self.is_worst_of(expr):
+            raise self.objective_only(expr)
         return super().call(expr, scope, output)
 
     def index(self, expr: ast.Index, scope: Scope) -> t.Value:
@@ -216,20 +221,78 @@ class Families(DerivedModels):
     def for_each(self, cond: ast.ForEach, scope: Scope, negated: bool) -> t.Condition:
         """``part for m in V``: ``part`` for each model of ``V``, all of them (any of them
         failing, under ``not``). Typed once per model; the first error stops it."""
-        var = cond.var.id
-        taken = scope.instances | set(scope.models) | {scope.batch} | set(self.declared)
-        if var in taken or var in BUILTINS:
-            raise self.error(
-                "V201",
-                f"`{var}` is already a name here",
-                cond.var.span,
-                help="choose another name for the family's models, e.g. `m`",
-            )
+        var = self.family_variable(cond.var, scope)
         members = self.family_named(cond.family)
         parts = tuple(
             self.condition(cond.part, scope.binding(var, member), negated) for member in members
         )
         return t.EitherOf(parts) if negated else t.AllOf(parts)
+
+    def family_variable(self, var: ast.Name, scope: Scope) -> str:
+        """The name of ``for m in V``'s ``m``, which must be new here."""
+        taken = scope.instances | set(scope.models) | {scope.batch} | set(self.declared)
+        if var.id in taken or var.id in BUILTINS:
+            raise self.error(
+                "V201",
+                f"`{var.id}` is already a name here",
+                var.span,
+                help="choose another name for the family's models, e.g. `m`",
+            )
+        return var.id
+
+    # -- maximize min(m(x) for m in V), minimize max(...): the worst model's value ----------
+
+    def is_worst_of(self, expr: ast.Expr) -> bool:
+        """Whether ``expr`` is ``min(...)`` or ``max(...)`` (a family's, or of a list)."""
+        if isinstance(expr, ast.EachOf):
+            return True
+        return isinstance(expr, ast.Call) and expr.func in WORST and expr.func not in self.models
+
+    def worst_objective(self, statement: ast.Objective, scope: Scope) -> t.OptimizeWorst:
+        """``maximize min(part for m in V)`` / ``minimize max(...)``, or of a list of terms
+        (``min(a(x), b(x))``): each part a sum of model outputs."""
+        expr = statement.expr
+        want = WORST[0] if statement.sense == "maximize" else WORST[1]
+        if expr.func not in WORST:
+            raise self.error(
+                "V332",
+                f"`{expr.func}(... for ...)` is not an objective",
+                expr.func_span,
+                help=f"{statement.sense} {want}(m(x) for m in V)",
+            )
+        if expr.func != want:
+            raise self.error(
+                "V332",
+                f"`{statement.sense} {expr.func}(...)` is not supported: it is the best of the "
+                "models' own optima",
+                expr.func_span,
+                help=f"{statement.sense} {want}(...) for the worst model's value, or "
+                f"{statement.sense} each model in a query of its own",
+            )
+        if isinstance(expr, ast.EachOf):
+            var = self.family_variable(expr.var, scope)
+            members = self.family_named(expr.family)
+            parts = [(expr.part, scope.binding(var, member)) for member in members]
+        else:
+            if expr.keywords:
+                raise self.error("V331", f"`{want}` takes no keyword", expr.keywords[0].span)
+            if not expr.args:
+                raise self.error("V332", f"`{want}()` of nothing", expr.span)
+            parts = [(arg, scope) for arg in expr.args]
+        lins = []
+        for part, within in parts:
+            value = self.value(part, within)
+            if not (isinstance(value, t.Lin) and value.kind == "outputs"):
+                raise self.error(
+                    "V332",
+                    f"cannot {statement.sense} the {want} of {self.describe(value)}",
+                    part.span,
+                    help=f"each part is a model's output: {want}(m(x) for m in V)",
+                )
+            if any(math.isinf(c) for _, c in value.coefs):
+                raise self.error("V308", f"cannot {statement.sense} an infinite value", part.span)
+            lins.append(value)
+        return t.OptimizeWorst(statement.sense, tuple(lins), statement.span)
 
     def family_named(self, name: ast.Name) -> tuple[str, ...]:
         if name.id in self.families:

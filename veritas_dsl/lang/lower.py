@@ -30,8 +30,10 @@ from veritas_dsl.ir.query import (
     Linear,
     LinearTerm,
     Maximize,
+    MaximizeMin,
     Minimize,
     MinimizeDistance,
+    MinimizeMax,
     OneHot,
     OutputAtom,
     OutputConstraint,
@@ -339,6 +341,9 @@ class _Lowering:
         if isinstance(goal, t.OptimizeOutputs):
             term = self.output_term(goal.lin, goal.span)
             return Maximize(term) if goal.sense == "maximize" else Minimize(term)
+        if isinstance(goal, t.OptimizeWorst):
+            terms = tuple(self.output_term(lin, goal.span) for lin in goal.lins)
+            return MaximizeMin(terms) if goal.sense == "maximize" else MinimizeMax(terms)
         if isinstance(goal, t.ClosestDistance):
             d = goal.distance
             return MinimizeDistance(d.norm, d.instance, self.reference(d.other), d.weights)

@@ -170,6 +170,8 @@ class Queries(Environment):
     def objective(self, statement, scope: Scope) -> t.Goal:
         if isinstance(statement, ast.FindStmt):
             return t.FindAny(statement.span)
+        if self.is_worst_of(statement.expr):
+            return self.worst_objective(statement, scope)
         value = self.value(statement.expr, scope)
         if isinstance(value, t.Distance):
             if statement.sense == "maximize":
@@ -313,7 +315,7 @@ def _names(node) -> list[ast.Name]:
         return _names(node.operands)
     if isinstance(node, ast.And | ast.Or):
         return _names(node.parts)
-    if isinstance(node, ast.Not | ast.ForEach):
+    if isinstance(node, ast.Not | ast.ForEach | ast.EachOf):
         return _names(node.part)
     if isinstance(node, ast.Attr | ast.Index):
         return _names(node.obj) + _names(getattr(node, "index", ()))

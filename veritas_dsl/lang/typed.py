@@ -244,6 +244,15 @@ class OptimizeOutputs:
 
 
 @dataclass(frozen=True)
+class OptimizeWorst:
+    """``maximize min(...)`` (the least of ``lins``) or ``minimize max(...)`` (the largest)."""
+
+    sense: str  # "maximize" or "minimize"
+    lins: tuple[Lin, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class ClosestDistance:
     distance: Distance
     span: Span
@@ -260,7 +269,7 @@ class ProveThat:
     span: Span
 
 
-Goal = OptimizeOutputs | ClosestDistance | FindAny | ProveThat
+Goal = OptimizeOutputs | OptimizeWorst | ClosestDistance | FindAny | ProveThat
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,15 @@ def terms_verdict(u, term_thr, term_sure, term_cons):
 
 @internal
 def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
-    """Priority ``(key, tie)`` of a state: larger is better."""
+    """Priority ``(key, tie)`` of a state: larger is better. Maximising, the least bound of
+    the objectives (the terms that are no constraint; one, or those of a min): a bound of
+    their least value, exact once the state is complete."""
     if mode == MODE_MAXIMIZE:
-        return u[0], np.int64(depth)
+        least = u[0]
+        for k in range(1, u.shape[0]):
+            if term_cons[k] == 0 and u[k] < least:
+                least = u[k]
+        return least, np.int64(depth)
     if mode == MODE_FIND:
         return terms_slack(u, term_thr, term_cons), np.int64(depth)
     return -encode_distance(goal_cost), terms_slack(u, term_thr, term_cons)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 MODE_MAXIMIZE = 0
-"""Maximise term 0; terms 1.. are output constraints."""
+"""Maximise term 0, or the least of terms 0..n-1 (a min); the other terms are output
+constraints."""
 MODE_FIND = 1
 """Find any complete state meeting every term's threshold (all terms are constraints)."""
 MODE_DISTANCE = 2

@@ -33,7 +33,9 @@ import numpy as np
 from veritas_dsl.ir.query import (
     AnyOf,
     Maximize,
+    MaximizeMin,
     Minimize,
+    MinimizeMax,
     OutputAtom,
     OutputConstraint,
     OutputTerm,
@@ -222,6 +224,8 @@ class CancelTrees(Reduction):
         goal = query.goal
         if isinstance(goal, Maximize | Minimize):
             goal = type(goal)(pruner.term(goal.term))
+        elif isinstance(goal, MaximizeMin | MinimizeMax):
+            goal = type(goal)(tuple(pruner.term(term) for term in goal.terms))
         elif isinstance(goal, Prove):
             goal = Prove(pruner.constraints(goal.conclusion))
         if not pruner.changed:

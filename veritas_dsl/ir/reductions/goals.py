@@ -10,7 +10,9 @@ from veritas_dsl.ir.query import (
     Constraint,
     Find,
     Maximize,
+    MaximizeMin,
     Minimize,
+    MinimizeMax,
     OutputAtom,
     OutputTerm,
     Prove,
@@ -58,13 +60,18 @@ def _negate(value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class MinimizeToMaximize(Reduction):
-    """``minimize t`` becomes ``maximize -t``; the inverse negates and swaps the bounds and
-    negates every witness's value and trace point (all exact)."""
+    """``minimize t`` becomes ``maximize -t``, and ``minimize max(t1, .., tn)`` becomes
+    ``maximize min(-t1, .., -tn)``; the inverse negates and swaps the bounds and negates every
+    witness's value and trace point (all exact)."""
 
     def apply(self, query: Query) -> tuple[Query, bool]:
-        if not isinstance(query.goal, Minimize):
-            return query, False
-        return dataclasses.replace(query, goal=Maximize(negated_term(query.goal.term))), True
+        goal = query.goal
+        if isinstance(goal, Minimize):
+            return dataclasses.replace(query, goal=Maximize(negated_term(goal.term))), True
+        if isinstance(goal, MinimizeMax):
+            negated = MaximizeMin(tuple(negated_term(term) for term in goal.terms))
+            return dataclasses.replace(query, goal=negated), True
+        return query, False
 
     def invert(self, result: Result, inverse: bool) -> Result:
         if not inverse:
