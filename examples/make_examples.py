@@ -154,7 +154,8 @@ def recourse_forest() -> None:
     from veritas_dsl.unlearning import DareForest
 
     X, y = german_credit(1000, seed=11)
-    header = ",".join([*GERMAN, "label"])
+    # A DaRE forest's features are f0, f1, ...: the columns are named so (GERMAN's order).
+    header = ",".join([*(f"f{i}" for i in range(len(GERMAN))), "label"])
     np.savetxt(
         HERE / "data" / "german_credit.csv",
         np.column_stack([X, y]),
