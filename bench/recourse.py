@@ -131,12 +131,13 @@ def write_csv(path: Path, X: np.ndarray) -> None:
 def counterfactuals(forest, X, rejected, args, k: int | None):
     """Per method asked: the counterfactual of each rejected row (None where none was found),
     the A* times, and how many were proven optimal."""
-    folder = Path(tempfile.mkdtemp(prefix="recourse-bench-"))
-    forest.save(folder / "before.dare")
-    write_csv(folder / "train.csv", X)
-    write_csv(folder / "rejected.csv", rejected)
-    text = spec_text(k, args.fraction / 100, args.variants, args.timeout)
-    runs = parse(text, str(folder / "recourse.ver")).run(jobs=1)
+    with tempfile.TemporaryDirectory(prefix="recourse-bench-") as name:
+        folder = Path(name)
+        forest.save(folder / "before.dare")
+        write_csv(folder / "train.csv", X)
+        write_csv(folder / "rejected.csv", rejected)
+        text = spec_text(k, args.fraction / 100, args.variants, args.timeout)
+        runs = parse(text, str(folder / "recourse.ver")).run(jobs=1)
     methods = METHODS if k is not None else METHODS[:2]
     found = {m: [None] * len(rejected) for m in methods}
     times = {m: [] for m in methods}
