@@ -150,8 +150,7 @@ def recourse_forest() -> None:
     too) and a DaRE forest of random nodes on the training rows whose worst case after deleting
     3 rows is certified (examples/recourse.ver): of the fits with random_state 0 to 59 so
     certified, the most accurate on the test rows (bench/recourse.py chooses the same way)."""
-    from veritas_dsl.model.certificate import unstable_nodes
-    from veritas_dsl.unlearning import DareForest
+    from veritas_dsl.unlearning import DareForest, UnstableError, worst_case
 
     X, y = german_credit(1000, seed=11)
     # A DaRE forest's features are f0, f1, ...: the columns are named so (GERMAN's order).
@@ -169,7 +168,9 @@ def recourse_forest() -> None:
         forest = DareForest(
             n_trees=20, max_depth=2, random_depth=2, min_samples_leaf=50, random_state=seed
         ).fit(X[:750], y[:750])
-        if unstable_nodes(forest, 3):
+        try:
+            worst_case(forest, 3)
+        except UnstableError:
             continue
         accuracy = np.mean((forest.predict_proba(X[750:])[:, 1] > 0.5) == y[750:])
         if best is None or accuracy > best[0]:
