@@ -38,6 +38,19 @@ from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest
 
 
+def forest_and_rows(rows: int, trees: int, depth: int, prefix: str) -> Path:
+    """A new folder holding ``before.dare`` (a DareForest fit on the first ``rows`` of
+    make_classification(rows + 400, 10)) and ``test.csv`` (the 400 held-out rows, f0..f9)."""
+    X, y = make_classification(rows + 400, 10, random_state=0)
+    X = X.astype(np.float32)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    forest = DareForest(n_trees=trees, max_depth=depth, random_state=0)
+    forest.fit(X[:rows], y[:rows]).save(folder / "before.dare")
+    names = ",".join(f"f{i}" for i in range(10))
+    np.savetxt(folder / "test.csv", X[rows:], delimiter=",", header=names, comments="", fmt="%.9g")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2000)
@@ -49,16 +62,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per query")
     args = parser.parse_args()
 
-    X, y = make_classification(args.rows + 400, 10, random_state=0)
-    X = X.astype(np.float32)
-    folder = Path(tempfile.mkdtemp(prefix="family-bench-"))
-    forest = DareForest(n_trees=args.trees, max_depth=args.depth, random_state=0)
-    forest.fit(X[: args.rows], y[: args.rows]).save(folder / "before.dare")
-    names = [f"f{i}" for i in range(10)]
-    rows = X[args.rows :]
-    np.savetxt(
-        folder / "test.csv", rows, delimiter=",", header=",".join(names), comments="", fmt="%.9g"
-    )
+    folder = forest_and_rows(args.rows, args.trees, args.depth, "family-bench-")
     print(
         f"forest: {args.trees} trees, depth {args.depth}, {args.rows} rows; each variant "
         f"forgets {args.fraction:g} of them; {args.queries} test rows, A*"

@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 
-import numpy as np
-from sklearn.datasets import make_classification
+from family import forest_and_rows
 
 from veritas_dsl import parse
 from veritas_dsl.ir.reductions.cancel import tree_keys
 from veritas_dsl.result import Termination
-from veritas_dsl.unlearning import DareForest
 
 
 def main() -> None:
@@ -49,16 +45,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per query")
     args = parser.parse_args()
 
-    X, y = make_classification(args.rows + 400, 10, random_state=0)
-    X = X.astype(np.float32)
-    folder = Path(tempfile.mkdtemp(prefix="worst-of-bench-"))
-    forest = DareForest(n_trees=args.trees, max_depth=args.depth, random_state=0)
-    forest.fit(X[: args.rows], y[: args.rows]).save(folder / "before.dare")
-    names = [f"f{i}" for i in range(10)]
-    np.savetxt(
-        folder / "test.csv", X[args.rows :], delimiter=",", header=",".join(names),
-        comments="", fmt="%.9g",
-    )  # fmt: skip
+    folder = forest_and_rows(args.rows, args.trees, args.depth, "worst-of-bench-")
     print(
         f"forest: {args.trees} trees, depth {args.depth}, {args.rows} rows; each variant forgets "
         f"{args.fraction:g} of them; {args.queries} test rows, L-inf radius {args.radius}"
