@@ -22,6 +22,19 @@ PROBE_WHILE = Fraction(1, 1000)
 class Maximizing:
     """The maximisation strategy of the engine's search (a mixin over its solver calls)."""
 
+    def _first(self, goal: Maximize | MaximizeMin, value_of) -> Witness | Result:
+        """The first witness, its value from its outputs by ``value_of``; or the result when
+        there is none: the search stopped, or no input meets the constraints."""
+        found = self._witness([])
+        if found is None:
+            return self._result(self.stop, -math.inf, math.inf)
+        if found is False:
+            bound = infeasible_optimum(goal)
+            self._point(bound, bound)
+            return self._result(Termination.INFEASIBLE, bound, bound)
+        self.witness = Witness(found[0], value_of(found[1]))
+        return self.witness
+
     def _maximize(self, term: OutputTerm) -> Result:
         """Maximise ``term``."""
 
@@ -30,16 +43,10 @@ class Maximizing:
             return self._result(termination, lower, upper, witness)
 
         point = self._point
-
-        found = self._witness([])
-        if found is None:
-            return report(self.stop, -math.inf, math.inf)
-        if found is False:
-            bound = infeasible_optimum(Maximize(term))
-            point(bound, bound)
-            return report(Termination.INFEASIBLE, bound, bound)
-        best, best_value = found[0], term_value(term, found[1])
-        self.witness = Witness(best, best_value)
+        first = self._first(Maximize(term), lambda outputs: term_value(term, outputs))
+        if isinstance(first, Result):
+            return first
+        best, best_value = first.inputs, first.value
         _, upper = trivial_bounds(self.query)  # until the sum of the term gives better
         point(best_value, max(best_value, upper))
         form = self._form(term)
@@ -112,15 +119,10 @@ class Maximizing:
             return self._result(termination, lower, upper, witness)
 
         point = self._point
-        found = self._witness([])
-        if found is None:
-            return report(self.stop, -math.inf, math.inf)
-        if found is False:
-            bound = infeasible_optimum(MaximizeMin(terms))
-            point(bound, bound)
-            return report(Termination.INFEASIBLE, bound, bound)
-        best, best_value = found[0], value_of(found[1])
-        self.witness = Witness(best, best_value)
+        first = self._first(MaximizeMin(terms), value_of)
+        if isinstance(first, Result):
+            return first
+        best, best_value = first.inputs, first.value
         forms = [self._form(term) for term in terms]
         sums = [self._sum(term, True) for term in terms]
         self.propagator.guides.clear()
