@@ -46,7 +46,7 @@ from sklearn.datasets import load_breast_cancer
 
 from veritas_dsl import parse
 from veritas_dsl.result import Termination
-from veritas_dsl.unlearning import DareForest, UnstableError, worst_case
+from veritas_dsl.unlearning import DareForest, UnstableError, certified_fit, worst_case
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = (0.5, 1, 2, 3, 5)
@@ -76,20 +76,6 @@ def cancer() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def accuracy(forest: DareForest, X_test, y_test) -> float:
     return float(np.mean((forest.predict_proba(X_test)[:, 1] > 0.5) == y_test))
-
-
-def certified_forest(X, y, X_test, y_test, k: int, seeds: int, settings: dict):
-    """The most accurate of ``seeds`` random-node fits whose structure no deletion of ``k`` rows
-    changes (then ``worst_case(forest, k)`` is accepted), and its random_state; None if none is."""
-    best = None
-    for seed in range(seeds):
-        depth = settings["max_depth"]
-        forest = DareForest(random_depth=depth, random_state=seed, **settings).fit(X, y)
-        if not refused(forest, k):
-            score = accuracy(forest, X_test, y_test)
-            if best is None or score > accuracy(best[0], X_test, y_test):
-                best = (forest, seed)
-    return best
 
 
 def refused(forest: DareForest, k: int) -> tuple:
@@ -178,7 +164,7 @@ def forests(name: str, args, X, y, X_test, y_test):
     """``(label, forest, k or None, description)`` of the forests to run on: the certified one of
     random nodes and the greedy one (``--greedy``)."""
     found = []
-    chosen = certified_forest(X, y, X_test, y_test, args.k, args.seeds, RANDOM[name])
+    chosen = certified_fit(X, y, args.k, X_test, y_test, range(args.seeds), **RANDOM[name])
     if chosen is None:
         print(f"{name}: no random-node fit of {args.seeds} is certified at k = {args.k}")
     else:

@@ -14,7 +14,7 @@ import pytest
 
 from veritas_dsl.model.certificate import UnstableError, leaf_bounds, unstable_nodes
 from veritas_dsl.model.errors import ModelError
-from veritas_dsl.unlearning import DareForest, worst_case
+from veritas_dsl.unlearning import DareForest, certified_fit, worst_case
 
 DETERMINISTIC = dict(k=None, max_features=None, random_depth=0)
 CONFIGS = {
@@ -196,3 +196,19 @@ def test_bad_deletions(bad):
     forest = DareForest(n_trees=1, max_depth=1).fit(X, y)
     with pytest.raises(ModelError, match="deletions must be a whole number"):
         worst_case(forest, deletions=bad)
+
+
+def test_certified_fit_picks_the_most_accurate_certified_seed():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 5, (300, 3)).astype(np.float32)
+    y = ((X[:, 0] + rng.normal(0, 1, 300)) > 2).astype(int)
+    settings = dict(n_trees=3, max_depth=2, min_samples_leaf=30)
+    forest, seed = certified_fit(X[:200], y[:200], 2, X[200:], y[200:], range(8), **settings)
+    worst_case(forest, 2)  # accepted
+    scores = {}
+    for s in range(8):
+        fit = DareForest(random_depth=2, random_state=s, **settings).fit(X[:200], y[:200])
+        if not unstable_nodes(fit, 2):
+            scores[s] = np.mean((fit.predict_proba(X[200:])[:, 1] > 0.5) == y[200:])
+    assert len(scores) >= 2 and seed == max(scores, key=lambda s: (scores[s], -s))
+    assert certified_fit(X[:200], y[:200], 150, X[200:], y[200:], range(3), **settings) is None

@@ -93,6 +93,26 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     )
 
 
+def certified_fit(X, y, deletions: int, X_test, y_test, seeds: range, **settings):
+    """``(forest, seed)``: of the random-node DareForest fits on ``X, y`` (``random_depth`` =
+    ``max_depth``, the given settings) with ``random_state`` in ``seeds`` that :func:`worst_case`
+    accepts at ``deletions``, the most accurate on ``X_test, y_test`` (the first of equals);
+    None when none is certified. Random nodes, because the certificate accepts them far more
+    often than greedy ones (docs/unlearning.md)."""
+    from veritas_dsl.model.dare import DareForest
+
+    best = None
+    for seed in seeds:
+        depth = settings["max_depth"]
+        forest = DareForest(random_depth=depth, random_state=seed, **settings).fit(X, y)
+        if unstable_nodes(forest, int(deletions)):
+            continue
+        accuracy = float(np.mean((forest.predict_proba(X_test)[:, 1] > 0.5) == y_test))
+        if best is None or accuracy > best[0]:
+            best = (accuracy, forest, seed)
+    return None if best is None else best[1:]
+
+
 def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Per leaf of ``count`` rows, ``positives`` of them positive, the least and the most
     ``positives' / count'`` after deleting at most ``k`` of its rows, keeping one: delete

@@ -1,6 +1,11 @@
 """Unlearning: forests that forget training rows, and what a deletion reveals."""
 
-from veritas_dsl.model.certificate import UnstableError, UnstableNode, worst_case
+from veritas_dsl.model.certificate import (
+    UnstableError,
+    UnstableNode,
+    certified_fit,
+    worst_case,
+)
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
 
@@ -10,6 +15,7 @@ __all__ = [
     "LeakageError",
     "UnstableError",
     "UnstableNode",
+    "certified_fit",
     "leakage",
     "worst_case",
 ]
