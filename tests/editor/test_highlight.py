@@ -14,7 +14,7 @@ pygments = pytest.importorskip("pygments", reason="the lexer needs Pygments (the
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename  # noqa: E402
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String  # noqa: E402
 
-from veritas_dsl.editor import highlight  # noqa: E402
+from veritas_dsl.editor import highlight, words  # noqa: E402
 
 SPECS = shipped_specs()
 TEXTMATE = ROOT / "editors" / "vscode" / "syntaxes" / "ver.tmLanguage.json"
@@ -47,14 +47,14 @@ def test_the_lexer_classes_the_words_of_the_grammar():
 def test_the_textmate_grammar_knows_the_lexers_words():
     grammar = json.loads(TEXTMATE.read_text())
     patterns = {p["name"]: p for p in grammar["patterns"]}
-    words = {
-        "keyword.control.ver": highlight.KEYWORDS,
-        "keyword.operator.word.ver": highlight.OPERATOR_WORDS,
-        "storage.type.ver": highlight.TYPES,
-        "support.function.builtin.ver": [w + "(" for w in highlight.BUILTINS],
-        "support.constant.ver": highlight.CONSTANTS,
+    listed_words = {
+        "keyword.control.ver": words.KEYWORDS,
+        "keyword.operator.word.ver": words.OPERATOR_WORDS,
+        "storage.type.ver": words.TYPES,
+        "support.function.builtin.ver": [w + "(" for w in words.BUILTINS],
+        "support.constant.ver": words.CONSTANTS,
     }
-    for scope, listed in words.items():
+    for scope, listed in listed_words.items():
         pattern = re.compile(patterns[scope]["match"])
         assert all(pattern.match(w) for w in listed), scope
         assert not pattern.match("modelled")

@@ -1,7 +1,7 @@
 """A Pygments lexer for `.ver`, registered as ``ver`` by entry point (``pygmentize -l ver``, Sphinx
 and MkDocs code blocks, ``rich``). Needs Pygments (``pip install "veritas-dsl[highlight]"``).
 
-Its words are the grammar's (``grammar/ver.lark``): tests/editor/test_highlight.py lexes every
+Its words are the grammar's, listed in ``words.py``: tests/editor/test_highlight.py lexes every
 spec of the docs and the examples and finds no error token. ``editors/vscode`` holds the TextMate
 grammar with the same classes.
 """
@@ -20,23 +20,7 @@ from pygments.token import (
     Text,
 )
 
-KEYWORDS = (
-    "model", "models", "data", "features", "from", "const", "query", "property", "for", "in",
-    "where", "input", "maximize", "minimize", "find", "forall", "expect", "solve", "with",
-    "except",
-)  # fmt: skip
-OPERATOR_WORDS = ("and", "or", "not")
-TYPES = ("real", "int", "bool", "onehot")
-#: Functions of conditions and objectives, derived models, scale statistics, family extremes.
-BUILTINS = (
-    "class", "vote", "linf", "l1", "changed", "mad", "std", "min", "max", "delete", "retrain",
-    "worst_case", "best_case", "deletions",
-)  # fmt: skip
-#: Model and data formats, engines, and what `expect` looks at.
-CONSTANTS = (
-    "xgboost_dump", "xgboost", "lightgbm", "sklearn", "ensemble", "dare", "csv", "libsvm",
-    "astar", "milp", "gurobi", "sat", "oracle", "upper", "lower", "found", "none", "inf",
-)  # fmt: skip
+from veritas_dsl.editor.words import BUILTINS, CONSTANTS, KEYWORDS, OPERATOR_WORDS, TYPES
 
 
 class VerLexer(RegexLexer):
