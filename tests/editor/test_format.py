@@ -3,6 +3,8 @@ for CI; a file that does not parse is a located error and stays as it was."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from veritas_dsl.diagnostics import SpecError
 from veritas_dsl.editor.format import format_text, tokens
 from veritas_dsl.lang.parser import parser
 
-from .corpus import shipped_specs
+from .corpus import ROOT, shipped_specs
 from conftest import examples
 
 SPECS = shipped_specs()
@@ -140,3 +142,9 @@ def test_windows_line_ends_are_a_change(tmp_path):
     assert main(["fmt", "--check", str(path)]) == ExitCode.FAILED
     assert main(["fmt", str(path)]) == ExitCode.OK
     assert path.read_bytes() == CANONICAL.encode()
+
+
+def test_the_example_of_docs_editors_md_is_what_ver_fmt_does():
+    page = (ROOT / "docs" / "editors.md").read_text()
+    before, after = re.findall(r"```ver\n(.*?)```", page, flags=re.S)
+    assert format_text(before) == after
