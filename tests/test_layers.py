@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation: what every layer shares",
         (
             "veritas_dsl.errors",
+            "veritas_dsl.atomic",
             "veritas_dsl.float32",
             "veritas_dsl.jit",
             "veritas_dsl.diagnostics",
@@ -58,6 +59,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.spec",
             "veritas_dsl.leakage_targets",
             "veritas_dsl.cli",
+            # editor: `ver fmt`, the language server and highlighting, beside the command line.
+            "veritas_dsl.editor",
             "veritas_dsl.pytest_plugin",
             "veritas_dsl",
         ),

@@ -7,13 +7,12 @@ import contextlib
 import enum
 import json
 import logging
-import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
+from veritas_dsl.atomic import write_text as _write
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.model import FORMATS, load_model
@@ -40,10 +39,6 @@ class ExitCode(enum.IntEnum):
     query: not everything asked for ran."""
     INTERRUPTED = 130
     """Ctrl-C stopped the run (the shell's convention, 128 + SIGINT); what finished is shown."""
-
-
-class _OutputError(UserError):
-    """An output file could not be written."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +173,17 @@ def _parser() -> argparse.ArgumentParser:
     inspect.set_defaults(handler=_inspect)
 
     _add_leakage(commands)
+    _add_editor(commands)
     return parser
+
+
+def _add_editor(commands) -> None:
+    fmt = commands.add_parser("fmt", help="lay .ver files out canonically (docs/editors.md)")
+    fmt.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
+    fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
+    fmt.set_defaults(handler=_fmt)
+    lsp = commands.add_parser("lsp", help="the language server, on stdin and stdout")
+    lsp.set_defaults(handler=_lsp)
 
 
 def _add_leakage(commands) -> None:
@@ -221,34 +226,6 @@ def _check_arguments(args: argparse.Namespace) -> None:
         target = getattr(args, option, None)
         if target and not Path(target).resolve().parent.is_dir():
             args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")
-
-
-def _write(path: str, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, renamed over it."""
-    target = Path(path)
-    try:
-        handle, temporary = tempfile.mkstemp(dir=target.resolve().parent, prefix=f".{target.name}.")
-    except OSError as error:
-        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w") as file:
-            file.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _run(args: argparse.Namespace) -> ExitCode:
@@ -469,6 +446,30 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
     else:
         document, text = leakage_report.spec_document(found), leakage_report.render_spec(found)
     print(json.dumps(document, indent=2) if args.json else text)
+    return ExitCode.OK
+
+
+def _fmt(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.editor.format import format_file, spec_files
+
+    code = ExitCode.OK
+    for path in spec_files(args.paths):
+        try:
+            changed = format_file(path, write=not args.check)
+        except SpecError as error:
+            print(error.render(), file=sys.stderr)
+            code = ExitCode.ERROR
+            continue
+        if changed:
+            print(f"{'would reformat' if args.check else 'reformatted'} {path}")
+            code = max(code, ExitCode.FAILED if args.check else ExitCode.OK)
+    return code
+
+
+def _lsp(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.editor.lsp import serve
+
+    serve()
     return ExitCode.OK
 
 

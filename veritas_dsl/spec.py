@@ -22,16 +22,19 @@ from veritas_dsl.solvers import registry
 class Spec:
     """A checked spec: its models and data are loaded, every query typed.
 
-    Raises :class:`SpecError` (with located diagnostics) when the spec is wrong.
+    Raises :class:`SpecError` (with located diagnostics) when the spec is wrong. ``files``
+    (a :class:`veritas_dsl.lang.files.Files`) reads its models and data; directly when None.
     """
 
-    def __init__(self, text: str, path: str = "<string>", trust_pickle: bool = False) -> None:
+    def __init__(
+        self, text: str, path: str = "<string>", trust_pickle: bool = False, files=None
+    ) -> None:
         self.path = path
         self.text = text
         self.trust_pickle = trust_pickle
         self.sources = Sources({path: text})
         self.checked: typed.CheckedSpec = check(
-            parse_text(text, path), registry.ENGINES, trust_pickle
+            parse_text(text, path), registry.ENGINES, trust_pickle, files
         )
 
     @property

@@ -12,15 +12,20 @@ from collections.abc import Collection
 from veritas_dsl.diagnostics import Span, SpecError
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.files import Files
 from veritas_dsl.lang.queries import Queries
 from veritas_dsl.lang.symbols import Failed
 
 
 def check(
-    spec: ast.SpecFile, engines: Collection[str], trust_pickle: bool = False
+    spec: ast.SpecFile,
+    engines: Collection[str],
+    trust_pickle: bool = False,
+    files: Files | None = None,
 ) -> t.CheckedSpec:
-    """Resolve and type ``spec``; raise :class:`SpecError` listing every problem found."""
-    return _Checker(spec, tuple(engines), trust_pickle).run()
+    """Resolve and type ``spec``, reading its models and data through ``files`` (directly when
+    None); raise :class:`SpecError` listing every problem found."""
+    return _Checker(spec, tuple(engines), trust_pickle, files).run()
 
 
 class _Checker(Queries):

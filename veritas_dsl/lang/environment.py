@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.data import DataError, read_csv, read_libsvm
+from veritas_dsl.data import DataError
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.families import Families
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
-from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, load_forest, load_model
+from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS
 
 DATA_FORMATS = {
     "csv": {},
@@ -56,10 +56,12 @@ class Environment(Families):
         self.model_formats[decl.name] = decl.kind
         try:
             if decl.kind == "dare":  # kept whole: models may be derived from it
-                self.forests[decl.name] = load_forest(path)
+                self.forests[decl.name] = self.files.forest(path)
                 self.models[decl.name] = self.forests[decl.name].to_ensemble()
             else:
-                self.models[decl.name] = load_model(path, decl.kind, self.trust_pickle, options)
+                self.models[decl.name] = self.files.model(
+                    path, decl.kind, self.trust_pickle, options
+                )
             self.model_paths[decl.name] = str(path)
         except ModelError as error:
             self.broken.add(decl.name)
@@ -136,11 +138,11 @@ class Environment(Families):
                         decl.span,
                         help=f'data {decl.name} = libsvm "{decl.path.value}" (features = 10)',
                     )
-                dataset = read_libsvm(
+                dataset = self.files.libsvm(
                     decl.name, path, int(options["features"]), int(options.get("first_index", 1))
                 )
             else:
-                dataset = read_csv(decl.name, path)
+                dataset = self.files.csv(decl.name, path)
         except Failed:
             self.broken.add(decl.name)
             return

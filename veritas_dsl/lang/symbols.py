@@ -18,6 +18,7 @@ from veritas_dsl.diagnostics import Diagnostic, Span, suggest
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.ast import Name, SpecFile
+from veritas_dsl.lang.files import Files
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
 
@@ -49,8 +50,15 @@ class Scope:
 class Symbols:
     """The names of one spec, filled in declaration by declaration, and its diagnostics."""
 
-    def __init__(self, spec: SpecFile, engines: tuple[str, ...], trust_pickle: bool) -> None:
+    def __init__(
+        self,
+        spec: SpecFile,
+        engines: tuple[str, ...],
+        trust_pickle: bool,
+        files: Files | None = None,
+    ) -> None:
         self.spec = spec
+        self.files = files or Files()  # reads the model and data files
         self.base = Path(spec.path).resolve().parent if spec.path != "<string>" else Path.cwd()
         self.engines = engines
         self.trust_pickle = trust_pickle

@@ -1,0 +1,62 @@
+"""The `ver` Pygments lexer (by entry point) colours every shipped spec without an error token,
+and the TextMate grammar of editors/vscode knows the same words."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .corpus import ROOT, shipped_specs
+
+pygments = pytest.importorskip("pygments", reason="the lexer needs Pygments (the highlight extra)")
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename  # noqa: E402
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String  # noqa: E402
+
+from veritas_dsl.editor import highlight, words  # noqa: E402
+
+SPECS = shipped_specs()
+TEXTMATE = ROOT / "editors" / "vscode" / "syntaxes" / "ver.tmLanguage.json"
+
+
+def test_the_lexer_is_found_by_its_entry_point():
+    assert isinstance(get_lexer_by_name("ver"), highlight.VerLexer)
+    assert isinstance(get_lexer_for_filename("credit.ver"), highlight.VerLexer)
+
+
+@pytest.mark.parametrize("name, text", SPECS, ids=[name for name, _ in SPECS])
+def test_every_shipped_spec_lexes_without_error_tokens(name, text):
+    lexed = list(get_lexer_by_name("ver").get_tokens(text))
+    errors = [value for kind, value in lexed if kind in Error]
+    assert not errors
+    assert "".join(value for _, value in lexed) == text + ("" if text.endswith("\n") else "\n")
+
+
+def test_the_lexer_classes_the_words_of_the_grammar():
+    text = 'model m = xgboost "m.json"  # c\nquery q { where x.`a b` >= 2.5 and class(m, x) == 1 solve with astar(timeout = 10s) }\n'
+    kinds = {value: kind for kind, value in get_lexer_by_name("ver").get_tokens(text)}
+    assert kinds["model"] in Keyword and kinds["where"] in Keyword
+    assert kinds['"m.json"'] in String and kinds["# c"] in Comment
+    assert kinds["`a b`"] in Name and kinds["2.5"] in Number and kinds["10s"] in Number
+    assert kinds["and"] in Operator and kinds[">="] in Operator
+    assert kinds["class"] in Name.Builtin and kinds["astar"] in Name.Constant
+    assert any("$" in v for k, v in get_lexer_by_name("ver").get_tokens("q { $ }") if k in Error)
+
+
+def test_the_textmate_grammar_knows_the_lexers_words():
+    grammar = json.loads(TEXTMATE.read_text())
+    patterns = {p["name"]: p for p in grammar["patterns"]}
+    listed_words = {
+        "keyword.control.ver": words.KEYWORDS,
+        "keyword.operator.word.ver": words.OPERATOR_WORDS,
+        "storage.type.ver": words.TYPES,
+        "support.function.builtin.ver": [w + "(" for w in words.BUILTINS],
+        "support.constant.ver": words.CONSTANTS,
+    }
+    for scope, listed in listed_words.items():
+        pattern = re.compile(patterns[scope]["match"])
+        assert all(pattern.match(w) for w in listed), scope
+        assert not pattern.match("modelled")
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    assert package["contributes"]["grammars"][0]["scopeName"] == grammar["scopeName"]

@@ -1,0 +1,152 @@
+"""`ver lsp` driven through its protocol, in a subprocess: diagnostics as `ver run` reports them
+(on open, on change, cleared once fixed), hover, completion, go-to-definition, formatting, and a
+model that fails to load as a diagnostic rather than a crash."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from veritas_dsl import parse
+from veritas_dsl.diagnostics import SpecError
+
+from .corpus import ROOT
+from .lsp_client import Client
+
+pytest.importorskip("pygls", reason="the language server needs pygls (the lsp extra)")
+
+GOOD = """model clf = xgboost "models/credit.json"
+data test = csv "data/credit_test.csv"
+const older = 60
+
+query oldest {
+    input x
+    where x.age >= older
+    maximize clf(x)
+}
+"""
+TYPO = GOOD.replace("x.age >= older", "x.incme >= older")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lsp")
+    (folder / "models").mkdir()
+    (folder / "data").mkdir()
+    shutil.copy(ROOT / "examples" / "models" / "credit.json", folder / "models")
+    shutil.copy(ROOT / "examples" / "data" / "credit_test.csv", folder / "data")
+    (folder / "models" / "broken.json").write_text('{"learner": {"gradient_booster": 3}}')
+    return folder
+
+
+@pytest.fixture(scope="module")
+def client(folder):
+    client = Client(folder)
+    client.start(folder.as_uri())
+    yield client
+    assert client.stop() == 0
+
+
+def open_file(client, path, text) -> str:
+    uri = path.as_uri()
+    path.write_text(text)
+    item = {"uri": uri, "languageId": "ver", "version": 1, "text": text}
+    client.notify("textDocument/didOpen", {"textDocument": item})
+    return uri
+
+
+def change(client, uri, version, text) -> None:
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]},
+    )
+
+
+def at(params, line, character):
+    return {**params, "position": {"line": line, "character": character}}
+
+
+def test_a_diagnostic_as_ver_run_reports_it_then_cleared_once_fixed(client, folder):
+    path = folder / "typo.ver"
+    uri = open_file(client, path, TYPO)
+    published = client.diagnostics(uri)
+    with pytest.raises(SpecError) as caught:
+        parse(TYPO, str(path))
+    (expected,) = caught.value.diagnostics
+    (diagnostic,) = published["diagnostics"]
+    assert diagnostic["code"] == expected.code == "V204"
+    assert diagnostic["range"] == {
+        "start": {"line": 6, "character": 12},
+        "end": {"line": 6, "character": 17},
+    }
+    assert (expected.span.line, expected.span.column, expected.span.end_column) == (7, 13, 18)
+    assert f"help: {expected.help}" in diagnostic["message"] and "income" in expected.help
+    # Several quick changes: one check, of the last version.
+    change(client, uri, 2, TYPO.replace("incme", "inc"))
+    change(client, uri, 3, GOOD)
+    published = client.diagnostics(uri)
+    assert published == {"uri": uri, "version": 3, "diagnostics": []}
+
+
+def test_a_syntax_error_is_located(client, folder):
+    uri = open_file(client, folder / "syntax.ver", GOOD.replace("x.age >= older", "x.age = 1"))
+    (diagnostic,) = client.diagnostics(uri)["diagnostics"]
+    assert diagnostic["code"] == "V101"
+    assert diagnostic["range"]["start"] == {"line": 6, "character": 16}
+
+
+def test_a_model_that_fails_to_load_is_a_diagnostic(client, folder):
+    text = GOOD + 'model bad = xgboost "models/broken.json"\n'
+    uri = open_file(client, folder / "bad_model.ver", text)
+    (diagnostic,) = client.diagnostics(uri)["diagnostics"]
+    assert diagnostic["code"] == "V401" and "cannot load model `bad`" in diagnostic["message"]
+    assert diagnostic["range"]["start"] == {"line": 9, "character": 20}  # the quoted path
+    # The server is still there, and still knows the models that loaded.
+    hover = client.request("textDocument/hover", at({"textDocument": {"uri": uri}}, 7, 15))
+    assert "trees" in hover["contents"]["value"]
+
+
+def test_hover_completion_and_definition_answer_from_the_file(client, folder):
+    uri = open_file(client, folder / "good.ver", GOOD)
+    assert client.diagnostics(uri)["diagnostics"] == []
+    document = {"textDocument": {"uri": uri}}
+    model = client.request("textDocument/hover", at(document, 7, 15))["contents"]["value"]
+    assert model.startswith("**model** `clf`: xgboost")
+    assert "- trees: " in model and "- depth: " in model and "- outputs: 1" in model
+    feature = client.request("textDocument/hover", at(document, 6, 13))["contents"]["value"]
+    assert feature.startswith("**feature** `age`: real")
+    assert "`clf`: " in feature and " splits, " in feature and " thresholds in [" in feature
+    data = client.request("textDocument/hover", at(document, 1, 6))["contents"]["value"]
+    assert data.startswith("**data** `test`: ") and " rows, 8 columns" in data
+    const = client.request("textDocument/hover", at(document, 6, 20))["contents"]["value"]
+    assert const == "**const** `older` = 60"
+    assert client.request("textDocument/hover", at(document, 4, 1)) is None  # a keyword
+
+    items = client.request("textDocument/completion", at(document, 7, 12))["items"]
+    labels = {item["label"]: item["detail"] for item in items}
+    assert labels["clf"] == "model" and labels["test"] == "data" and labels["older"] == "const"
+    assert labels["age"] == "feature" and labels["astar"] == "engine"
+    assert labels["maximize"] == "keyword" and labels["oldest"] == "query"
+    after_dot = client.request("textDocument/completion", at(document, 6, 12))["items"]
+    assert {item["label"] for item in after_dot} == {
+        "age", "income", "debt", "sex", "housing_own", "housing_rent", "housing_free",
+    }  # fmt: skip
+
+    location = client.request("textDocument/definition", at(document, 7, 14))
+    assert location == {
+        "uri": uri,
+        "range": {"start": {"line": 0, "character": 6}, "end": {"line": 0, "character": 9}},
+    }
+    older = client.request("textDocument/definition", at(document, 6, 21))
+    assert older["range"]["start"] == {"line": 2, "character": 6}
+
+
+def test_formatting_returns_the_canonical_layout(client, folder):
+    uri = open_file(client, folder / "messy.ver", GOOD.replace("    input x", "input   x"))
+    client.diagnostics(uri)
+    edits = client.request(
+        "textDocument/formatting",
+        {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}},
+    )
+    assert [edit["newText"] for edit in edits] == [GOOD]

@@ -1,0 +1,136 @@
+"""What the language server knows about one version of a document: the diagnostics ``ver run``
+would report before running anything, and the declarations hover, completion and go-to-definition
+read. Nothing here runs an engine: the checks are the parser's, the checker's, the static
+warnings (``Spec.warnings``) and the engine choice (``run.preflight``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from veritas_dsl.data import Dataset
+from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.editor.cache import CachedFiles
+from veritas_dsl.editor.format import tokens
+from veritas_dsl.ir.query import Feature
+from veritas_dsl.lang import ast
+from veritas_dsl.lang.parser import parse_text
+from veritas_dsl.lang.typed import CheckedSpec
+from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.run import RunOptions, preflight
+from veritas_dsl.spec import Spec
+
+#: Declarations a name can be defined by, and what hover calls each.
+DECLARATIONS = {
+    ast.ModelDecl: "model",
+    ast.DerivedDecl: "model",
+    ast.FamilyDecl: "family",
+    ast.DataDecl: "data",
+    ast.ConstDecl: "const",
+    ast.QueryDecl: "query",
+}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One version of a document. ``spec`` is None when it does not parse, ``checked`` when it
+    does not check; ``models`` and ``datasets`` hold what loaded either way."""
+
+    path: str
+    text: str
+    diagnostics: tuple[Diagnostic, ...]
+    spec: ast.SpecFile | None = None
+    checked: CheckedSpec | None = None
+    models: dict[str, Ensemble] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    #: Each declared name: what declares it and the span of the name itself.
+    names: dict[str, tuple[str, Span]] = field(default_factory=dict)
+
+    @property
+    def features(self) -> tuple[Feature, ...]:
+        """The feature space: checked domains, or the first loaded model's names."""
+        if self.checked is not None:
+            return self.checked.features
+        first = next(iter(self.models.values()), None)
+        return tuple(Feature(n) for n in first.feature_names) if first is not None else ()
+
+
+def analyse(text: str, path: str, files: CachedFiles) -> Analysis:
+    """Check ``text`` (the document at ``path``) as ``ver run`` would before solving. Never
+    raises: a fault of the checker itself is a diagnostic too."""
+    try:
+        spec = parse_text(text, path)
+    except SpecError as error:
+        return Analysis(path, text, _located(error.diagnostics, None, path))
+    names = _declared_names(spec, text)
+    try:
+        checked = Spec(text, path, trust_pickle=False, files=files)
+        found = checked.warnings()
+        preflight(list(checked.lowered()), RunOptions())
+    except SpecError as error:
+        models, datasets = _loaded(spec, files)
+        diagnostics = _located(error.diagnostics, spec, path)
+        return Analysis(path, text, diagnostics, spec, None, models, datasets, names)
+    except Exception as error:  # a bug of ours: say so where the user looks, and go on
+        fault = Diagnostic("V000", f"internal error while checking: {error!r}")
+        return Analysis(path, text, _located([fault], spec, path), spec, names=names)
+    result = checked.checked
+    diagnostics = _located(found, spec, path)
+    return Analysis(path, text, diagnostics, spec, result, result.models, result.datasets, names)
+
+
+def _declared_names(spec: ast.SpecFile, text: str) -> dict[str, tuple[str, Span]]:
+    """Each declared name, with the span of its first NAME token (the name as written)."""
+    starts = {}
+    for token in tokens(text):
+        if token.type == "NAME":
+            starts.setdefault((token.line, token.column), token)
+    ordered = sorted(starts)
+    names: dict[str, tuple[str, Span]] = {}
+    declared = [(d, DECLARATIONS[type(d)]) for d in spec.items if type(d) in DECLARATIONS]
+    for block in (i for i in spec.items if isinstance(i, ast.FeaturesBlock)):
+        declared += [(decl, "feature") for decl in block.decls]
+    for decl, kind in declared:
+        span = decl.span
+        after = [p for p in ordered if p >= (span.line, span.column)]
+        if not after:
+            continue
+        token = starts[after[0]]
+        where = Span(span.file, token.line, token.column, token.end_line, token.end_column)
+        names.setdefault(decl.name, (kind, where))
+    return names
+
+
+def _loaded(spec: ast.SpecFile, files: CachedFiles) -> tuple[dict, dict]:
+    """The models and data sets that loaded, by declared name, when the spec did not check."""
+    base = Path(spec.path).resolve().parent
+    models, datasets = {}, {}
+    for item in spec.items:
+        if isinstance(item, ast.ModelDecl | ast.DataDecl):
+            loaded = files.latest(base / item.path.value)
+            if isinstance(loaded, Ensemble) and isinstance(item, ast.ModelDecl):
+                models[item.name] = loaded
+            elif isinstance(loaded, Dataset) and isinstance(item, ast.DataDecl):
+                datasets[item.name] = loaded
+    return models, datasets
+
+
+def _located(diagnostics, spec: ast.SpecFile | None, path: str) -> tuple[Diagnostic, ...]:
+    """The diagnostics, each with a span in this document: one in a data or model file is shown
+    on the path that names the file (the file's own place is a note), one without a span on the
+    first character."""
+    files = {}
+    if spec is not None:
+        base = Path(path).resolve().parent
+        for item in spec.items:
+            if isinstance(item, ast.ModelDecl | ast.DataDecl):
+                files[str((base / item.path.value).resolve())] = item.path.span
+    located = []
+    for d in diagnostics:
+        if d.span is None:
+            d = replace(d, span=Span(path, 1, 1, 1, 1))
+        elif d.span.file != path:
+            where = files.get(str(Path(d.span.file).resolve()), Span(path, 1, 1, 1, 1))
+            d = replace(d, span=where, notes=(*d.notes, f"at {d.span}"))
+        located.append(d)
+    return tuple(located)

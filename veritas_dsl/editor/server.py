@@ -1,0 +1,171 @@
+"""The language server (pygls): diagnostics on open, change (debounced) and save; hover,
+completion, go-to-definition and formatting. Every answer comes from :mod:`analysis`, :mod:`hover`
+and :mod:`format`; this module only speaks the protocol. Checking runs on one worker thread, so
+that loading a model never stalls an answer; a result is published only if no newer version of
+the document has arrived meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from veritas_dsl.diagnostics import Diagnostic, Severity, SpecError
+from veritas_dsl.editor import hover as at
+from veritas_dsl.editor.analysis import Analysis, analyse
+from veritas_dsl.editor.cache import CachedFiles
+from veritas_dsl.editor.format import format_text
+
+#: Seconds of quiet after a change before the document is checked again.
+DEBOUNCE_S = 0.3
+
+_KINDS = {
+    "keyword": lsp.CompletionItemKind.Keyword,
+    "model": lsp.CompletionItemKind.Class,
+    "family": lsp.CompletionItemKind.Class,
+    "data": lsp.CompletionItemKind.Module,
+    "const": lsp.CompletionItemKind.Constant,
+    "query": lsp.CompletionItemKind.Event,
+    "feature": lsp.CompletionItemKind.Field,
+    "engine": lsp.CompletionItemKind.Value,
+    "function": lsp.CompletionItemKind.Function,
+}
+
+
+class VerServer(LanguageServer):
+    """Keeps, per document, the last analysis that parsed (hover and completion read it while
+    the text in the editor does not parse) and the pending debounced check."""
+
+    def __init__(self) -> None:
+        super().__init__("ver", "0.1.0")
+        self.files = CachedFiles()
+        self.parsed: dict[str, Analysis] = {}
+        self.pending: dict[str, asyncio.Task] = {}
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ver-check")
+
+    async def check(self, uri: str, delay: float) -> None:
+        """Check the document after ``delay`` seconds, then publish its diagnostics."""
+        await asyncio.sleep(delay)
+        document = self.workspace.get_text_document(uri)
+        version, text = document.version, document.source
+        run = functools.partial(analyse, text, document.path, self.files)
+        analysis = await asyncio.get_running_loop().run_in_executor(self.worker, run)
+        if self.workspace.get_text_document(uri).version != version:
+            return  # a newer version is on its way
+        if analysis.spec is not None:
+            self.parsed[uri] = analysis
+        diagnostics = [_diagnostic(d) for d in analysis.diagnostics]
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def schedule(self, uri: str, delay: float) -> None:
+        previous = self.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self.pending[uri] = asyncio.ensure_future(self.check(uri, delay))
+
+
+def _diagnostic(d: Diagnostic) -> lsp.Diagnostic:
+    span = d.span  # analysis placed every span in the document
+    start = lsp.Position(line=span.line - 1, character=span.column - 1)
+    end = lsp.Position(line=span.end_line - 1, character=max(span.end_column - 1, 0))
+    parts = [d.message] + ([d.label] if d.label else [])
+    parts += [f"note: {note}" for note in d.notes] + ([f"help: {d.help}"] if d.help else [])
+    severity = lsp.DiagnosticSeverity.Error
+    if d.severity == Severity.WARNING:
+        severity = lsp.DiagnosticSeverity.Warning
+    return lsp.Diagnostic(
+        range=lsp.Range(start=start, end=end),
+        message="\n".join(parts),
+        severity=severity,
+        code=d.code,
+        source="ver",
+    )
+
+
+def _range(span) -> lsp.Range:
+    return lsp.Range(
+        start=lsp.Position(line=span.line - 1, character=span.column - 1),
+        end=lsp.Position(line=span.end_line - 1, character=span.end_column - 1),
+    )
+
+
+@functools.cache
+def server() -> VerServer:
+    """The server, its features registered."""
+    ls = VerServer()
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: VerServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: VerServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, DEBOUNCE_S)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: VerServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)  # a model file may have changed too
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: VerServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.parsed.pop(uri, None)
+        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: VerServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        analysis = ls.parsed.get(params.text_document.uri)
+        if analysis is None:
+            return None
+        text = at.hover(analysis, ls.files, params.position.line, params.position.character)
+        if text is None:
+            return None
+        content = lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text)
+        return lsp.Hover(contents=content)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=["."]))
+    def on_completion(ls: VerServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        analysis = ls.parsed.get(params.text_document.uri)
+        if analysis is None:
+            return lsp.CompletionList(is_incomplete=False, items=[])
+        # The names come from the last version that parsed; the position from the one typed.
+        current = ls.workspace.get_text_document(params.text_document.uri).source
+        here = dataclasses.replace(analysis, text=current)
+        found = at.completions(here, params.position.line, params.position.character)
+        items = [
+            lsp.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.kind) for c in found
+        ]
+        return lsp.CompletionList(is_incomplete=False, items=items)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(ls: VerServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+        uri = params.text_document.uri
+        analysis = ls.parsed.get(uri)
+        if analysis is None:
+            return None
+        span = at.definition(analysis, params.position.line, params.position.character)
+        return None if span is None else lsp.Location(uri=uri, range=_range(span))
+
+    @ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def on_formatting(ls: VerServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        try:
+            formatted = format_text(document.source, document.path)
+        except SpecError:
+            return []  # the diagnostics already say why
+        if formatted == document.source:
+            return []
+        lines = document.source.split("\n")
+        whole = lsp.Range(
+            start=lsp.Position(line=0, character=0),
+            end=lsp.Position(line=len(lines), character=0),
+        )
+        return [lsp.TextEdit(range=whole, new_text=formatted)]
+
+    return ls

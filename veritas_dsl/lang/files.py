@@ -1,0 +1,31 @@
+"""How checking a spec reads the model and data files it names. The command line reads each file
+afresh; the language server (``veritas_dsl.editor``) passes a subclass that keeps what it read,
+by path and modification time, so that checking on every keystroke stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from veritas_dsl.data import Dataset, read_csv, read_libsvm
+from veritas_dsl.model.dare import DareForest
+from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.model.load import load_forest, load_model
+
+
+class Files:
+    """Reads files as the functions it wraps do, with their errors (``ModelError``,
+    ``DataError``, ``OSError``)."""
+
+    def model(
+        self, path: Path, kind: str, trust_pickle: bool, options: dict[str, float]
+    ) -> Ensemble:
+        return load_model(path, kind, trust_pickle, options)
+
+    def forest(self, path: Path) -> DareForest:
+        return load_forest(path)
+
+    def csv(self, name: str, path: Path) -> Dataset:
+        return read_csv(name, path)
+
+    def libsvm(self, name: str, path: Path, n_features: int, first_index: int) -> Dataset:
+        return read_libsvm(name, path, n_features, first_index)
