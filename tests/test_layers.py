@@ -38,7 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         # outcome: the data run fills in and reports read. validate: run checks every engine's
         # witness on the library model before anyone sees it (engines never check their own).
         # vacuity: run asks it whether a premise can hold, before and after the engine answers.
-        # compare and parallel: run's queries side by side on engines, or across processes.
+        # compare, parallel and cluster: run's queries side by side on engines, or across
+        # processes or a Dask cluster.
         "running queries",
         (
             "veritas_dsl.outcome",
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.run",
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
+            "veritas_dsl.cluster",
             # unlearning: DareForest (a model) and leakage, which runs engines.
             "veritas_dsl.unlearning",
         ),

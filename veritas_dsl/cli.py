@@ -7,13 +7,11 @@ import contextlib
 import enum
 import json
 import logging
-import os
 import sys
-import tempfile
-import time
 import traceback
 from pathlib import Path
 
+from veritas_dsl.cluster import parse_address
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.model import FORMATS, load_model
@@ -22,8 +20,10 @@ from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
+from veritas_dsl.report import jsonl, terminal
 from veritas_dsl.report import leakage as leakage_report
-from veritas_dsl.report import terminal
+from veritas_dsl.report import progress as progress_report
+from veritas_dsl.report.files import write_whole
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 
@@ -40,10 +40,6 @@ class ExitCode(enum.IntEnum):
     query: not everything asked for ran."""
     INTERRUPTED = 130
     """Ctrl-C stopped the run (the shell's convention, 128 + SIGINT); what finished is shown."""
-
-
-class _OutputError(UserError):
-    """An output file could not be written."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,9 +120,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write every witness to FILE (CSV: query, row, instance, then the features)",
     )
-    run.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
-    )
+    _add_streams(run)
+    _add_workers(run)
     run.add_argument(
         "--trust-pickle",
         action="store_true",
@@ -140,9 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    check.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
-    )
+    _add_workers(check)
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
     check.set_defaults(handler=_check, parser=check)
 
@@ -181,6 +174,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_streams(run) -> None:
+    run.add_argument(
+        "--jsonl", metavar="FILE", help="also write each result to FILE as it finishes (JSON Lines)"
+    )
+    run.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="answer only the rows a --jsonl FILE of the same spec lacks, and append them to it",
+    )
+
+
+def _add_workers(command) -> None:
+    workers = command.add_mutually_exclusive_group()
+    workers.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
+    )
+    workers.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run every query on a Dask cluster: its scheduler's address (tcp://host:8786), "
+        "or local:N for N local worker processes",
+    )
+
+
 def _add_leakage(commands) -> None:
     leak = commands.add_parser(
         "leakage", help="what comparing a DaRE forest before and after a deletion reveals"
@@ -217,38 +234,20 @@ def _check_arguments(args: argparse.Namespace) -> None:
         args.parser.error(
             f"argument --solver: engine {args.solver} is not available here ({availability})"
         )
-    for option in ("csv", "witnesses", "junit", "plot"):
+    if getattr(args, "scheduler", None):
+        try:
+            parse_address(args.scheduler)
+        except ValueError as error:
+            args.parser.error(f"argument --scheduler: {error}")
+    resume, jsonl = getattr(args, "resume", None), getattr(args, "jsonl", None)
+    if resume and jsonl and Path(resume).resolve() != Path(jsonl).resolve():
+        args.parser.error("argument --jsonl: --resume FILE appends to FILE; give one file")
+    if resume and not Path(resume).is_file():
+        args.parser.error(f"argument --resume: no file {resume} (write one with --jsonl)")
+    for option in ("csv", "witnesses", "junit", "plot", "jsonl"):
         target = getattr(args, option, None)
         if target and not Path(target).resolve().parent.is_dir():
             args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")
-
-
-def _write(path: str, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, renamed over it."""
-    target = Path(path)
-    try:
-        handle, temporary = tempfile.mkstemp(dir=target.resolve().parent, prefix=f".{target.name}.")
-    except OSError as error:
-        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w") as file:
-            file.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise _OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _run(args: argparse.Namespace) -> ExitCode:
@@ -258,11 +257,24 @@ def _run(args: argparse.Namespace) -> ExitCode:
     warnings = spec.warnings()
     for warning in warnings:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
+    spec_hash = jsonl.fingerprint(spec.digest(), args.solver, args.timeout)
+    streams = jsonl.Streams(args.resume or args.jsonl, bool(args.resume), args.csv, spec_hash)
     progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     interrupted = False
+
+    def done(run, finished: int, total: int) -> None:
+        progress.done(run, finished, total)
+        streams.write(run)
+
     try:
         runs = spec.run(
-            args.solver, args.timeout, progress.engine, jobs=_jobs(args.jobs), done=progress.done
+            args.solver,
+            args.timeout,
+            progress.engine,
+            jobs=_jobs(args.jobs),
+            done=done,
+            skip=streams.skip,
+            scheduler=args.scheduler,
         )
     except SpecError as error:
         error.sources = spec.sources
@@ -271,24 +283,26 @@ def _run(args: argparse.Namespace) -> ExitCode:
         runs, interrupted = stop.partial, True
     finally:
         progress.clear()
+        streams.close(created=sys.exc_info()[0] is None)
+    tally = streams.tally()
     if args.json:
         print(json_report.dumps(runs, warnings, interrupted))
     else:
         out, err = terminal.render(runs, args.spec)
-        print(out)
+        print(out + (f"\n{tally.text(streams.target)}" if tally else ""))
         if err:
             print(err, file=sys.stderr)
-    if args.csv:
-        _write(args.csv, csv_report.dumps(runs))
+    streams.check()
     if args.witnesses:
-        _write(args.witnesses, csv_report.witnesses(runs))
+        write_whole(args.witnesses, csv_report.witnesses(runs))
     if interrupted:
         count = f"{len(runs)} quer{'y' if len(runs) == 1 else 'ies'}"
         print(f"interrupted: the report shows the {count} run so far", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    if any(run.errored for run in runs):
+    if any(run.errored for run in runs) or (tally and tally.errored):
         return ExitCode.ERROR
-    return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
+    failed = any(run.failed for run in runs) or (tally and tally.failed)
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def _jobs(requested: int | None) -> int:
@@ -298,44 +312,33 @@ def _jobs(requested: int | None) -> int:
 
 
 class _Progress:
-    """A live line on a terminal (stderr) while queries finish; silent otherwise."""
+    """A live line on a terminal (stderr) while queries run (see report/progress.py)."""
+
+    WIDTH = 110
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.start = time.monotonic()
+        self.line = progress_report.Line()
         self.shown = False
 
     def done(self, run, finished: int, total: int) -> None:
-        if total > 1:
-            self.show(f"[{finished}/{total}] {run.name}: {run.result.termination.value}")
+        if self.line.done(run, finished, total):
+            self.show(self.line.text())
 
     def engine(self, query: str, engine: str, state) -> None:
-        """An engine's report while it works: bounds, gap, speed."""
-        line = f"{query} ({engine}): [{_short(state.lower)}, {_short(state.upper)}]"
-        if state.lower is not None and state.upper is not None:
-            line += f" gap {_short(state.upper - state.lower)}"
-        speed = getattr(state, "states_per_s", None)
-        if speed:
-            line += f"  {speed:,.0f} states/s"
-        self.show(line + f"  {state.time_s:.1f} s")
+        self.show(self.line.text(progress_report.engine_text(query, engine, state)))
 
-    def show(self, line: str) -> None:
+    def show(self, text: str) -> None:
         if not self.enabled:
             return
-        elapsed = time.monotonic() - self.start
-        text = f"{line}  (total {elapsed:.1f} s)"
-        sys.stderr.write("\r" + text[:110].ljust(110))
+        sys.stderr.write("\r" + text[: self.WIDTH].ljust(self.WIDTH))
         sys.stderr.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.write("\r" + " " * self.WIDTH + "\r")
             sys.stderr.flush()
-
-
-def _short(value: float | None) -> str:
-    return "-" if value is None else f"{value:.5g}"
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
@@ -359,9 +362,10 @@ def _check(args: argparse.Namespace) -> ExitCode:
 
     outcomes = []
     interrupted = False
+    options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, args.scheduler)
     for f in files:
         try:
-            outcomes.append(check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn))
+            outcomes.append(check_file(f, *options))
         except KeyboardInterrupt:  # while loading the file's models
             interrupted = True
         if interrupted or outcomes[-1].interrupted:
@@ -369,7 +373,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
             break
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
-        _write(args.junit, checks.render_junit(outcomes))
+        write_whole(args.junit, checks.render_junit(outcomes))
     if interrupted:
         print(f"interrupted: {len(outcomes)} of {len(files)} files checked", file=sys.stderr)
         return ExitCode.INTERRUPTED
