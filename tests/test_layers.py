@@ -39,7 +39,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         # outcome: the data run fills in and reports read. validate: run checks every engine's
         # witness on the library model before anyone sees it (engines never check their own).
         # vacuity: run asks it whether a premise can hold, before and after the engine answers.
-        # compare and parallel: run's queries side by side on engines, or across processes.
+        # compare, parallel and cluster: run's queries side by side on engines, or across
+        # processes or a Dask cluster.
         "running queries",
         (
             "veritas_dsl.outcome",
@@ -48,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.run",
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
+            "veritas_dsl.cluster",
             # unlearning: DareForest (a model) and leakage, which runs engines.
             "veritas_dsl.unlearning",
         ),
@@ -59,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.spec",
             "veritas_dsl.leakage_targets",
             "veritas_dsl.cli",
+            "veritas_dsl.arguments",
             # editor: `ver fmt`, the language server and highlighting, beside the command line.
             "veritas_dsl.editor",
             "veritas_dsl.pytest_plugin",

@@ -8,23 +8,23 @@ import enum
 import json
 import logging
 import sys
-import time
 import traceback
 from pathlib import Path
 
-from veritas_dsl.atomic import write_text as _write
+from veritas_dsl import arguments
+from veritas_dsl.atomic import write_text
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
-from veritas_dsl.model import FORMATS, load_model
+from veritas_dsl.model import load_model
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
+from veritas_dsl.report import jsonl, terminal
 from veritas_dsl.report import leakage as leakage_report
-from veritas_dsl.report import terminal
+from veritas_dsl.report import progress as progress_report
 from veritas_dsl.result import Termination
-from veritas_dsl.solvers import registry
 
 
 class ExitCode(enum.IntEnum):
@@ -42,16 +42,15 @@ class ExitCode(enum.IntEnum):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    _check_arguments(args)
+    args = arguments.parser().parse_args(argv)
+    arguments.check(args)
     with _engine_tracebacks(args.debug):
         return _main(args)
 
 
 def _main(args: argparse.Namespace) -> int:
     try:
-        return int(args.handler(args))
+        return int(HANDLERS[args.command](args))
     except UserError as error:  # the spec, a model, an engine choice, an output file
         print(error.render(), file=sys.stderr)
         return ExitCode.ERROR
@@ -94,140 +93,6 @@ def _engine_tracebacks(shown: bool):
         logger.setLevel(level)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ver", description="Verify properties of tree ensembles, or find counterexamples."
-    )
-    parser.add_argument(
-        "--debug", action="store_true", help="show tracebacks of internal errors and engine faults"
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    run = commands.add_parser("run", help="run every query of a .ver file")
-    run.add_argument("spec", help="the .ver file")
-    run.add_argument("--solver", help="engine for every query (overrides `solve with`)")
-    run.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        help="time limit per engine and query (default 60)",
-    )
-    run.add_argument("--json", action="store_true", help="print one JSON document")
-    run.add_argument("--csv", metavar="FILE", help="also write one line per query and row to FILE")
-    run.add_argument(
-        "--witnesses",
-        metavar="FILE",
-        help="also write every witness to FILE (CSV: query, row, instance, then the features)",
-    )
-    run.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
-    )
-    run.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="allow scikit-learn pickle/joblib models, which runs code from the file",
-    )
-    run.set_defaults(handler=_run, parser=run)
-
-    check = commands.add_parser("check", help="run the properties and expectations of .ver files")
-    check.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
-    check.add_argument("--solver", help="engine for every query (overrides `solve with`)")
-    check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
-    check.add_argument("--json", action="store_true", help="print one JSON document")
-    check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
-    check.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="processes for batches (default: cores)"
-    )
-    check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    check.set_defaults(handler=_check, parser=check)
-
-    compare = commands.add_parser("compare", help="run every query on several engines")
-    compare.add_argument("spec", help="the .ver file")
-    compare.add_argument(
-        "--solvers",
-        default="astar,milp,sat",
-        help="engines, comma-separated (default astar,milp,sat)",
-    )
-    compare.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="time limit per engine and query (default 60)",
-    )
-    compare.add_argument("--plot", metavar="PNG", help="draw the anytime bounds of every engine")
-    compare.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    compare.set_defaults(handler=_compare, parser=compare)
-
-    inspect = commands.add_parser("inspect", help="describe a model file")
-    inspect.add_argument(
-        "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
-    )
-    inspect.add_argument("--format", choices=FORMATS, help="model format (default: from the file)")
-    inspect.add_argument(
-        "--trust-pickle",
-        action="store_true",
-        help="allow loading scikit-learn pickle/joblib files, which runs code from the file",
-    )
-    inspect.add_argument("--json", action="store_true", help="print one JSON document")
-    inspect.set_defaults(handler=_inspect)
-
-    _add_leakage(commands)
-    _add_editor(commands)
-    return parser
-
-
-def _add_editor(commands) -> None:
-    fmt = commands.add_parser("fmt", help="lay .ver files out canonically (docs/editors.md)")
-    fmt.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
-    fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
-    fmt.set_defaults(handler=_fmt)
-    lsp = commands.add_parser("lsp", help="the language server, on stdin and stdout")
-    lsp.set_defaults(handler=_lsp)
-
-
-def _add_leakage(commands) -> None:
-    leak = commands.add_parser(
-        "leakage", help="what comparing a DaRE forest before and after a deletion reveals"
-    )
-    leak.add_argument("source", help="a spec (.ver), or a saved DaRE forest before the deletion")
-    leak.add_argument(
-        "--delete", metavar="ROWS", help="ids of the rows to delete: 3,17,42, or @FILE (one a line)"
-    )
-    leak.add_argument("--model", help="the spec's model to report on, or to delete from")
-    leak.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    leak.add_argument("--solver", help="engine for the two optimisations (default milp)")
-    leak.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="time limit per optimisation (default 60)"
-    )
-    leak.add_argument("--json", action="store_true", help="print one JSON document")
-    leak.set_defaults(handler=_leakage, parser=leak)
-
-
-def _check_arguments(args: argparse.Namespace) -> None:
-    """Command-line mistakes are reported as such (usage, exit 2) before anything loads."""
-    names = []
-    if getattr(args, "solver", None):
-        names.append(("--solver", args.solver))
-    if getattr(args, "solvers", None):
-        names += [("--solvers", n.strip()) for n in args.solvers.split(",") if n.strip()]
-    for option, name in names:
-        if name not in registry.ENGINES:
-            args.parser.error(
-                f"argument {option}: unknown engine {name!r} "
-                f"(choose from {', '.join(sorted(registry.ENGINES))})"
-            )
-    if getattr(args, "solver", None) and not registry.ENGINES[args.solver].available():
-        availability = registry.ENGINES[args.solver].available().value
-        args.parser.error(
-            f"argument --solver: engine {args.solver} is not available here ({availability})"
-        )
-    for option in ("csv", "witnesses", "junit", "plot"):
-        target = getattr(args, option, None)
-        if target and not Path(target).resolve().parent.is_dir():
-            args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")
-
-
 def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
@@ -235,11 +100,24 @@ def _run(args: argparse.Namespace) -> ExitCode:
     warnings = spec.warnings()
     for warning in warnings:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
+    spec_hash = jsonl.fingerprint(spec.digest(), args.solver, args.timeout)
+    streams = jsonl.Streams(args.resume or args.jsonl, bool(args.resume), args.csv, spec_hash)
     progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     interrupted = False
+
+    def done(run, finished: int, total: int) -> None:
+        progress.done(run, finished, total)
+        streams.write(run)
+
     try:
         runs = spec.run(
-            args.solver, args.timeout, progress.engine, jobs=_jobs(args.jobs), done=progress.done
+            args.solver,
+            args.timeout,
+            progress.engine,
+            jobs=_jobs(args.jobs),
+            done=done,
+            skip=streams.skip,
+            scheduler=args.scheduler,
         )
     except SpecError as error:
         error.sources = spec.sources
@@ -248,24 +126,26 @@ def _run(args: argparse.Namespace) -> ExitCode:
         runs, interrupted = stop.partial, True
     finally:
         progress.clear()
+        streams.close(created=sys.exc_info()[0] is None)
+    tally = streams.tally()
     if args.json:
         print(json_report.dumps(runs, warnings, interrupted))
     else:
         out, err = terminal.render(runs, args.spec)
-        print(out)
+        print(out + (f"\n{tally.text(streams.target)}" if tally else ""))
         if err:
             print(err, file=sys.stderr)
-    if args.csv:
-        _write(args.csv, csv_report.dumps(runs))
+    streams.check()
     if args.witnesses:
-        _write(args.witnesses, csv_report.witnesses(runs))
+        write_text(args.witnesses, csv_report.witnesses(runs))
     if interrupted:
         count = f"{len(runs)} quer{'y' if len(runs) == 1 else 'ies'}"
         print(f"interrupted: the report shows the {count} run so far", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    if any(run.errored for run in runs):
+    if any(run.errored for run in runs) or (tally and tally.errored):
         return ExitCode.ERROR
-    return ExitCode.FAILED if any(run.failed for run in runs) else ExitCode.OK
+    failed = any(run.failed for run in runs) or (tally and tally.failed)
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def _jobs(requested: int | None) -> int:
@@ -275,44 +155,33 @@ def _jobs(requested: int | None) -> int:
 
 
 class _Progress:
-    """A live line on a terminal (stderr) while queries finish; silent otherwise."""
+    """A live line on a terminal (stderr) while queries run (see report/progress.py)."""
+
+    WIDTH = 110
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.start = time.monotonic()
+        self.line = progress_report.Line()
         self.shown = False
 
     def done(self, run, finished: int, total: int) -> None:
-        if total > 1:
-            self.show(f"[{finished}/{total}] {run.name}: {run.result.termination.value}")
+        if self.line.done(run, finished, total):
+            self.show(self.line.text())
 
     def engine(self, query: str, engine: str, state) -> None:
-        """An engine's report while it works: bounds, gap, speed."""
-        line = f"{query} ({engine}): [{_short(state.lower)}, {_short(state.upper)}]"
-        if state.lower is not None and state.upper is not None:
-            line += f" gap {_short(state.upper - state.lower)}"
-        speed = getattr(state, "states_per_s", None)
-        if speed:
-            line += f"  {speed:,.0f} states/s"
-        self.show(line + f"  {state.time_s:.1f} s")
+        self.show(self.line.text(progress_report.engine_text(query, engine, state)))
 
-    def show(self, line: str) -> None:
+    def show(self, text: str) -> None:
         if not self.enabled:
             return
-        elapsed = time.monotonic() - self.start
-        text = f"{line}  (total {elapsed:.1f} s)"
-        sys.stderr.write("\r" + text[:110].ljust(110))
+        sys.stderr.write("\r" + text[: self.WIDTH].ljust(self.WIDTH))
         sys.stderr.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            sys.stderr.write("\r" + " " * 110 + "\r")
+            sys.stderr.write("\r" + " " * self.WIDTH + "\r")
             sys.stderr.flush()
-
-
-def _short(value: float | None) -> str:
-    return "-" if value is None else f"{value:.5g}"
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
@@ -336,9 +205,10 @@ def _check(args: argparse.Namespace) -> ExitCode:
 
     outcomes = []
     interrupted = False
+    options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, args.scheduler)
     for f in files:
         try:
-            outcomes.append(check_file(f, args.solver, args.timeout, args.trust_pickle, jobs, warn))
+            outcomes.append(check_file(f, *options))
         except KeyboardInterrupt:  # while loading the file's models
             interrupted = True
         if interrupted or outcomes[-1].interrupted:
@@ -346,7 +216,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
             break
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
-        _write(args.junit, checks.render_junit(outcomes))
+        write_text(args.junit, checks.render_junit(outcomes))
     if interrupted:
         print(f"interrupted: {len(outcomes)} of {len(files)} files checked", file=sys.stderr)
         return ExitCode.INTERRUPTED
@@ -492,6 +362,16 @@ def _render_summary(s: ModelSummary) -> str:
         )
     return "\n".join(lines)
 
+
+HANDLERS = {
+    "run": _run,
+    "check": _check,
+    "compare": _compare,
+    "inspect": _inspect,
+    "leakage": _leakage,
+    "fmt": _fmt,
+    "lsp": _lsp,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

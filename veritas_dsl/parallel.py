@@ -1,4 +1,5 @@
-"""Queries solved across processes (``--jobs N``), for batches of rows.
+"""Queries solved across processes (``--jobs N``) or on a Dask cluster (``--scheduler``), for
+batches of rows: one loop hands row tasks to a :class:`Pool` and joins their answers.
 
 Each worker rebuilds the parent's list of lowered queries once (with a picklable function the
 caller gives, which loads the spec and lowers it the same way), so a task is only an index; back
@@ -14,6 +15,7 @@ engine then stops with its bounds so far. The parent also passes an interrupt on
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -22,9 +24,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
+from veritas_dsl.errors import SoundnessError, UserError
+from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.lang.lower import Lowered
-from veritas_dsl.outcome import Interrupted, QueryRun
-from veritas_dsl.run import RunOptions, run_lowered
+from veritas_dsl.outcome import Check, Interrupted, QueryRun
+from veritas_dsl.result import Result, Termination
+from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered
 
 #: Processes pay off only when the queries left would take longer than this in one process:
 #: each worker spends seconds importing, loading the spec and the compiled engines.
@@ -32,6 +37,23 @@ _WORTH_IT_S = 10.0
 
 _worker_lowered: list[Lowered] = []
 _worker_stop = None
+
+
+class Pool:
+    """Where row tasks run: :meth:`submit` gives a future of ``(results, checks)`` (None for a
+    task that a stop skipped). ``shares_work``: this process is one of the workers, and takes
+    tasks from the back of the queue while the pool takes them from the front."""
+
+    shares_work = False
+
+    def submit(self, index: int) -> Future:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Ctrl-C: stop the workers' searches and the queued tasks."""
+
+    def close(self) -> None:
+        """Wait for the workers and release them."""
 
 
 def default_jobs() -> int:
@@ -70,12 +92,17 @@ def run_all(
     rebuild: Callable[[], list[Lowered]],
     done: Callable[[QueryRun, int, int], None] | None = None,
     worth_it_s: float = _WORTH_IT_S,
+    pool: Callable[[], Pool] | None = None,
 ) -> list[QueryRun]:
-    """Run every lowered query, in order; on ``jobs`` processes when that pays off.
+    """Run every lowered query, in order; on ``jobs`` processes when that pays off, or every one
+    on the pool that ``pool()`` makes (a Dask cluster, :mod:`veritas_dsl.cluster`).
 
     ``rebuild`` gives, in a worker process, the same list of lowered queries; it must pickle
     (a module-level function, or a ``functools.partial`` of one). ``done(run, finished, total)``
     is called as runs complete.
+
+    A task that raises (not a user's error, nor a soundness one, which stop the run) gives its
+    row an ``error`` Result naming the exception, once; the other rows still run.
 
     Ctrl-C stops the run: raises :class:`~veritas_dsl.outcome.Interrupted` whose ``partial`` holds
     the runs finished so far, in order, the interrupted ones (with their bounds so far) included.
@@ -94,77 +121,133 @@ def run_all(
             raise Interrupted([])  # the partial list is made below, once
 
     try:
-        # Queries run here one by one until those left look long enough to share. The first is
-        # not timed: it pays for compiling the engines.
         next_index = 0
-        timed_start = 0.0
-        while next_index < total:
-            if next_index == 1:
-                timed_start = time.monotonic()
-            if jobs > 1 and next_index >= 2:
-                per_query = (time.monotonic() - timed_start) / (next_index - 1)
-                if per_query * (total - next_index) > worth_it_s:
-                    break
-            record(next_index, run_lowered(lowered[next_index], options))
-            next_index += 1
+        if pool is None:
+            next_index = _run_here(lowered, options, jobs, worth_it_s, record)
         if next_index < total:
-            _run_pool(lowered, options, jobs, rebuild, next_index, record, runs)
+            plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay here
+            chosen = pool() if pool else _ProcessPool(jobs - 1, rebuild, plain)
+            _run_pool(chosen, lowered, options, next_index, record, runs)
     except KeyboardInterrupt:
         raise Interrupted([run for run in runs if run is not None]) from None
     return runs
 
 
-def _run_pool(lowered, options, jobs, rebuild, first, record, runs) -> None:
-    """Run queries ``first`` onwards on ``jobs - 1`` workers and this process."""
-    context = multiprocessing.get_context("spawn")
-    stop = context.Event()
-    pids = context.SimpleQueue()
-    plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay in this process
-    pool = ProcessPoolExecutor(
-        jobs - 1, mp_context=context, initializer=_start_worker, initargs=(rebuild, stop, pids)
-    )
+def _run_here(lowered, options, jobs, worth_it_s, record) -> int:
+    """Run queries here one by one until those left look long enough to share; the index of
+    the first one left. The first is not timed: it pays for compiling the engines."""
+    next_index = 0
+    timed_start = 0.0
+    while next_index < len(lowered):
+        if next_index == 1:
+            timed_start = time.monotonic()
+        if jobs > 1 and next_index >= 2:
+            per_query = (time.monotonic() - timed_start) / (next_index - 1)
+            if per_query * (len(lowered) - next_index) > worth_it_s:
+                break
+        record(next_index, run_lowered(lowered[next_index], options))
+        next_index += 1
+    return next_index
+
+
+def _run_pool(pool: Pool, lowered, options, first, record, runs) -> None:
+    """Run queries ``first`` onwards on ``pool`` (and this process, when it shares the work)."""
     futures: dict[Future, int] = {}
     try:
-        with _sigint_ignored():  # workers are spawned while submitting, and inherit it
-            futures = {pool.submit(_solve_task, i, plain): i for i in range(first, len(lowered))}
-        # This process is one of the jobs: it takes queries from the back while the workers
-        # start and take them from the front, until they meet.
-        for future, i in reversed(list(futures.items())):
-            if not future.cancel():
-                break
-            record(i, run_lowered(lowered[i], options))
+        futures = {pool.submit(i): i for i in range(first, len(lowered))}
+        if pool.shares_work:
+            for future, i in reversed(list(futures.items())):
+                if not future.cancel():
+                    break
+                record(i, run_lowered(lowered[i], options))
         for future in as_completed([f for f in futures if not f.cancelled()]):
             i = futures[future]
-            results, checks = future.result()
-            record(i, QueryRun(lowered[i], results, checks))
+            record(i, _joined(lowered[i], future, options))
     except KeyboardInterrupt:
-        stop.set()
-        _stop_workers(pool, pids)
+        pool.stop()
         for future, i in futures.items():  # what the workers finished, or stopped with bounds
-            finished = not future.cancelled() and future.exception() is None
+            finished = future.done() and not future.cancelled() and future.exception() is None
             if runs[i] is None and finished and future.result() is not None:
-                runs[i] = QueryRun(lowered[i], *future.result())
+                runs[i] = _joined(lowered[i], future, options)
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()
 
 
-def _stop_workers(pool: ProcessPoolExecutor, pids) -> None:
-    """Interrupt the workers' searches and wait for them; a second Ctrl-C ends them at once."""
-    workers = []
-    while not pids.empty():
-        workers.append(pids.get())
-    for pid in workers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGINT)
+def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
+    """A worker's answer joined to this process's lowered query; a task that raised is the
+    row's ``error`` Result."""
     try:
-        pool.shutdown(wait=True, cancel_futures=True)
-    except KeyboardInterrupt:
+        results, checks = future.result()
+    except (UserError, SoundnessError, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        engine = choose_engines(lowered, options)[0][0]
+        message = f"the task failed: {type(error).__name__}: {error}"
+        result = Result(
+            lowered.query.name,
+            engine,
+            Termination.ERROR,
+            *trivial_bounds(lowered.query),
+            message=message,
+        )
+        return QueryRun(lowered, [result], judge(lowered, result))
+    return QueryRun(lowered, results, _local_spans(lowered, checks))
+
+
+def _local_spans(lowered: Lowered, checks: list[Check]) -> list[Check]:
+    """Checks located in this process's spec (a worker may name the file by another path):
+    a property's check is at the query, an expectation's at the expectation."""
+    if lowered.source.is_property:
+        spans = [lowered.source.span]
+    else:
+        spans = [e.span for e, _ in lowered.expectations]
+    if len(spans) != len(checks):
+        return checks
+    return [dataclasses.replace(c, span=s) for c, s in zip(checks, spans, strict=True)]
+
+
+class _ProcessPool(Pool):
+    """``workers`` spawned processes on this machine, and this process (``--jobs N``)."""
+
+    shares_work = True
+
+    def __init__(self, workers: int, rebuild, options: RunOptions) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.options = options
+        self.stopped = context.Event()
+        self.pids = context.SimpleQueue()
+        self.executor = ProcessPoolExecutor(
+            workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(rebuild, self.stopped, self.pids),
+        )
+
+    def submit(self, index: int) -> Future:
+        with _sigint_ignored():  # workers are spawned while submitting, and inherit it
+            return self.executor.submit(_solve_task, index, self.options)
+
+    def stop(self) -> None:
+        """Interrupt the workers' searches and wait for them; a second Ctrl-C ends them."""
+        self.stopped.set()
+        workers = []
+        while not self.pids.empty():
+            workers.append(self.pids.get())
         for pid in workers:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
+                os.kill(pid, signal.SIGINT)
+        try:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        except KeyboardInterrupt:
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            raise
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 @contextlib.contextmanager

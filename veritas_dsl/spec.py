@@ -4,6 +4,7 @@ then ``.run()``."""
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,6 +37,7 @@ class Spec:
         self.checked: typed.CheckedSpec = check(
             parse_text(text, path), registry.ENGINES, trust_pickle, files
         )
+        self._digest = self._hash_files()  # now: the files as they were loaded
 
     @property
     def queries(self) -> tuple[typed.CheckedQuery, ...]:
@@ -70,25 +72,55 @@ class Spec:
         checks_only: bool = False,
         jobs: int = 1,
         done=None,
+        skip: frozenset[tuple[str, int | None]] = frozenset(),
+        scheduler: str | None = None,
     ) -> list[QueryRun]:
         """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
 
         ``solver`` overrides every query's engines; a query it cannot take gets an
         ``unsupported`` Result and the others run. ``jobs`` processes share the work when there
         is enough of it (see :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports
-        each finished run.
+        each finished run. ``skip`` names ``(query, row)`` pairs not to run (those an earlier
+        run answered). ``scheduler`` runs every query on a Dask cluster instead
+        (:mod:`veritas_dsl.cluster`): a scheduler's address, or ``local:N``.
 
         Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
         :class:`~veritas_dsl.outcome.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
         ``partial`` holds the runs finished so far, the interrupted one last.
         """
         options = RunOptions(solver, timeout_s, progress)
-        lowered = list(self.lowered(checks_only))
+        lowered = _without(self.lowered(checks_only), skip)
         preflight(lowered, options)
         again = functools.partial(
-            lowered_queries, self.text, self.path, self.trust_pickle, checks_only
+            lowered_queries, self.text, self.path, self.trust_pickle, checks_only, skip
         )
-        return run_all(lowered, options, jobs, again, done)
+        pool = None
+        if scheduler is not None:
+            from veritas_dsl.cluster import DaskPool
+
+            # Workers may run elsewhere: they read the files by absolute paths.
+            path = self.path if self.path == "<string>" else str(Path(self.path).resolve())
+            build = functools.partial(
+                lowered_and_digest, self.text, path, self.trust_pickle, checks_only, skip
+            )
+            plain = RunOptions(solver, timeout_s)
+            pool = functools.partial(DaskPool, scheduler, build, self.digest(), plain)
+        return run_all(lowered, options, jobs, again, done, pool=pool)
+
+    def digest(self) -> str:
+        """SHA-256 of the spec's text and of the bytes of every model and data file it loaded
+        (read just after loading them): two specs with the same digest answer the same queries
+        on the same inputs."""
+        return self._digest
+
+    def _hash_files(self) -> str:
+        hashed = hashlib.sha256(b"veritas-dsl spec\0" + self.text.encode())
+        files = [("model", n, p) for n, p in sorted(self.checked.model_paths.items())]
+        files += [("data", n, d.path) for n, d in sorted(self.checked.datasets.items())]
+        for kind, name, path in files:
+            hashed.update(f"\0{kind}\0{name}\0".encode())
+            hashed.update(hashlib.sha256(Path(path).read_bytes()).digest())
+        return hashed.hexdigest()
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
         """The batch row a run was made for, by feature name (None outside batches)."""
@@ -140,10 +172,24 @@ def _universal_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def lowered_queries(text: str, path: str, trust_pickle: bool, checks_only: bool) -> list[Lowered]:
-    """The lowered queries of spec text, as :meth:`Spec.lowered` gives them: how a worker
-    process rebuilds the parent's list (see :mod:`veritas_dsl.parallel`)."""
-    return list(parse(text, path, trust_pickle).lowered(checks_only))
+def lowered_queries(
+    text: str, path: str, trust_pickle: bool, checks_only: bool, skip=frozenset()
+) -> list[Lowered]:
+    """The lowered queries of spec text, as :meth:`Spec.run` runs them: how a worker process
+    rebuilds the parent's list (see :mod:`veritas_dsl.parallel`)."""
+    return _without(parse(text, path, trust_pickle).lowered(checks_only), skip)
+
+
+def lowered_and_digest(
+    text: str, path: str, trust_pickle: bool, checks_only: bool, skip=frozenset()
+) -> tuple[list[Lowered], str]:
+    """:func:`lowered_queries` and the :meth:`Spec.digest` of the files it loaded."""
+    spec = parse(text, path, trust_pickle)
+    return _without(spec.lowered(checks_only), skip), spec.digest()
+
+
+def _without(lowered, skip) -> list[Lowered]:
+    return [item for item in lowered if (item.source.name, item.row) not in skip]
 
 
 def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
@@ -158,17 +204,19 @@ def check_file(
     trust_pickle: bool = False,
     jobs: int = 1,
     warn: Callable[[Diagnostic], None] | None = None,
+    scheduler: str | None = None,
 ):
     """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
     each warning before anything runs (they are kept in the outcome too). After Ctrl-C,
-    ``outcome.interrupted`` is set and ``outcome.runs`` holds the runs finished so far."""
+    ``outcome.interrupted`` is set and ``outcome.runs`` holds the runs finished so far.
+    ``scheduler``: see :meth:`Spec.run`."""
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
         outcome.warnings = tuple(spec.warnings(checks_only=True))
         for warning in outcome.warnings if warn else ():
             warn(warning)
-        outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs)
+        outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs, scheduler=scheduler)
     except SpecError as error:
         outcome.errors = error.diagnostics
         return outcome

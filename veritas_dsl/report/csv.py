@@ -31,24 +31,38 @@ def dumps(runs: list[QueryRun]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for run in runs:
-        result = run.result
-        verdicts = {c.verdict for c in run.checks}
-        verdict = next((v.value for v in _WORST_FIRST if v in verdicts), "")
-        writer.writerow(
-            [
-                run.lowered.source.name,
-                "" if run.lowered.row is None else run.lowered.row,
-                run.kind,
-                result.engine,
-                result.termination.value,
-                result.solution.value,
-                "" if result.lower is None else repr(result.lower),
-                "" if result.upper is None else repr(result.upper),
-                verdict,
-                f"{result.time_s:.6f}",
-            ]
-        )
+        writer.writerow(_fields(run))
     return out.getvalue()
+
+
+def header() -> str:
+    """The first line of ``--csv`` output."""
+    return ",".join(COLUMNS) + "\n"
+
+
+def line(run: QueryRun) -> str:
+    """The line of one run, as :func:`dumps` writes it (for a file written as runs finish)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(_fields(run))
+    return out.getvalue()
+
+
+def _fields(run: QueryRun) -> list:
+    result = run.result
+    verdicts = {c.verdict for c in run.checks}
+    verdict = next((v.value for v in _WORST_FIRST if v in verdicts), "")
+    return [
+        run.lowered.source.name,
+        "" if run.lowered.row is None else run.lowered.row,
+        run.kind,
+        result.engine,
+        result.termination.value,
+        result.solution.value,
+        "" if result.lower is None else repr(result.lower),
+        "" if result.upper is None else repr(result.upper),
+        verdict,
+        f"{result.time_s:.6f}",
+    ]
 
 
 def witnesses(runs: list[QueryRun]) -> str:

@@ -59,6 +59,25 @@ def result_entry(run: QueryRun, result: Result) -> dict:
     }
 
 
+def run_entry(run: QueryRun) -> dict:
+    """One entry of the document's ``results``: a query (and row), its answer and checks."""
+    entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
+    entry.update(result_entry(run, run.result))
+    entry["checks"] = [
+        {
+            "check": c.text,
+            "verdict": c.verdict.value,
+            "holds": c.holds,
+            "detail": c.detail,
+            "line": c.span.line,
+        }
+        for c in run.checks
+    ]
+    if len(run.results) > 1:
+        entry["engines"] = [result_entry(run, r) for r in run.results]
+    return entry
+
+
 def diagnostic_entry(diagnostic: Diagnostic) -> dict:
     """A diagnostic as JSON: its code, message, location (null without one), label and notes."""
     span = diagnostic.span
@@ -76,23 +95,7 @@ def diagnostic_entry(diagnostic: Diagnostic) -> dict:
 def document(
     runs: list[QueryRun], warnings: Sequence[Diagnostic] = (), interrupted: bool = False
 ) -> dict:
-    results = []
-    for run in runs:
-        entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
-        entry.update(result_entry(run, run.result))
-        entry["checks"] = [
-            {
-                "check": c.text,
-                "verdict": c.verdict.value,
-                "holds": c.holds,
-                "detail": c.detail,
-                "line": c.span.line,
-            }
-            for c in run.checks
-        ]
-        if len(run.results) > 1:
-            entry["engines"] = [result_entry(run, r) for r in run.results]
-        results.append(entry)
+    results = [run_entry(run) for run in runs]
     found = {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
     batches = _filtered_batches(runs)
     if batches:

@@ -1,0 +1,141 @@
+"""Batches on a Dask cluster (``--scheduler``): the answers of one process, a row that fails
+reported once, no row lost when a worker is killed, and an unreachable scheduler named."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import signal
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="--scheduler needs dask[distributed]")
+
+from veritas_dsl import cluster, parse  # noqa: E402
+from veritas_dsl.cli import ExitCode, main  # noqa: E402
+from veritas_dsl.parallel import run_all  # noqa: E402
+from veritas_dsl.result import Termination  # noqa: E402
+from veritas_dsl.run import RunOptions  # noqa: E402
+from veritas_dsl.spec import lowered_and_digest, lowered_queries  # noqa: E402
+
+SPEC = """model m = ensemble "m.json"
+data rows = csv "rows.csv"
+property calm for r in rows[0:ROWS] {
+    forall x: linf(x, r) <= 0.3 => m(x) <= 2
+}
+query closest for r in rows[0:ROWS] {
+    input x
+    where m(x) >= 2
+    minimize l1(x, r)
+}
+"""
+ROWS = 12
+
+
+@pytest.fixture(scope="module")
+def address():
+    """A cluster of 2 worker processes, one thread each, for the module's tests."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as local:
+        yield local.scheduler_address
+
+
+@pytest.fixture
+def spec(tmp_path, two_trees):
+    two_trees.save(tmp_path / "m.json")
+    rows = [f"{(i % 7) * 0.4 - 1:g},{(i % 5) * 0.5 - 0.5:g}" for i in range(ROWS)]
+    (tmp_path / "rows.csv").write_text("x0,x1\n" + "\n".join(rows) + "\n")
+    path = tmp_path / "spec.ver"
+    path.write_text(SPEC.replace("ROWS", str(ROWS)))
+    return path
+
+
+def answers(runs):
+    return [
+        (r.name, r.result.termination, r.result.lower, r.result.upper, [c for c in r.checks])
+        for r in runs
+    ]
+
+
+def test_a_cluster_gives_the_answers_of_one_process(spec, address, capsys):
+    loaded = parse(spec.read_text(), str(spec))
+    alone = loaded.run(jobs=1)
+    finished = []
+    together = loaded.run(scheduler=address, done=lambda r, n, t: finished.append(n))
+    assert sorted(finished) == list(range(1, 2 * ROWS + 1))
+    assert answers(together) == answers(alone)  # checks located in this process's spec too
+    assert any("compile_s" in r.result.stats for r in together)
+    # The command line, on the same cluster: the same document as --jobs 1 (but for times).
+    assert main(["run", str(spec), "--json", "--jobs", "1"]) == ExitCode.FAILED
+    local = json.loads(capsys.readouterr().out)["results"]
+    assert main(["run", str(spec), "--json", "--scheduler", address]) == ExitCode.FAILED
+    remote = json.loads(capsys.readouterr().out)["results"]
+    fields = ("query", "row", "status", "lower", "upper", "witness", "checks")
+    assert [[e[f] for f in fields] for e in remote] == [[e[f] for f in fields] for e in local]
+
+
+def broken_build(text, path, row):
+    """The spec's queries with one row's query broken: its task raises on any worker."""
+    lowered, digest = lowered_and_digest(text, path, False, False)
+    lowered[row] = dataclasses.replace(lowered[row], query=None)
+    return lowered, digest
+
+
+def test_a_task_that_raises_is_its_rows_error_reported_once(spec, address):
+    loaded = parse(spec.read_text(), str(spec))
+    lowered = list(loaded.lowered())
+    build = functools.partial(broken_build, spec.read_text(), str(spec), 3)
+    options = RunOptions()
+    again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
+    pool = functools.partial(cluster.DaskPool, address, build, loaded.digest(), options)
+    seen = []
+    start = time.monotonic()
+    runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
+    assert time.monotonic() - start < 120  # not retried forever
+    assert len(seen) == len(lowered)  # every row reported once
+    errors = [r for r in runs if r.result.termination is Termination.ERROR]
+    assert [r.name for r in errors] == ["calm[3]"]
+    assert "the task failed: AttributeError" in errors[0].result.message
+    assert [c.holds for c in errors[0].checks] == [None]
+    assert all(r.result.termination is not Termination.ERROR for r in runs if r not in errors)
+
+
+def test_workers_that_load_other_files_stop_the_run(spec, address, capsys):
+    loaded = parse(spec.read_text(), str(spec))
+    (spec.parent / "rows.csv").write_text("x0,x1\n" + "5,5\n" * ROWS)  # after the parent loaded
+    with pytest.raises(cluster.SchedulerError, match="other files"):
+        loaded.run(scheduler=address)
+
+
+def test_an_unreachable_scheduler_is_exit_2_naming_it(spec, monkeypatch, capsys):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2.0)
+    target = spec.parent / "out.jsonl"
+    start = time.monotonic()
+    code = main(["run", str(spec), "--scheduler", "tcp://127.0.0.1:9", "--jsonl", str(target)])
+    assert code == ExitCode.ERROR
+    assert time.monotonic() - start < 30
+    err = capsys.readouterr().err
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 2 s" in err
+    assert "Traceback" not in err and not target.exists()
+
+
+def test_a_worker_killed_mid_run_loses_no_row(spec, address):
+    loaded = parse(spec.read_text(), str(spec))
+    alone = loaded.run(jobs=1)
+    with distributed.Client(address) as client:
+        pids = client.run(os.getpid)
+    killed = []
+
+    def done(run, finished, total):
+        if not killed:  # the first row back: the other rows are queued or running
+            victim = max(pids.values())
+            os.kill(victim, signal.SIGKILL)
+            killed.append((victim, finished, total))
+
+    together = loaded.run(scheduler=address, done=done)
+    assert killed and killed[0][1] < killed[0][2]
+    assert answers(together) == answers(alone)
