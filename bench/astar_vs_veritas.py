@@ -156,7 +156,7 @@ class Bench:
             line = (
                 f"  {task:<10} {name:<7} ours {ours.termination.value:<10} "
                 f"[{ours.lower:.6f}, {ours.upper:.6f}] {1e3 * t_ours:9.1f} ms | theirs "
-                f"{stop.name.lower():<12} [{lo}, {up:.6f}] {1e3 * t_theirs:9.1f} ms | ratio "
+                f"{stop.name.lower():<12} [{_f(lo)}, {_f(up)}] {1e3 * t_theirs:9.1f} ms | ratio "
                 f"{ratio:7.3f}{'  same optimum' if same else ''}"
             )
             if big:
@@ -267,6 +267,10 @@ class Bench:
             print("\n".join(self.rows))
 
 
+def _f(value: float | None) -> str:
+    return "none" if value is None else f"{value:.6f}"
+
+
 def _s(seconds: float | None) -> str:
     return "none" if seconds is None else f"{1e3 * seconds:.1f} ms"
 
@@ -346,9 +350,11 @@ def main() -> None:
         with quiet():
             at = bench.veritas.get_addtree(clf)
         features = tuple(Feature(f) for f in model.feature_names)
-        if warm:  # one solve to load (or compile) the kernels before anything is timed
+        if warm:  # load (or compile) the kernels before anything is timed, on another model
+            # (a throwaway one: the benchmark's models start with nothing memoised)
             term = OutputTerm((OutputAtom(1.0, "m", "x"),))
-            bench.solve(Query("warm-up", features, ("x",), {"m": model}, (), Maximize(term)), 60)
+            other = Ensemble.from_xgboost(train(X, y, 3, 2))
+            bench.solve(Query("warm-up", features, ("x",), {"m": other}, (), Maximize(term)), 60)
             warm = False
         print(
             f"\nmodel {name}: {n_trees} x {depth}, {model.n_trees} trees, {model.n_nodes} nodes, "
