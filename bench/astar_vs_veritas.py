@@ -1,27 +1,35 @@
 """Our A* engine against dtai-veritas 0.3.1 (the VERITAS authors' C++ engine), side by side.
 
     pip install dtai-veritas==0.3.1      # for this benchmark only; never a dependency
-    python bench/astar_vs_veritas.py [--features 8] [--rows 20] [--timeout 10] [--startup]
+    python bench/astar_vs_veritas.py [--models breast,digits,credit,mc54,mc28] [--rows 20]
+    python bench/astar_vs_veritas.py --suite synthetic [--features 8] [--shapes 100x6,...]
 
-Both engines run in one process on the same XGBoost models, trained here on a synthetic data set
-(scikit-learn's ``make_classification``; feature 0 is made a binary protected attribute the labels
-depend on). Shapes: 100 trees of depth 6, 200 x 4, 300 x 8, 1000 x 4. Tasks:
+Both engines run in one process on the same XGBoost models (``bench/veritas_suite.py`` trains
+them). The default suite is issue 17's: breast cancer 100 x 6, digits 2 vs 6 200 x 4, a
+credit-like 50 x 4 on 9 features, and two big ``make_classification`` models, 80 x 8 on 54
+features and 300 x 8 on 28. ``--suite synthetic`` runs the older shapes (100 x 6, 200 x 4,
+300 x 8, 1000 x 4 on ``--features`` generated features, feature 0 a protected attribute) and
+its fairness task. Tasks:
 
 * global maximum and minimum of the raw margin;
-* the closest L-inf adversarial example (a change of the predicted class) for ``--rows`` rows;
-* two-instance fairness: the largest margin gap between two inputs equal except in the
-  protected feature (dtai-veritas: a ``FeatMap`` sharing every other feature, ``concat_negated``).
+* the closest L-inf adversarial example (a change of the predicted class) for ``--rows`` rows
+  (the last rows of the data);
+* (synthetic suite) two-instance fairness: the largest margin gap between two inputs equal except
+  in the protected feature (dtai-veritas: a ``FeatMap`` sharing every other feature).
 
-For every instance both engines get ``--timeout`` seconds. Times are wall times of the solve
-(ours: ``AStarEngine.solve`` on a Query, after one warm-up solve so that JIT compilation is not
-counted; theirs: building the search and stepping it, after the model was converted). Each task
-prints its instances, then the median ratio of our time to theirs. dtai-veritas bisects the
-radius ten times for adversarial examples, so it returns a bracket, not a distance. Its upper
-end is not always backed by a point (a bisection step that runs out of time counts as "an example
-may exist"), so we check our exact distance against what it proves: at least its lower end, and at
-most the distance of the closest example it actually returned. ``--startup`` also measures a
-cold start (empty Numba cache, so the kernels compile) and a warm one (a fresh process reusing
-the cache). ``--features 4`` gives models whose global extremes both engines prove.
+Small models get ``--timeout`` seconds per instance; big ones ``--big-timeout`` for the extremes
+and ``--row-timeout`` per adversarial row. Times are wall times of the solve (ours:
+``AStarEngine.solve`` on a Query, after one warm-up solve so that JIT compilation is not
+counted; theirs: building the search and stepping it, after the model was converted). On small
+models dtai-veritas finds the extremes with plain A* (``focal_eps`` 1), its fastest exact search
+there (its default focal search, ``focal_eps`` 0.8, often fails to prove the optimum in 10 s;
+``--focal`` uses it everywhere); on big models, its default. For big models the summary gives
+the first-solution time and the gap at the limit, ``(upper - lower) / max(|lower|, |upper|)``,
+of both engines. dtai-veritas bisects the radius ten times for adversarial examples, so it
+returns a bracket, not a distance. Its upper end is not always backed by a point, so we check
+our exact distance against what it proves: at least its lower end, and at most the distance of
+the closest example it actually returned. ``--startup`` also measures a cold start (empty Numba
+cache) and a warm one (a fresh process reusing the cache).
 """
 
 from __future__ import annotations
@@ -37,8 +45,6 @@ import tempfile
 import time
 
 import numpy as np
-import xgboost as xgb
-from sklearn.datasets import make_classification
 
 from veritas_dsl.ir import (
     DomainKind,
@@ -60,6 +66,9 @@ from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.validate import validate_witness
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from veritas_suite import SUITE, dataset, synthetic, train
+
 SHAPES = [(100, 6), (200, 4), (300, 8), (1000, 4)]
 
 
@@ -68,23 +77,18 @@ def quiet():
     return contextlib.redirect_stdout(io.StringIO())
 
 
-def data(n_features: int):
-    X, y = make_classification(
-        n_samples=3000, n_features=n_features, n_informative=n_features - 1, n_redundant=0,
-        random_state=0,
-    )  # fmt: skip
-    rng = np.random.default_rng(0)
-    X[:, 0] = X[:, 0] > 0
-    y = np.where(rng.random(len(y)) < 0.15, X[:, 0], y)
-    return X.astype(np.float32), y
+def first_solution(result) -> float | None:
+    """Seconds to our first complete solution: the first trace point with both bounds finite."""
+    times = [p.time_s for p in result.trace if math.isfinite(p.lower) and math.isfinite(p.upper)]
+    return min(times, default=None)
 
 
-def train(X, y, n_trees: int, depth: int):
-    model = xgb.XGBClassifier(
-        n_estimators=n_trees, max_depth=depth, learning_rate=0.3, tree_method="hist", n_jobs=2,
-        random_state=0,
-    )  # fmt: skip
-    return model.fit(X, y)
+def gap(lower, upper) -> float:
+    """``(upper - lower) / max(|lower|, |upper|)``; inf without both bounds."""
+    if lower is None or upper is None or not (math.isfinite(lower) and math.isfinite(upper)):
+        return math.inf
+    scale = max(abs(lower), abs(upper))
+    return 0.0 if upper == lower else (upper - lower) / scale
 
 
 class Bench:
@@ -94,61 +98,84 @@ class Bench:
         self.veritas = veritas
         self.args = args
         self.engine = AStarEngine()
-        self.limits = Limits(timeout_s=args.timeout)
         self.ratios: dict[str, list[float]] = {}
+        self.rows: list[str] = []  # the per-model summary lines
 
     def record(self, task: str, ours: float, theirs: float) -> float:
         ratio = ours / theirs
         self.ratios.setdefault(task, []).append(ratio)
         return ratio
 
-    def solve(self, query: Query):
+    def solve(self, query: Query, timeout: float):
         start = time.perf_counter()
-        result = self.engine.solve(query, self.limits)
+        result = self.engine.solve(query, Limits(timeout_s=timeout))
         elapsed = time.perf_counter() - start
         for witness in result.witnesses:
             validate_witness(query, witness)
         return result, elapsed
 
+    def theirs(self, at, heuristic, timeout: float, focal_eps: float | None = None):
+        """dtai-veritas on one extreme: (search, stop reason, seconds, lower, upper, first)."""
+        v = self.veritas
+        start = time.perf_counter()
+        with quiet():
+            config = v.Config(heuristic)
+            if focal_eps is not None:
+                config.focal_eps = focal_eps
+            search = config.get_search(at)
+            stop = search.step_for(timeout, 100)
+        elapsed = time.perf_counter() - start
+        n = search.num_solutions()
+        best = search.get_solution(0).output if n else None
+        bound = search.current_bounds().best
+        first = min((search.get_solution(i).time for i in range(n)), default=None)
+        maximize = heuristic == v.HeuristicType.MAX_OUTPUT
+        lower, upper = (best, bound) if maximize else (bound, best)
+        return search, stop, elapsed, lower, upper, first
+
     # -- tasks --------------------------------------------------------------------------
 
-    def extremes(self, name, model, at, features):
+    def extremes(self, name, model, at, features, timeout: float, big: bool = False):
         v = self.veritas
         term = OutputTerm((OutputAtom(1.0, "m", "x"),))
         for task, goal, heuristic in [
             ("global max", Maximize(term), v.HeuristicType.MAX_OUTPUT),
             ("global min", Minimize(term), v.HeuristicType.MIN_OUTPUT),
         ]:
-            ours, t_ours = self.solve(Query(task, features, ("x",), {"m": model}, (), goal))
-            start = time.perf_counter()
-            with quiet():
-                config = v.Config(heuristic)
-                search = config.get_search(at)
-                stop = search.step_for(self.args.timeout, 100)
-            t_theirs = time.perf_counter() - start
-            best = search.get_solution(0).output if search.num_solutions() else None
-            bound = search.current_bounds().best
-            theirs = f"best {best}, bound {bound:.6f}"
+            query = Query(task, features, ("x",), {"m": model}, (), goal)
+            ours, t_ours = self.solve(query, timeout)
+            eps = None if big or self.args.focal else 1.0
+            search, stop, t_theirs, lo, up, first = self.theirs(at, heuristic, timeout, eps)
+            best = lo if heuristic == v.HeuristicType.MAX_OUTPUT else up
             same = (
                 ours.termination is Termination.OPTIMAL
                 and search.is_optimal()
                 and math.isclose(ours.lower, best, rel_tol=1e-6, abs_tol=1e-6)
             )
-            ratio = self.record(task, t_ours, t_theirs)
-            print(
-                f"  {task:<10} {name:<9} ours {ours.termination.value:<10} "
+            ratio = self.record(f"{task} {name}", t_ours, t_theirs)
+            line = (
+                f"  {task:<10} {name:<7} ours {ours.termination.value:<10} "
                 f"[{ours.lower:.6f}, {ours.upper:.6f}] {1e3 * t_ours:9.1f} ms | theirs "
-                f"{stop.name.lower():<12} {theirs} {1e3 * t_theirs:9.1f} ms | ratio {ratio:7.3f}"
-                f"{'  same optimum' if same else ''}"
+                f"{stop.name.lower():<12} [{_f(lo)}, {_f(up)}] {1e3 * t_theirs:9.1f} ms | ratio "
+                f"{ratio:7.3f}{'  same optimum' if same else ''}"
             )
+            if big:
+                ours_first, ours_gap = first_solution(ours), gap(ours.lower, ours.upper)
+                their_gap = gap(lo, up)
+                line += f"\n    first solution ours {_s(ours_first)} theirs {_s(first)}; "
+                line += f"gap ours {100 * ours_gap:.2f} % theirs {100 * their_gap:.2f} %"
+                self.rows.append(
+                    f"  {name:<7} {task:<10} first solution ours {_s(ours_first)}, theirs "
+                    f"{_s(first)}; gap at {timeout:g} s ours {100 * ours_gap:.2f} %, theirs "
+                    f"{100 * their_gap:.2f} %"
+                )
+            print(line)
 
-    def adversarial(self, name, model, at, features, X):
+    def adversarial(self, name, model, at, features, X, timeout: float):
         v = self.veritas
         term = OutputTerm((OutputAtom(1.0, "m", "x"),))
         margins = model.eval(X)
-        inside = 0
-        exact = 0
-        unbacked = 0
+        inside = exact = unbacked = 0
         times = []
         for i, row in enumerate(X):
             positive = margins[i] > model.class_threshold
@@ -159,14 +186,14 @@ class Bench:
                 "adversarial", features, ("x",), {"m": model}, (flip,),
                 MinimizeDistance("linf", "x", Row(tuple(row.tolist()))),
             )  # fmt: skip
-            ours, t_ours = self.solve(query)
+            ours, t_ours = self.solve(query, timeout)
             exact += ours.termination is Termination.OPTIMAL and ours.lower == ours.upper
             start = time.perf_counter()
             with quiet():
                 search = v.VeritasRobustnessSearch(
                     row.astype(np.float64), self.args.start_delta,
                     at if positive else None, None if positive else at,
-                    max_time=self.args.timeout, silent=True,
+                    max_time=timeout, silent=True,
                 )  # fmt: skip
                 _, lo, up = search.search()
             t_theirs = time.perf_counter() - start
@@ -179,10 +206,10 @@ class Bench:
             unbacked += closest > up + 1e-6
             ok = lo - 1e-6 <= ours.lower and ours.upper <= closest + 1e-6
             inside += ok
-            ratio = self.record("closest linf adversarial", t_ours, t_theirs)
+            ratio = self.record(f"closest linf {name}", t_ours, t_theirs)
             if i < self.args.show_rows:
                 print(
-                    f"  row {i:<3} {name:<9} ours {ours.termination.value} {ours.upper:.6f} "
+                    f"  row {i:<3} {name:<7} ours {ours.termination.value} {ours.upper:.6f} "
                     f"{1e3 * t_ours:8.1f} ms | theirs [{lo:.6f}, {up:.6f}] {1e3 * t_theirs:8.1f} "
                     f"ms | ratio {ratio:6.3f}{'' if ok else '  OUTSIDE what they prove'}"
                 )
@@ -191,6 +218,11 @@ class Bench:
             f"  adversarial {name}: {exact}/{len(X)} exact; {inside}/{len(X)} within what "
             f"dtai-veritas proves (its lower end, its closest example); {unbacked} of its upper "
             f"ends below any example it found; median {1e3 * mine:.1f} ms ours, "
+            f"{1e3 * theirs:.1f} ms theirs"
+        )
+        self.rows.append(
+            f"  {name:<7} closest linf: {exact}/{len(X)} exact within {timeout:g} s, "
+            f"{inside}/{len(X)} within what dtai-veritas proves; median {1e3 * mine:.1f} ms ours, "
             f"{1e3 * theirs:.1f} ms theirs"
         )
 
@@ -203,7 +235,7 @@ class Bench:
         gap = OutputTerm((OutputAtom(1.0, "m", "x2"), OutputAtom(-1.0, "m", "x1")))
         ties = tuple(Tie("x1", "x2", f) for f in range(1, n))
         query = Query("fairness", kinds, ("x1", "x2"), {"m": model}, ties, Maximize(gap))
-        ours, t_ours = self.solve(query)
+        ours, t_ours = self.solve(query, self.args.timeout)
         start = time.perf_counter()
         with quiet():
             fmap = v.FeatMap([f.name for f in features])
@@ -229,7 +261,18 @@ class Bench:
     def summary(self) -> None:
         print("\nmedian time ratio ours / theirs (below 1: we are faster)")
         for task, ratios in self.ratios.items():
-            print(f"  {task:<26} {np.median(ratios):8.3f}   over {len(ratios)} instances")
+            print(f"  {task:<34} {np.median(ratios):8.3f}   over {len(ratios)} instances")
+        if self.rows:
+            print("\nper model")
+            print("\n".join(self.rows))
+
+
+def _f(value: float | None) -> str:
+    return "none" if value is None else f"{value:.6f}"
+
+
+def _s(seconds: float | None) -> str:
+    return "none" if seconds is None else f"{1e3 * seconds:.1f} ms"
 
 
 STARTUP = """
@@ -271,39 +314,59 @@ def startup() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--features", type=int, default=8)
+    parser.add_argument("--suite", choices=("issue17", "synthetic"), default="issue17")
+    parser.add_argument("--models", default=",".join(s.name for s in SUITE))
+    parser.add_argument("--features", type=int, default=8, help="synthetic suite")
+    parser.add_argument("--shapes", default=",".join(f"{n}x{d}" for n, d in SHAPES))
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--show-rows", type=int, default=3, help="adversarial rows to print")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per instance")
+    parser.add_argument("--big-timeout", type=float, default=5.0, help="big models' extremes")
+    parser.add_argument("--row-timeout", type=float, default=2.0, help="big models, per row")
     parser.add_argument("--start-delta", type=float, default=10.0, help="dtai-veritas bisection")
-    parser.add_argument("--shapes", default=",".join(f"{n}x{d}" for n, d in SHAPES))
     parser.add_argument("--tasks", default="extremes,adversarial,fairness")
+    parser.add_argument("--focal", action="store_true", help="their focal search everywhere")
     parser.add_argument("--startup", action="store_true", help="also measure cold/warm starts")
     args = parser.parse_args()
 
-    X, y = data(args.features)
     bench = Bench(args)
-    print(f"data: make_classification, {len(X)} rows, {args.features} features (0 protected)")
+    tasks = args.tasks.split(",")
+    if args.suite == "synthetic":
+        X, y = synthetic(args.features)
+        print(f"data: make_classification, {len(X)} rows, {args.features} features (0 protected)")
+        runs = [
+            (f"{n}x{d}", X, y, n, d, False)
+            for n, d in (tuple(int(x) for x in s.split("x")) for s in args.shapes.split(","))
+        ]
+    else:
+        chosen = args.models.split(",")
+        runs = [
+            (s.name, *dataset(s.name), s.n_trees, s.depth, s.big) for s in SUITE if s.name in chosen
+        ]
     warm = True
-    for shape in args.shapes.split(","):
-        n_trees, depth = (int(s) for s in shape.split("x"))
+    for name, X, y, n_trees, depth, big in runs:
         clf = train(X, y, n_trees, depth)
         model = Ensemble.from_xgboost(clf)
         with quiet():
             at = bench.veritas.get_addtree(clf)
-        features = tuple(Feature(name) for name in model.feature_names)
-        name = f"{n_trees}x{depth}"
-        if warm:  # one solve to load (or compile) the kernels before anything is timed
+        features = tuple(Feature(f) for f in model.feature_names)
+        if warm:  # load (or compile) the kernels before anything is timed, on another model
+            # (a throwaway one: the benchmark's models start with nothing memoised)
             term = OutputTerm((OutputAtom(1.0, "m", "x"),))
-            bench.solve(Query("warm-up", features, ("x",), {"m": model}, (), Maximize(term)))
+            other = Ensemble.from_xgboost(train(X, y, 3, 2))
+            bench.solve(Query("warm-up", features, ("x",), {"m": other}, (), Maximize(term)), 60)
             warm = False
-        print(f"\nmodel {name}: {model.n_trees} trees, {model.n_nodes} nodes")
-        tasks = args.tasks.split(",")
+        print(
+            f"\nmodel {name}: {n_trees} x {depth}, {model.n_trees} trees, {model.n_nodes} nodes, "
+            f"{len(features)} features, {len(X)} rows"
+        )
         if "extremes" in tasks:
-            bench.extremes(name, model, at, features)
+            timeout = args.big_timeout if big else args.timeout
+            bench.extremes(name, model, at, features, timeout, big)
         if "adversarial" in tasks:
-            bench.adversarial(name, model, at, features, X[-args.rows :])
-        if "fairness" in tasks:
+            timeout = args.row_timeout if big else args.timeout
+            bench.adversarial(name, model, at, features, X[-args.rows :], timeout)
+        if "fairness" in tasks and args.suite == "synthetic":
             bench.fairness(name, model, at, features)
     bench.summary()
     if args.startup:

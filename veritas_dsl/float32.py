@@ -52,8 +52,14 @@ def as_float32(value: float) -> float:
 
 def _to_float32(value: float) -> np.float32:
     """Rounded to the nearest float32; beyond its range that is an infinity, silently."""
+    if -_LARGEST <= value <= _LARGEST or math.isinf(value):  # no overflow: no errstate (slow)
+        return np.float32(value)
     with np.errstate(over="ignore"):
         return np.float32(value)
+
+
+#: Up to the largest float32 no value overflows (and numpy warns only on overflow).
+_LARGEST = float(np.finfo(np.float32).max)
 
 
 def ceil32_exact(value: Fraction) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -115,6 +115,7 @@ class Run:
         self.peak_memory = 0
         self.last_progress = -math.inf
         self._eval_arrays: dict[str, tuple] = {}
+        self._static_bytes = sum(p.nbytes() for p in problems)  # the problems never change
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -173,6 +174,7 @@ class Run:
         candidates = np.unique(gaps[np.isfinite(gaps)])
         lo, hi = 0, len(candidates)
         first = True
+        within = find_within(problem, problem.root)  # each probe replaces only its root
         while self.open[b]:
             if self.best is not None:  # only strictly closer points matter
                 hi = min(hi, int(np.searchsorted(candidates, self.best)))
@@ -186,7 +188,7 @@ class Run:
             root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
             self.probe_found = False
             if root is not None:
-                variant = find_within(problem, root)
+                variant = replace(within, root=root)
                 if self._memory() + planned_bytes(variant, INITIAL_CAPACITY) > self.memory_limit:
                     return Termination.MEMORY_LIMIT
                 self._retire(b)
@@ -408,8 +410,7 @@ class Run:
         return live + self.retired["expanded"]
 
     def _memory(self) -> int:
-        static = sum(p.nbytes() for p in self.problems)
-        return static + sum(s.nbytes() for s in self.searches if s is not None)
+        return self._static_bytes + sum(s.nbytes() for s in self.searches if s is not None)
 
     def _stop(self, termination: Termination) -> Outcome:
         if termination in (Termination.OPTIMAL, Termination.INFEASIBLE):

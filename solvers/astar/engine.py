@@ -194,7 +194,19 @@ def _plan(query: Query) -> Plan:
 
 
 def _default_memory() -> int:
-    """Half of the memory available now (Linux), else 2 GiB."""
+    """Half of the memory available now (Linux; read at most once a second: a batch of small
+    queries would read it for each), else 2 GiB."""
+    now = time.monotonic()
+    if now - _AVAILABLE[0] > 1.0:
+        _AVAILABLE[:] = [now, _read_available()]
+    return _AVAILABLE[1]
+
+
+#: When memory was last read, and the default limit it gave.
+_AVAILABLE: list = [-math.inf, DEFAULT_MEMORY_BYTES]
+
+
+def _read_available() -> int:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):

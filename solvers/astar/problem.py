@@ -27,6 +27,9 @@ The steps, in order, each in the module named (this one runs them, :func:`build_
    distances to a reference, including the distance being minimised) and linear inequalities
    become arrays.
 
+Steps 4 to 6 are memoised per model (:mod:`.memo`): the queries and rows of a spec that read a
+model under the same static box with the same leaf contributions share their arrays.
+
 Combinations whose least cost over a box would not be exact are refused with
 :class:`UnsupportedQuery` (see ``lifted._refuse``), so a complete state always has a point.
 """
@@ -41,7 +44,6 @@ import numpy as np
 from veritas_dsl.ir.query import Constraint, MinimizeDistance, OutputConstraint, OutputTerm, Query
 from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.cells import cells
 from veritas_dsl.solvers.astar.lifted import (
     Resource,
     groups_of,
@@ -49,6 +51,7 @@ from veritas_dsl.solvers.astar.lifted import (
     linear_of,
     resources_of,
 )
+from veritas_dsl.solvers.astar.memo import search_trees
 from veritas_dsl.solvers.astar.sharing import share_trees
 from veritas_dsl.solvers.astar.terms import (
     constant_part,
@@ -57,7 +60,6 @@ from veritas_dsl.solvers.astar.terms import (
     plan_terms,
     term_copies,
 )
-from veritas_dsl.solvers.astar.trees import fill_trees, splits
 
 
 @dataclass(frozen=True)
@@ -149,15 +151,8 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     )
     searched, copies = level_constants(problem, query, copies, len(plan.objectives))
     searched, copies = share_trees(searched, copies)
-    split_var, split_value, node_rows = splits(searched, copies, var, integral)
-    cell_ptr, cell_lo, cell_hi, root, split_rank = cells(
-        split_var, split_value, lo, hi, integral, n_vars
-    )
-    problem.cell_ptr, problem.cell_lo, problem.cell_hi = cell_ptr, cell_lo, cell_hi
-    problem.root = root
-    q, max_leaves, max_depth = fill_trees(
-        problem, searched, copies, node_rows, split_rank, len(terms)
-    )
+    q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms))
+    cell_ptr, cell_lo, cell_hi = problem.cell_ptr, problem.cell_lo, problem.cell_hi
     fill_terms(problem, terms, signs, strict, rhs, q)
 
     groups = groups_of(query, constraints, var)

@@ -33,15 +33,30 @@ def share_trees(query: Query, copies: dict) -> tuple[Query, dict]:
     if len(query.instances) != 1 or not copies:
         return query, copies
     (instance,) = query.instances
+    keyed = [(name, vals, shape_keys(query.models[name])) for (name, _), vals in copies.items()]
+    seen: dict[bytes, int] = {}
+    for _, _, keys in keyed:
+        for key in keys:
+            seen[key] = seen.get(key, 0) + 1
+    used_by_copy = [
+        np.logical_or.reduceat(vals != 0, query.models[name].tree_offsets[:-1], axis=0)
+        if keys
+        else np.zeros((0, vals.shape[1]), dtype=bool)
+        for name, vals, keys in keyed
+    ]
+    pairs = zip(used_by_copy, keyed, strict=True)
+    repeated = np.concatenate([used[[seen[key] > 1 for key in keys]] for used, (*_, keys) in pairs])
+    if len(repeated) == 0 or np.any(np.all(repeated, axis=0)):
+        return query, copies  # no two trees of one shape have disjoint columns: none merge
     buckets: list[list] = []  # [model, start, end, values, columns used]
     open_buckets: dict[bytes, list[int]] = {}
-    for (name, _), vals in copies.items():
+    for (name, vals, keys), used_by_tree in zip(keyed, used_by_copy, strict=True):
         model = query.models[name]
         offsets = model.tree_offsets
-        for t, key in enumerate(shape_keys(model)):
+        for t, key in enumerate(keys):
             a, b = int(offsets[t]), int(offsets[t + 1])
             values = vals[a:b]
-            used = np.any(values != 0, axis=0)
+            used = used_by_tree[t]
             same = open_buckets.setdefault(key, [])
             for k in same:
                 if not np.any(used & buckets[k][4]):

@@ -18,15 +18,14 @@ PRODUCT_GROWTH = 4
 UNIT_LIMIT = 2.0**61
 
 
-def fill_trees(problem, query, copies, node_rows, split_rank, n_terms: int) -> tuple[int, int, int]:
-    """Fill the search trees of ``problem`` (compacted, product trees merged, ordered), its
-    units (``scale``, ``exact_units``, ``u_base``, ``n_trees``); its cells and root set.
-    ``query`` holds the models ``copies`` name (``problem.query``'s, and the merged trees of
-    :mod:`.sharing`). Returns the unit exponent ``q`` and the largest leaf count and depth of a
-    tree."""
-    var, root, n_vars = problem.var, problem.root, problem.n_vars
-    trees = _search_trees(query, copies, node_rows, split_rank, var, root, n_vars, n_terms)
-    nd_var, nd_rank, nd_left, nd_right, leaf_values, tree_roots, tree_sizes = trees
+def fill_trees(problem, compacted, copies, n_terms: int) -> tuple[int, int, int]:
+    """Fill the search trees of ``problem`` (ordered, leaf contributions attached) from the
+    ``compacted`` trees of ``copies`` (:func:`compact`), and its units (``scale``,
+    ``exact_units``, ``u_base``, ``n_trees``). Returns the unit exponent ``q`` and the largest
+    leaf count and depth of a tree."""
+    n_vars = problem.n_vars
+    nd_var, nd_rank, nd_left, nd_right, src_a, src_b, tree_roots, tree_sizes = compacted
+    leaf_values = _leaf_values(nd_var, src_a, src_b, copies, n_terms)
     q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)
     units = np.ldexp(leaf_values, q)
     units = units if exact else np.ceil(units)
@@ -92,14 +91,15 @@ def splits(query, copies, var, integral):
     return np.concatenate(split_var).astype(np.int64), np.concatenate(split_value), rows
 
 
-def _search_trees(query, copies, rows, split_rank, var, root, n_vars, n_terms):
-    """Compact every copy by the static box; merge the two copies of a tree read on two
-    instances with tied features into one product tree. Returns node arrays, leaf values
-    (float64, (n_nodes, K)), and each output tree's root and size."""
-    parts_var, parts_rank, parts_left, parts_right, values = [], [], [], [], []
+def compact(query, copies, rows, split_rank, var, root, n_vars):
+    """Compact every copy (``copies``' keys: (model, instance)) by the static box ``root``; merge
+    the two copies of a tree read on two instances with tied features into one product tree.
+    Returns node arrays, each output node's source nodes in the copies (``src_a``, and ``src_b``
+    for products, -1 elsewhere), and each output tree's root and size. Reads no leaf value."""
+    parts_var, parts_rank, parts_left, parts_right = [], [], [], []
     offset = 0
     cursor = 0
-    for key, vals in copies.items():
+    for key in copies:
         model = query.models[key[0]]
         _, v = rows[key]
         inner = model.feature >= 0
@@ -111,16 +111,14 @@ def _search_trees(query, copies, rows, split_rank, var, root, n_vars, n_terms):
         parts_rank.append(r)
         parts_left.append(np.where(inner, model.left + offset, -1).astype(np.int32))
         parts_right.append(np.where(inner, model.right + offset, -1).astype(np.int32))
-        values.append(vals)
         offset += model.n_nodes
     if not copies:
         empty = np.zeros(0, np.int32)
-        return empty, empty, empty, empty, np.zeros((0, n_terms)), empty, empty
+        return empty, empty, empty, empty, empty, empty, np.zeros(0, np.int64), empty
     nd_var = np.concatenate(parts_var)
     nd_rank = np.concatenate(parts_rank)
     nd_left = np.concatenate(parts_left)
     nd_right = np.concatenate(parts_right)
-    vals = np.concatenate(values)
 
     job_a, job_b, job_cap, job_size = _jobs(query, copies, var)
     root_lo = np.ascontiguousarray(root[:n_vars])
@@ -156,20 +154,29 @@ def _search_trees(query, copies, rows, split_rank, var, root, n_vars, n_terms):
         src_a, src_b = src_a[:n_out], src_b[:n_out]
     tree_roots = np.sort(job_root.astype(np.int64))
     tree_sizes = np.diff(np.append(tree_roots, n_out))
-    leaf = o_var < 0
-    leaf_values = np.zeros((n_out, n_terms))
-    leaf_values[leaf] = vals[src_a[leaf]]
-    with_b = leaf & (src_b >= 0)
-    leaf_values[with_b] += vals[src_b[with_b]]
     return (
         np.ascontiguousarray(o_var, dtype=np.int32),
         np.ascontiguousarray(o_rank, dtype=np.int32),
         np.ascontiguousarray(o_left, dtype=np.int32),
         np.ascontiguousarray(o_right, dtype=np.int32),
-        leaf_values,
+        src_a,
+        src_b,
         tree_roots,
         tree_sizes,
     )
+
+
+def _leaf_values(nd_var, src_a, src_b, copies, n_terms):
+    """float64 ``(n_nodes, K)``: each output leaf's contributions, from its source leaves."""
+    leaf_values = np.zeros((len(nd_var), n_terms))
+    if not copies:
+        return leaf_values
+    vals = np.concatenate(list(copies.values()))
+    leaf = nd_var < 0
+    leaf_values[leaf] = vals[src_a[leaf]]
+    with_b = leaf & (src_b >= 0)
+    leaf_values[with_b] += vals[src_b[with_b]]
+    return leaf_values
 
 
 def _jobs(query, copies, var):

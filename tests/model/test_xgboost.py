@@ -139,6 +139,16 @@ def test_library_model_predicts_the_raw_margin():
     assert np.array_equal(model.library.predict(X), margin(booster)(X).reshape(len(X), 3))
 
 
+def test_a_few_rows_are_predicted_on_one_thread_and_alike_and_the_booster_is_left_alone():
+    booster = train("binary:logistic")
+    booster.set_param({"nthread": 2})
+    config = booster.save_config()
+    model = Ensemble.from_xgboost(booster)
+    for rows in (X[:1], X[:5], X):  # one thread for the first two, the booster's for all
+        assert np.array_equal(model.library.predict(rows), margin(booster)(rows))
+    assert booster.save_config() == config
+
+
 @pytest.mark.parametrize(
     "params, message",
     [

@@ -1,0 +1,133 @@
+"""Search trees built once per model (steps 4-6 of :mod:`~veritas_dsl.solvers.astar.problem`,
+memoised): the queries of a spec, and the rows of a batch, read the same model under the same
+static box, and their cells and compacted trees are then the same arrays; when they read the
+same leaf contributions too (a global max and every row's class change read ``+-m(x)``), so are
+their units, tree order and leaf boxes.
+
+Why it is sound: the arrays depend only on the key, which holds everything steps 4-6 read. The
+structure (cells, compaction): each copy's model (by identity, alive: an
+:class:`~veritas_dsl.model.Ensemble`'s arrays are read-only), instance and variables, which
+variables are integral, and the static box. The units: the leaf contributions themselves,
+compared value for value on a hit, not only by digest. The kernels never write to these
+arrays. Entries hang off the first copy's model (weakly), so they go when the model goes; each
+model keeps the :data:`PER_MODEL` most recent structures, each the :data:`PER_STRUCTURE` most
+recent leaf contributions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from veritas_dsl.solvers.astar.cells import cells
+from veritas_dsl.solvers.astar.trees import compact, fill_trees, splits
+
+#: Structures (static boxes, instances) kept per model, and leaf contributions per structure.
+PER_MODEL = 4
+PER_STRUCTURE = 4
+
+_UNITS = ("trees", "scale", "exact_units", "u_base", "n_trees")
+
+
+@dataclass
+class _Structure:
+    models: tuple  # weak references to the copies' models, checked on a hit
+    cells: dict
+    compacted: tuple
+    units: OrderedDict = field(default_factory=OrderedDict)  # digest -> _Units
+
+
+@dataclass(frozen=True)
+class _Units:
+    values: np.ndarray  # the leaf contributions, compared on a hit
+    fields: dict
+    shape: tuple[int, int, int]  # q, max_leaves, max_depth
+
+
+_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def search_trees(problem, query, copies, lo, hi, n_terms: int) -> tuple[int, int, int]:
+    """Fill ``problem``'s cells, root box, search trees and units (:func:`.cells.cells`,
+    :func:`.trees.compact` and :func:`.trees.fill_trees` on the splits of ``copies``), from the
+    memo where an earlier problem had the same key. Returns ``(q, max_leaves, max_depth)`` as
+    :func:`.trees.fill_trees` does."""
+    models = [query.models[name] for name, _ in copies]
+    if not models:
+        structure = _structure(problem, query, copies, lo, hi)
+        for name, value in structure.cells.items():
+            setattr(problem, name, value)
+        return fill_trees(problem, structure.compacted, copies, n_terms)
+    reads = zip(models, copies, strict=True)
+    copy_keys = tuple((id(m), name, query.instances.index(i)) for m, (name, i) in reads)
+    box = hashlib.blake2b(digest_size=16)
+    for a in (problem.var, problem.integral, lo, hi):
+        box.update(np.ascontiguousarray(a).tobytes())
+    key = (copy_keys, problem.var.shape, box.digest())
+    structure = _lookup(models, key)
+    if structure is None:
+        structure = _structure(problem, query, copies, lo, hi)
+        _store(models, key, structure)
+    for name, value in structure.cells.items():
+        setattr(problem, name, value)
+
+    values = np.concatenate([np.asarray(v, dtype=np.float64) for v in copies.values()])
+    digest = (values.shape, n_terms, hashlib.blake2b(values.tobytes(), digest_size=16).digest())
+    with _LOCK:
+        units = structure.units.get(digest)
+    if units is not None and np.array_equal(units.values, values):
+        for name, value in units.fields.items():
+            setattr(problem, name, value)
+        return units.shape
+    shape = fill_trees(problem, structure.compacted, copies, n_terms)
+    units = _Units(values, {name: getattr(problem, name) for name in _UNITS}, shape)
+    with _LOCK:
+        structure.units[digest] = units
+        structure.units.move_to_end(digest)
+        while len(structure.units) > PER_STRUCTURE:
+            structure.units.popitem(last=False)
+    return shape
+
+
+def clear() -> None:
+    """Forget every memoised entry (tests; a caller freeing memory)."""
+    with _LOCK:
+        _MEMO.clear()
+
+
+def _lookup(models, key) -> _Structure | None:
+    with _LOCK:
+        entries = _MEMO.get(models[0])
+        structure = None if entries is None else entries.get(key)
+        if structure is not None:
+            entries.move_to_end(key)
+    if structure is None:
+        return None
+    alive = all(ref() is m for ref, m in zip(structure.models, models, strict=True))
+    return structure if alive else None
+
+
+def _store(models, key, structure: _Structure) -> None:
+    with _LOCK:
+        entries = _MEMO.setdefault(models[0], OrderedDict())
+        entries[key] = structure
+        while len(entries) > PER_MODEL:
+            entries.popitem(last=False)
+
+
+def _structure(problem, query, copies, lo, hi) -> _Structure:
+    var, integral, n_vars = problem.var, problem.integral, problem.n_vars
+    split_var, split_value, node_rows = splits(query, copies, var, integral)
+    cell_ptr, cell_lo, cell_hi, root, split_rank = cells(
+        split_var, split_value, lo, hi, integral, n_vars
+    )
+    compacted = compact(query, copies, node_rows, split_rank, var, root, n_vars)
+    refs = tuple(weakref.ref(query.models[name]) for name, _ in copies)
+    fields = {"cell_ptr": cell_ptr, "cell_lo": cell_lo, "cell_hi": cell_hi, "root": root}
+    return _Structure(refs, fields, compacted)
