@@ -10,6 +10,8 @@ binary attribute the labels depend on; XGBoost ``random_state=0``, learning rate
 * global max and global min of the raw margin with ``--timeout`` seconds each: the time of the
   first solution, the bounds at the limit and the gap (``(upper - lower) / |incumbent|``, the
   incumbent being the lower bound of a max and the upper bound of a min), ours and theirs;
+* the engine's memory: arena bytes per state (``stats["bytes_per_state"]``) and the peak of all
+  it allocated over the peak number of open states;
 * the closest L-inf adversarial example (a change of the predicted class) of the last ``--rows``
   rows of the 300 x 8 model, ``--row-timeout`` seconds each: how many we prove exact, and the
   median time; dtai-veritas bisects the radius and returns a bracket (never a proof of one
@@ -125,7 +127,9 @@ def extremes(veritas, name, model, at, features, timeout, engine):
             f"  {name:<12} {task}  ours first {1e3 * first_solution(ours):7.1f} ms "
             f"[{ours.lower:.4f}, {ours.upper:.4f}] gap {100 * g_ours:5.2f} % "
             f"({ours.termination.value}, {ours.stats['states_expanded']} expanded, "
-            f"{ours.stats['bytes_per_state']} B/state) | theirs first {1e3 * t_first:7.1f} ms "
+            f"{ours.stats['bytes_per_state']} B/state in the arena, "
+            f"{ours.stats['peak_memory_bytes'] / max(ours.stats['peak_open_states'], 1):.0f} B "
+            f"per open state at the peak) | theirs first {1e3 * t_first:7.1f} ms "
             f"[{lo:.4f}, {up:.4f}] gap {100 * g_theirs:5.2f} %",
             flush=True,
         )
