@@ -22,7 +22,7 @@ from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.bisection import ball_root, bisectable, cell_gaps, find_within
 from veritas_dsl.solvers.astar.problem import Plan, Problem
-from veritas_dsl.solvers.astar.repair import Repairer, repair_bytes
+from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, Repairer, repair_bytes
 from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
     BranchSearch,
@@ -339,7 +339,12 @@ class Run:
             if self._memory() + repair_bytes(search.problem) > self.memory_limit:
                 return
             repairer = self.repairers[b] = Repairer(search.problem)
-        better = repairer.repaired(inputs)
+        seconds = REPAIR_SECONDS
+        if self.deadline is not None:
+            seconds = min(seconds, self.deadline - time.monotonic())
+        if seconds <= 0:
+            return
+        better = repairer.repaired(inputs, seconds)
         if better is not None:
             self._accept(b, search, better, repaired=True)
 

@@ -75,7 +75,7 @@ def _run_canned_queries() -> None:
         if run.run().termination is Termination.INTERRUPTED:  # Run catches Ctrl-C
             raise KeyboardInterrupt
         if plan.mode == K.MODE_MAXIMIZE:  # the canned search ends before it repairs a point
-            Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)})
+            Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)}, 1.0)
 
 
 def _canned_model() -> Ensemble:

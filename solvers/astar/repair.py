@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from veritas_dsl.solvers.astar import kernels as K
@@ -11,6 +13,10 @@ from veritas_dsl.solvers.astar.search import Solution
 
 #: Most sweeps over the variables one repair may make.
 SWEEPS = 4
+#: Longest a repair may take (it stops after the tree walks that fit, at the rate last seen).
+REPAIR_SECONDS = 0.05
+#: Tree walks per second assumed before the first repair measured it (a low guess).
+FIRST_RATE = 2e6
 
 
 def repair_bytes(problem: Problem) -> int:
@@ -31,15 +37,22 @@ class Repairer:
         self.touched = np.empty(n_trees, dtype=np.int32)
         self.parts = np.empty(K.N_PARTIALS)
         self.spare = np.empty(K.N_PARTIALS)
-        self.ctx = np.zeros(K.N_CTX, dtype=np.int64)
+        self.counters = np.zeros(2, dtype=np.int64)  # stamps, tree walks
+        self.rate = FIRST_RATE
 
-    def repaired(self, inputs: dict[str, np.ndarray]) -> Solution | None:
-        """A better complete state near the point ``inputs`` (one cell per variable), or None."""
+    def repaired(self, inputs: dict[str, np.ndarray], seconds: float) -> Solution | None:
+        """A better complete state near the point ``inputs`` (one cell per variable), found in
+        about ``seconds`` (at most :data:`REPAIR_SECONDS`), or None."""
         p = self.problem
         row = _cells_of(p, inputs)
-        key = K.repair(p.trees, p.lifted, p.terms, p.params, p.root, row, SWEEPS, self.leaf,
-                       self.u, self.cand, self.mark, self.touched, self.parts, self.spare,
-                       self.ctx)  # fmt: skip
+        budget = max(int(self.rate * min(seconds, REPAIR_SECONDS)), 1)
+        began = time.monotonic()
+        key = K.repair(p.trees, p.lifted, p.terms, p.params, p.root, row, SWEEPS, budget,
+                       self.leaf, self.u, self.cand, self.mark, self.touched, self.parts,
+                       self.spare, self.counters)  # fmt: skip
+        elapsed = time.monotonic() - began
+        if self.counters[1] > 1000 and elapsed > 0:
+            self.rate = self.counters[1] / elapsed
         if key == K.NO_INCUMBENT:
             return None
         return Solution(row, self.u.copy(), int(key), False, 0.0)

@@ -50,7 +50,7 @@ def test_a_repaired_point_is_checked_and_never_beats_the_optimum(model, start, m
     point = {"x": np.asarray(start, dtype=np.float32)}
     objective = reduced.goal.term
     before = term_value(objective, model_outputs(reduced, point))
-    better = Repairer(problem).repaired(point)
+    better = Repairer(problem).repaired(point, 1.0)
     optimum = ORACLE.solve(reduced).lower
     if better is None:
         return
@@ -109,7 +109,7 @@ def test_repair_climbs_out_of_a_dives_point():
     model = build([(0, 1.0, 0.0, (0, 1.5, -1.0, 1.0)), (0, 0.5, 0.0, 1.0)], 6)
     query = Query("q", features(list(NAMES)), ("x",), {"m": model}, (), Maximize(term(out())))
     problem, _ = _problem(query)
-    better = Repairer(problem).repaired({"x": np.zeros(6, dtype=np.float32)})
+    better = Repairer(problem).repaired({"x": np.zeros(6, dtype=np.float32)}, 1.0)
     assert better is not None
     assert point_of(problem, better.row)["x"][0] >= 1.5
     assert better.units[0] / problem.scale == 2.0

@@ -12,7 +12,7 @@ import numpy as np
 from veritas_dsl.jit import inlined, kernel
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
-from veritas_dsl.solvers.astar.kernels.layout import C_STAMP, NO_INCUMBENT, P_MODE
+from veritas_dsl.solvers.astar.kernels.layout import NO_INCUMBENT, P_MODE
 
 
 @inlined
@@ -25,19 +25,19 @@ def _leaf(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
 
 
 @kernel
-def repair(trees, problem, terms, params, root, row, sweeps, leaf, u, cand, mark, touched, parts,
-           spare, ctx):  # fmt: skip
+def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, cand, mark, touched,
+           parts, spare, counters):  # fmt: skip
     """Improve the single-cell box ``row`` (``row[v] == row[n_vars + v]``, in the static box
     ``root``) by best-improvement moves of one variable to another cell, for at most ``sweeps``
-    sweeps over the variables; return the improved key, or ``NO_INCUMBENT`` when no move
-    improved it. A move is taken only when the box
+    sweeps over the variables and about ``budget`` tree walks; return the improved key, or
+    ``NO_INCUMBENT`` when no move improved it. A move is taken only when the box
     stays alive (:func:`box_alive`) and every output constraint surely holds; the key is
     :func:`state_key`'s, so it maximises the least objective. On return ``u`` holds the terms'
     exact values at ``row``.
 
     Work arrays: ``leaf`` (int32, one per tree), ``u`` and ``cand`` (int64, one per term),
     ``mark`` (int64 stamps, one per tree), ``touched`` (int32, one per tree), ``parts`` and
-    ``spare`` (partials); ``ctx[C_STAMP]`` numbers the stamps.
+    ``spare`` (partials); ``counters[0]`` numbers the stamps, ``counters[1]`` counts the walks.
     """
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
     vs_ptr, vs_tree = trees[11], trees[13]
@@ -52,11 +52,14 @@ def repair(trees, problem, terms, params, root, row, sweeps, leaf, u, cand, mark
             u[k] += nd_val[leaf[t], k]
     key, _ = state_key(mode, u, 0.0, np.int64(0), term_thr, term_cons)
     improved = False
+    counters[1] = 0
     for _ in range(sweeps):
         moved = False
         for v in range(n_vars):
-            ctx[C_STAMP] += 1
-            stamp = ctx[C_STAMP]
+            if counters[1] >= budget:
+                break
+            counters[0] += 1
+            stamp = counters[0]
             n_t = 0
             for i in range(vs_ptr[v], vs_ptr[v + 1]):
                 t = vs_tree[i]
@@ -72,6 +75,9 @@ def repair(trees, problem, terms, params, root, row, sweeps, leaf, u, cand, mark
             for c in range(root[v], root[n_vars + v] + 1):
                 if c == here:
                     continue
+                if counters[1] >= budget:
+                    break
+                counters[1] += n_t
                 row[v] = c
                 row[n_vars + v] = c
                 alive, _ = box_alive(row, np.int64(-1), problem, parts, spare)
@@ -100,7 +106,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, leaf, u, cand, mark
                     for k in range(n_terms):
                         u[k] += nd_val[lf, k] - nd_val[leaf[t], k]
                     leaf[t] = lf
-        if not moved:
+        improved = improved or moved
+        if not moved or counters[1] >= budget:
             break
-        improved = True
     return key if improved else NO_INCUMBENT
