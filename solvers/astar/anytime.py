@@ -22,6 +22,7 @@ from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.bisection import ball_root, bisectable, cell_gaps, find_within
 from veritas_dsl.solvers.astar.problem import Plan, Problem
+from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, Repairer, repair_bytes
 from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
     BranchSearch,
@@ -116,6 +117,8 @@ class Run:
         self.last_progress = -math.inf
         self._eval_arrays: dict[str, tuple] = {}
         self._static_bytes = sum(p.nbytes() for p in problems)  # the problems never change
+        self.repairers: dict[int, Repairer] = {}
+        self.to_repair: tuple | None = None  # the last new best point of a maximisation
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -258,10 +261,14 @@ class Run:
                 stop = Termination.MEMORY_LIMIT
             else:
                 search.grow(2 * search.capacity)
-        self.peak_memory = max(self.peak_memory, self._memory())
         self._note_bounds()
         finished = status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND)
         unfinished = not (finished or self.found)
+        if self.to_repair is not None and unfinished and stop is None:
+            self._repair()
+            self._note_bounds()
+        self.to_repair = None
+        self.peak_memory = max(self.peak_memory, self._memory())
         if stop is None and unfinished:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 stop = Termination.TIME_LIMIT
@@ -281,7 +288,9 @@ class Run:
 
     # -- solutions ------------------------------------------------------------------------
 
-    def _accept(self, b: int, search: BranchSearch, solution: Solution) -> None:
+    def _accept(
+        self, b: int, search: BranchSearch, solution: Solution, repaired: bool = False
+    ) -> None:
         problem = self.problems[b]
         inputs = point_of(problem, solution.row)
         if not inside(problem, solution.row, inputs):
@@ -318,7 +327,28 @@ class Run:
         if improved:
             self.best = value
             self.witness = Witness(inputs, shown)
+            if plan.mode == K.MODE_MAXIMIZE and not repaired:
+                self.to_repair = (b, search, inputs)
             self._share_best()
+
+    def _repair(self) -> None:
+        """Hill-climb from the last new best point of a maximisation; accept what it reaches.
+        Done after the point's bounds were noted, so the first solution is reported at once."""
+        b, search, inputs = self.to_repair
+        self.to_repair = None
+        repairer = self.repairers.get(b)
+        if repairer is None:
+            if self._memory() + repair_bytes(search.problem) > self.memory_limit:
+                return
+            repairer = self.repairers[b] = Repairer(search.problem)
+        seconds = REPAIR_SECONDS
+        if self.deadline is not None:
+            seconds = min(seconds, self.deadline - time.monotonic())
+        if seconds <= 0:
+            return
+        better = repairer.repaired(inputs, seconds)
+        if better is not None:
+            self._accept(b, search, better, repaired=True)
 
     def _share_best(self) -> None:
         """Let every branch cut the states that cannot beat the best value found."""
@@ -410,7 +440,8 @@ class Run:
         return live + self.retired["expanded"]
 
     def _memory(self) -> int:
-        return self._static_bytes + sum(s.nbytes() for s in self.searches if s is not None)
+        repairs = sum(repair_bytes(r.problem) for r in self.repairers.values())
+        return self._static_bytes + repairs + sum(s.nbytes() for s in self.searches if s is not None)
 
     def _stop(self, termination: Termination) -> Outcome:
         if termination in (Termination.OPTIMAL, Termination.INFEASIBLE):

@@ -5,7 +5,8 @@ A kernel is compiled on its first call in a process, or loaded from the cache
 (:mod:`veritas_dsl.jit`): cold, that takes tens of seconds on a loaded machine, loaded a second
 or so, and the search itself often milliseconds. A limit bounds the engine's work, so
 :func:`ready` runs every kernel Python calls on two tiny canned queries (a maximisation, and a
-closest example under L1 with an output constraint) before the engine's clock starts.
+closest example under L1 with an output constraint), and repairs a point of the first, before the
+engine's clock starts.
 
 The canned queries go through the same Python code as a real one (:func:`build_problem` and
 :class:`Run`), and so call each kernel with the very types a real query passes (read-only model
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import time
+
+import numpy as np
 
 from veritas_dsl.ir.query import (
     Feature,
@@ -34,6 +37,7 @@ from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
 from veritas_dsl.solvers.astar.problem import Plan, build_problem
+from veritas_dsl.solvers.astar.repair import Repairer
 
 #: Memory limit of the canned searches (they use a few kilobytes).
 _MEMORY_BYTES = 64 << 20
@@ -70,6 +74,8 @@ def _run_canned_queries() -> None:
         run = Run([problem], plan, time.monotonic(), None, None, _MEMORY_BYTES, None)
         if run.run().termination is Termination.INTERRUPTED:  # Run catches Ctrl-C
             raise KeyboardInterrupt
+        if plan.mode == K.MODE_MAXIMIZE:  # the canned search ends before it repairs a point
+            Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)}, 1.0)
 
 
 def _canned_model() -> Ensemble:

@@ -26,11 +26,12 @@ constraints are decided exactly with error-free float transformations (``two_sum
 ``two_prod``) and Shewchuk / CPython ``fsum`` partials, so no state is kept or cut on a rounding.
 
 Modules, from the bottom up: ``layout`` (modes, statuses, slots), ``arrays``, ``exact``
-(arithmetic), ``heap``, ``keys`` (a state's priority), ``trees`` (trees in a box),
-``feasibility`` (input constraints lifted to boxes), ``search`` (the search loop, the one entry
-Python calls while searching) and ``compaction`` (preparing the trees of a query). Python calls
-only the kernels re-exported here; the others are compiled without the wrappers that would let
-it, which would cost compile time (``tests/solvers/test_astar_kernels.py`` compiles its own).
+(arithmetic), ``heap``, ``keys`` (a state's priority), ``trees`` (trees in a box), ``feasibility``
+(input constraints lifted to boxes), ``search`` (the search loop, the one entry Python calls while
+searching), ``repair`` (hill climbing from a new best point) and ``compaction`` (preparing the trees
+of a query). Python calls only the kernels re-exported here; the others are compiled without the
+wrappers that would let it, which would cost compile time (``tests/solvers/test_astar_kernels.py``
+compiles its own).
 """
 
 from veritas_dsl.solvers.astar.kernels.compaction import (
@@ -41,6 +42,7 @@ from veritas_dsl.solvers.astar.kernels.compaction import (
 )
 from veritas_dsl.solvers.astar.kernels.exact import decode_distance, encode_distance
 from veritas_dsl.solvers.astar.kernels.layout import *  # noqa: F403 (the shared numbers)
+from veritas_dsl.solvers.astar.kernels.repair import repair
 from veritas_dsl.solvers.astar.kernels.search import search
 from veritas_dsl.solvers.astar.kernels.trees import eval_margins
 
@@ -51,6 +53,7 @@ __all__ = [
     "eval_margins",
     "leaf_boxes",
     "node_depth",
+    "repair",
     "search",
     "subtree_max",
 ]
