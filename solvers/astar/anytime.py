@@ -441,7 +441,8 @@ class Run:
 
     def _memory(self) -> int:
         repairs = sum(repair_bytes(r.problem) for r in self.repairers.values())
-        return self._static_bytes + repairs + sum(s.nbytes() for s in self.searches if s is not None)
+        searches = sum(s.nbytes() for s in self.searches if s is not None)
+        return self._static_bytes + repairs + searches
 
     def _stop(self, termination: Termination) -> Outcome:
         if termination in (Termination.OPTIMAL, Termination.INFEASIBLE):
