@@ -371,6 +371,13 @@ class Ensemble:
 
         return from_catboost(cls, model)
 
+    @classmethod
+    def from_onnx(cls, model: object) -> Ensemble:
+        """Import the tree ensemble of an ONNX ``ModelProto`` or ``.onnx`` file."""
+        from veritas_dsl.model.onnx_trees import from_onnx
+
+        return from_onnx(cls, model)
+
 
 def _as_array(values: object, dtype: type, name: str) -> np.ndarray:
     """``values`` as a contiguous array of ``dtype``; integers must be whole and in range.
