@@ -82,20 +82,8 @@ def _ensemble(cls: type[Ensemble], trees: Trees, n_features: int | None, source:
         raise ModelError("the ensemble has no trees")
     features = n_features if n_features is not None else int(trees.feature.max(initial=0)) + 1
 
-    # Nodes grouped by tree, its root (the node no other names as a child) first.
-    inner = np.array([m != "LEAF" for m in trees.mode], dtype=bool)
-    children = {(int(t), int(c)) for t, c in zip(trees.tree[inner], trees.true[inner], strict=True)}
-    children |= {
-        (int(t), int(c)) for t, c in zip(trees.tree[inner], trees.false[inner], strict=True)
-    }
-    child = np.array(
-        [(int(t), int(n)) in children for t, n in zip(trees.tree, trees.node, strict=True)]
-    )
-    order = np.lexsort((trees.node, child, trees.tree))
+    order = _root_first_order(trees)
     tree, node = trees.tree[order], trees.node[order]
-    if np.any((np.diff(tree) == 0) & (np.diff(node) == 0)):
-        k = int(np.nonzero((np.diff(tree) == 0) & (np.diff(node) == 0))[0][0])
-        raise ModelError(f"tree {tree[k]}: node id {node[k]} appears twice")
     modes = [trees.mode[i] for i in order]
     leaf = np.array([m == "LEAF" for m in modes], dtype=bool)
     odd = [(i, m) for i, m in enumerate(modes) if m != "LEAF" and m not in _SUPPORTED_MODES]
@@ -135,16 +123,7 @@ def _ensemble(cls: type[Ensemble], trees: Trees, n_features: int | None, source:
             f"tree {tree[i]}, node {node[i]} splits on feature {feature[i]} of {features}"
         )
 
-    value = np.zeros((len(order), n_outputs))
-    for t_id, n_id, out, w in zip(
-        trees.leaf_tree, trees.leaf_node, trees.leaf_output, trees.leaf_weight, strict=True
-    ):
-        i = position.get((int(t_id), int(n_id)))
-        if i is None or not leaf[i]:
-            what = "no node" if i is None else "not a leaf"
-            raise ModelError(f"a weight is given for tree {t_id}, node {n_id}, which is {what}")
-        if column[int(out)] >= 0:
-            value[i, column[int(out)]] += w
+    value = _leaf_values(trees, position, leaf, column, n_outputs)
     if trees.aggregate == "AVERAGE":
         value /= len(tree_ids)
 
@@ -166,6 +145,41 @@ def _ensemble(cls: type[Ensemble], trees: Trees, n_features: int | None, source:
         class_threshold=class_threshold,
         source=source,
     )
+
+
+def _root_first_order(trees: Trees) -> np.ndarray:
+    """The nodes grouped by tree, each tree's root (the node no other names as a child) first."""
+    inner = np.array([m != "LEAF" for m in trees.mode], dtype=bool)
+    children = {(int(t), int(c)) for t, c in zip(trees.tree[inner], trees.true[inner], strict=True)}
+    children |= {
+        (int(t), int(c)) for t, c in zip(trees.tree[inner], trees.false[inner], strict=True)
+    }
+    child = np.array(
+        [(int(t), int(n)) in children for t, n in zip(trees.tree, trees.node, strict=True)]
+    )
+    by_id = np.lexsort((trees.node, trees.tree))
+    tree, node = trees.tree[by_id], trees.node[by_id]
+    twice = np.nonzero((np.diff(tree) == 0) & (np.diff(node) == 0))[0]
+    if len(twice):
+        raise ModelError(f"tree {tree[twice[0]]}: node id {node[twice[0]]} appears twice")
+    return np.lexsort((trees.node, child, trees.tree))
+
+
+def _leaf_values(
+    trees: Trees, position: dict, leaf: np.ndarray, column: np.ndarray, n_outputs: int
+):
+    """Each node's values (the weights given for it, added up), one column per output."""
+    value = np.zeros((len(leaf), n_outputs))
+    for t_id, n_id, out, w in zip(
+        trees.leaf_tree, trees.leaf_node, trees.leaf_output, trees.leaf_weight, strict=True
+    ):
+        i = position.get((int(t_id), int(n_id)))
+        if i is None or not leaf[i]:
+            what = "no node" if i is None else "not a leaf"
+            raise ModelError(f"a weight is given for tree {t_id}, node {n_id}, which is {what}")
+        if column[int(out)] >= 0:
+            value[i, column[int(out)]] += w
+    return value
 
 
 def _lt_threshold(t: np.ndarray) -> np.ndarray:
