@@ -334,3 +334,17 @@ def test_closest_example_agrees_across_engines_and_flips_the_class(tmp_path, mak
         X[:3],
         onnx_label(tmp_path / "m.onnx"),
     )
+
+
+def test_attributes_of_the_wrong_kind_or_odd_bytes_are_refused():
+    # Both once ended in an internal error (found by mutating a shipped .onnx file).
+    proto = regressor()
+    node = proto.graph.node[0]
+    untyped = next(a for a in node.attribute if a.name == "nodes_falsenodeids")
+    untyped.type = onnx.AttributeProto.UNDEFINED
+    with pytest.raises(ModelError, match="malformed tree ensemble"):
+        Ensemble.from_onnx(proto)
+    modes = list(attributes(regressor().graph.node[0])["nodes_modes"])
+    modes[0] = b"BRANCH\xc8LEQ"
+    with pytest.raises(ModelError, match="tree 0, node 0 has mode BRANCH\ufffdLEQ"):
+        Ensemble.from_onnx(with_attributes(regressor(), nodes_modes=modes))

@@ -136,14 +136,14 @@ def read_trees(node) -> Trees:
         raise ModelError(f"the {prefix}_* attributes have different lengths")
     labels = None
     if classifier:
-        strings = [s.decode() for s in a.get("classlabels_strings", [])]
+        strings = [_text(s) for s in a.get("classlabels_strings", [])]
         labels = tuple(strings) if strings else tuple(int(v) for v in ints("classlabels_int64s"))
     return Trees(
         tree=columns["nodes_treeids"],
         node=ints("nodes_nodeids"),
         feature=columns["nodes_featureids"],
         value=columns["nodes_values"],
-        mode=[m.decode() if isinstance(m, bytes) else str(m) for m in columns["nodes_modes"]],
+        mode=[_text(m) for m in columns["nodes_modes"]],
         true=columns["nodes_truenodeids"],
         false=columns["nodes_falsenodeids"],
         leaf_tree=weights[0],
@@ -220,12 +220,15 @@ def _read_v5(a: dict) -> Trees:
 
 
 def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def raw_runner(proto, found: Found, classifier: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+def raw_runner(
+    proto, found: Found, classifier: bool, n_features: int
+) -> Callable[[np.ndarray], np.ndarray] | None:
     """The node's raw output computed by onnxruntime (None when it is not installed): the node
-    alone in a graph, its post transform set to none."""
+    alone in a graph, its post transform set to none. It runs once here, on zeros, so that a node
+    onnxruntime cannot evaluate is refused now rather than when a witness is checked."""
     try:
         import onnxruntime
     except ImportError:
@@ -276,4 +279,8 @@ def raw_runner(proto, found: Found, classifier: bool) -> Callable[[np.ndarray], 
             return Z[:, 1] if Z.shape[1] == 2 else Z
         return Z[:, 0]
 
+    try:
+        raw(np.zeros((1, n_features), dtype=np.float32))
+    except Exception as error:  # onnxruntime's own exceptions
+        raise ModelError(f"onnxruntime cannot run the tree ensemble ({error})") from None
     return raw

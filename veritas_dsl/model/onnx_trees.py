@@ -68,9 +68,12 @@ def from_onnx(cls: type[Ensemble], model: object) -> Ensemble:
         found = onnx_graph.tree_node(proto)
         trees = onnx_graph.read_trees(found.node)
         ensemble = _ensemble(cls, trees, found.n_features, f"onnx {found.node.op_type} ({where})")
+        raw = onnx_graph.raw_runner(proto, found, trees.labels is not None, ensemble.n_features)
     except ModelError as error:
         raise ModelError(f"{where}: {error}") from None
-    raw = onnx_graph.raw_runner(proto, found, trees.labels is not None)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as error:
+        # a protobuf that parses can still hold attributes of the wrong kind or odd text
+        raise ModelError(f"{where}: malformed tree ensemble ({error!r})") from None
     library = LibraryModel("onnxruntime", raw, np.arange(ensemble.n_features))
     return replace(ensemble, library=library)
 
