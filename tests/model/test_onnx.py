@@ -3,6 +3,8 @@ branch mode, aggregates, the opset-5 TreeEnsemble, and each refusal."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -257,6 +259,13 @@ def test_two_classes_with_weights_for_both_and_two_base_values_are_refused(tmp_p
         Ensemble.from_onnx(with_attributes(proto, base_values=[0.25, 0.5]))
 
 
+def test_one_weight_column_with_two_base_values_is_refused():
+    # onnxruntime labels by class 0's score plus base_values[0] but outputs 0 as class 1's score
+    proto = sklearn_model("GradientBoosting", "binary")
+    with pytest.raises(ModelError, match=r"weights for class\(es\) \[0\] and 2 base values"):
+        Ensemble.from_onnx(with_attributes(proto, base_values=[0.3, -0.7]))
+
+
 def test_a_class_that_can_never_win_is_refused():
     proto = sklearn_model("RandomForest", "multiclass")
     a = attributes(proto.graph.node[0])
@@ -348,3 +357,10 @@ def test_attributes_of_the_wrong_kind_or_odd_bytes_are_refused():
     modes[0] = b"BRANCH\xc8LEQ"
     with pytest.raises(ModelError, match="tree 0, node 0 has mode BRANCH\ufffdLEQ"):
         Ensemble.from_onnx(with_attributes(regressor(), nodes_modes=modes))
+
+
+def test_without_onnxruntime_the_model_loads_without_a_library_model(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now fails
+    model = Ensemble.from_onnx(regressor())
+    assert model.library is None
+    assert model.n_trees == 3

@@ -74,8 +74,11 @@ def from_onnx(cls: type[Ensemble], model: object) -> Ensemble:
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as error:
         # a protobuf that parses can still hold attributes of the wrong kind or odd text
         raise ModelError(f"{where}: malformed tree ensemble ({error!r})") from None
-    library = LibraryModel("onnxruntime", raw, np.arange(ensemble.n_features))
-    return replace(ensemble, library=library)
+    if raw is None:  # without onnxruntime, witnesses are checked on the Ensemble alone
+        return ensemble
+    return replace(
+        ensemble, library=LibraryModel("onnxruntime", raw, np.arange(ensemble.n_features))
+    )
 
 
 def _ensemble(cls: type[Ensemble], trees: Trees, n_features: int | None, source: str) -> Ensemble:
@@ -225,7 +228,7 @@ def _outputs(trees: Trees) -> tuple[Task, int, np.ndarray, np.ndarray, float]:
             )
         column[:] = np.arange(n)
         return "multiclass", n, column, _base(base, n), 0.0
-    if len(outputs) == 1 and outputs[0] == 0:
+    if len(outputs) == 1 and outputs[0] == 0 and len(base) <= 1:
         # one weight column: its score is class 1's; a probability wins above one half
         column[0] = 0
         positive = bool(np.all(trees.leaf_weight >= 0))
