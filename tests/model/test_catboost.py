@@ -201,6 +201,15 @@ def test_text_features_of_a_model_object_are_refused_by_name():
             "tree 1, level 0 has border",
         ),
         (lambda d: d.pop("oblivious_trees"), "neither `oblivious_trees` nor `trees`"),
+        # two features on one column: CatBoost loaded this and crashed in predict
+        (
+            lambda d: d["features_info"]["float_features"][3].update(flat_feature_index=0),
+            "float feature 3 has feature_index 3 and flat_feature_index 0",
+        ),
+        (
+            lambda d: d["oblivious_trees"][0]["splits"][0].update(split_index=99),
+            "tree 0, level 0: border",
+        ),
         (lambda d: d["oblivious_trees"][0].update(splits=7), "malformed CatBoost JSON model"),
     ],
 )

@@ -139,8 +139,8 @@ def _build(cls: type[Ensemble], document: dict, where: str) -> Ensemble:
     if document.get("ctr_data") or info.get("ctrs"):
         raise ModelError("the model has CTRs (ctr_data); categorical features are not supported")
     floats = info.get("float_features", [])
-    column = {int(f["feature_index"]): int(f["flat_feature_index"]) for f in floats}
-    n_features = max(column.values(), default=-1) + 1
+    column = _float_features(floats)
+    n_features = max((flat for flat, _, _ in column.values()), default=-1) + 1
     if not 0 < n_features <= MAX_FEATURES:
         raise ModelError(f"{n_features} input features, outside 1..{MAX_FEATURES:,}")
     names = [f"f{i}" for i in range(n_features)]
@@ -189,7 +189,31 @@ def _build(cls: type[Ensemble], document: dict, where: str) -> Ensemble:
     )
 
 
-def _split(split: dict, column: dict[int, int], where: str) -> tuple[int, np.float32]:
+def _float_features(floats: list) -> dict[int, tuple[int, np.ndarray, int]]:
+    """Float feature index -> (input column, its float32 borders, the split index of its first
+    border). CatBoost trusts these to agree with each other and with the splits (a model whose
+    two features read one column crashed its predict), so they must: features numbered 0, 1, ...
+    in order, on rising columns, with rising finite borders."""
+    out = {}
+    offset, last = 0, -1
+    for i, f in enumerate(floats):
+        flat = int(f["flat_feature_index"])
+        if int(f["feature_index"]) != i or flat <= last:
+            raise ModelError(
+                f"float feature {i} has feature_index {f['feature_index']} and flat_feature_index "
+                f"{flat}; they must count up (0, 1, ... and rising columns)"
+            )
+        with np.errstate(over="ignore"):
+            borders = np.asarray([float(b) for b in f.get("borders", [])]).astype(np.float32)
+        if not np.all(np.isfinite(borders)) or np.any(np.diff(borders) <= 0):
+            raise ModelError(f"float feature {i} has borders that are not finite and rising")
+        out[i] = (flat, borders, offset)
+        offset += len(borders)
+        last = flat
+    return out
+
+
+def _split(split: dict, column: dict, where: str) -> tuple[int, np.float32]:
     """The input column and the float32 ``s`` of a split ``x > border`` (``x < s`` goes left)."""
     kind = split.get("split_type")
     if kind != "FloatFeature":
@@ -200,14 +224,21 @@ def _split(split: dict, column: dict[int, int], where: str) -> tuple[int, np.flo
     feature = int(split["float_feature_index"])
     if feature not in column:
         raise ModelError(f"{where} splits on float feature {feature}, which the model lacks")
+    flat, borders, offset = column[feature]
     with np.errstate(over="ignore"):  # beyond float32 is inf, refused below
         border = np.float32(float(split["border"]))  # CatBoost reads borders as float32
     if not np.isfinite(border):
         raise ModelError(f"{where} has border {split['border']}")
-    return column[feature], le_threshold_as_lt(np.array([border], dtype=np.float64))[0]
+    at = np.nonzero(borders == border)[0]
+    if len(at) != 1 or int(split["split_index"]) != offset + int(at[0]):
+        raise ModelError(
+            f"{where}: border {split['border']} and split_index {split['split_index']} do not "
+            f"match the borders of float feature {feature}"
+        )
+    return flat, le_threshold_as_lt(np.array([border], dtype=np.float64))[0]
 
 
-def _oblivious(tree: dict, column: dict[int, int], n_outputs: int, where: str):
+def _oblivious(tree: dict, column: dict, n_outputs: int, where: str):
     splits = tree["splits"]
     depth = len(splits)
     if depth > 16:
@@ -239,7 +270,7 @@ def _oblivious(tree: dict, column: dict[int, int], n_outputs: int, where: str):
     return feature, threshold, left, right, value
 
 
-def _nested(tree: dict, column: dict[int, int], n_outputs: int, where: str):
+def _nested(tree: dict, column: dict, n_outputs: int, where: str):
     """A non-symmetric tree (``{"split", "left", "right"}`` down to ``{"value"}``), parent first."""
     feature, threshold, left, right, values = [], [], [], [], []
     stack = [(tree, -1, 0)]
