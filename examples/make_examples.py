@@ -172,6 +172,40 @@ def recourse_forest() -> None:
     _fix_zip_times(path)
 
 
+def credit_catboost(X: np.ndarray, y: np.ndarray) -> None:
+    """A CatBoost model of the credit data, as CatBoost's JSON (no timestamp or GUID, so that the
+    file is the same each time). Regenerating it needs CatBoost."""
+    import json
+
+    from catboost import CatBoostClassifier, Pool
+
+    model = CatBoostClassifier(
+        iterations=12, depth=3, random_seed=1, thread_count=1, verbose=0, allow_writing_files=False
+    ).fit(Pool(X, y, feature_names=FEATURES))
+    path = HERE / "models" / "credit_catboost.json"
+    model.save_model(str(path), format="json")
+    document = json.loads(path.read_text())
+    info = document["model_info"]
+    for key in ("model_guid", "train_finish_time", "catboost_version_info", "output_options"):
+        info.pop(key, None)
+    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+
+
+def scaled_onnx() -> None:
+    """A scikit-learn gradient-boosting model of the scaled data, exported to ONNX by skl2onnx
+    (ONNX keeps no feature names: its features are f0..f9, as the LIBSVM file's). Regenerating
+    it needs scikit-learn and skl2onnx."""
+    from skl2onnx import to_onnx
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y = scaled_data(3000, seed=3)
+    model = GradientBoostingClassifier(n_estimators=12, max_depth=3, random_state=3).fit(X, y)
+    proto = to_onnx(
+        model, X[:1], options={id(model): {"zipmap": False}}, target_opset={"": 17, "ai.onnx.ml": 3}
+    )
+    (HERE / "models" / "scaled.onnx").write_bytes(proto.SerializeToString())
+
+
 def _fix_zip_times(path: Path) -> None:
     """An npz archive stamps each entry with the time of writing; fix them, so that running
     this script again changes no byte."""
@@ -206,6 +240,8 @@ def main() -> None:
     literature_model()
     unlearning_forest()
     recourse_forest()
+    credit_catboost(X, y)
+    scaled_onnx()
 
 
 if __name__ == "__main__":

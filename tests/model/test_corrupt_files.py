@@ -1,7 +1,7 @@
 """Corrupt model files: byte flips and truncations of every format are located errors, never crashes.
 
 A corrupt file once crashed the whole process: XGBoost's and LightGBM's own loaders read out of
-bounds or abort on some of them, and an Ensemble whose children point anywhere makes the engines
+bounds or abort on some of them (CatBoost and onnxruntime only ever see what we have checked), and an Ensemble whose children point anywhere makes the engines
 read out of bounds. Mutated files run through ``ver run`` in one child process
 (``run_specs.py``), so that a crash fails the test instead of killing pytest.
 """
@@ -40,6 +40,8 @@ FORMATS = {
     "lightgbm": (".txt", 'lightgbm "{path}"'),
     "ensemble": (".json", 'ensemble "{path}"'),
     "skops": (".skops", 'sklearn "{path}"'),
+    "catboost": (".json", 'catboost "{path}"'),
+    "onnx": (".onnx", 'onnx "{path}"'),
 }
 PER_FORMAT = 8
 #: The child's address space: a corrupt length must not make it take the machine's memory.
@@ -95,6 +97,8 @@ def originals(tmp_path_factory) -> dict[str, bytes]:
         "lightgbm": _lightgbm(),
         "ensemble": (folder / "ensemble.json").read_bytes(),
         "skops": _skops(),
+        "catboost": (ROOT / "examples" / "models" / "credit_catboost.json").read_bytes(),
+        "onnx": (ROOT / "examples" / "models" / "scaled.onnx").read_bytes(),
     }
     for name, data in files.items():
         suffix, declaration = FORMATS[name]

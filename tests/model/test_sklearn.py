@@ -117,10 +117,7 @@ def test_feature_names_and_library_model():
 @pytest.mark.parametrize(
     "estimator, message",
     [
-        (
-            ensemble.HistGradientBoostingClassifier(max_iter=3),
-            "HistGradientBoostingClassifier is not",
-        ),
+        (ensemble.AdaBoostClassifier(n_estimators=2), "AdaBoostClassifier is not"),
         (ensemble.RandomForestClassifier(n_estimators=2), "not a fitted"),
         (tree.DecisionTreeRegressor(max_depth=2), "2 targets"),
         (

@@ -1,10 +1,11 @@
 """The model IR: a tree ensemble as flat numpy arrays.
 
-Every importer (XGBoost, scikit-learn, LightGBM, our own JSON) produces an :class:`Ensemble`, and
-every engine reads one. The split rule is XGBoost's: a float32 input ``x`` goes to the left child of
-node ``n`` when ``x[feature[n]] < threshold[n]``, with the threshold a float32 value. Importers of
-libraries that split on ``x <= t`` convert their thresholds so that this rule reproduces them
-exactly on every float32 input (see :func:`veritas_dsl.model.library.le_threshold_as_lt`).
+Every importer (XGBoost, scikit-learn, LightGBM, CatBoost, ONNX, our own JSON) produces an
+:class:`Ensemble`, and every engine reads one. The split rule is XGBoost's: a float32 input ``x``
+goes to the left child of node ``n`` when ``x[feature[n]] < threshold[n]``, with the threshold a
+float32 value. Importers of libraries that split on ``x <= t`` convert their thresholds so that
+this rule reproduces them exactly on every float32 input (see
+:func:`veritas_dsl.model.library.le_threshold_as_lt`).
 """
 
 from __future__ import annotations
@@ -362,6 +363,20 @@ class Ensemble:
         from veritas_dsl.model.lightgbm import from_lightgbm
 
         return from_lightgbm(cls, model)
+
+    @classmethod
+    def from_catboost(cls, model: object) -> Ensemble:
+        """Import a CatBoost model object, or a file saved with ``save_model(format="json")``."""
+        from veritas_dsl.model.catboost import from_catboost
+
+        return from_catboost(cls, model)
+
+    @classmethod
+    def from_onnx(cls, model: object) -> Ensemble:
+        """Import the tree ensemble of an ONNX ``ModelProto`` or ``.onnx`` file."""
+        from veritas_dsl.model.onnx_trees import from_onnx
+
+        return from_onnx(cls, model)
 
 
 def _as_array(values: object, dtype: type, name: str) -> np.ndarray:

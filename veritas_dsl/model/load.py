@@ -3,8 +3,10 @@
 Formats: ``xgboost`` (JSON or UBJSON model files), ``xgboost_dump`` (JSON tree dumps, with the
 options they lack), ``lightgbm`` (text model files), ``sklearn`` (skops files, which load without
 pickle; pickle and joblib files only when the caller passes ``trust_pickle=True``, since
-unpickling runs code), ``ensemble`` (our own JSON) and ``dare`` (a :class:`DareForest` saved by
-its ``save``; the forest as it is now, validated against its own ``predict_proba``).
+unpickling runs code), ``catboost`` (JSON files of ``save_model(format="json")``), ``onnx``
+(``.onnx`` files with a tree-ensemble node), ``ensemble`` (our own JSON) and ``dare`` (a
+:class:`DareForest` saved by its ``save``; the forest as it is now, validated against its own
+``predict_proba``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 
-FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "ensemble", "dare")
+FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "catboost", "onnx", "ensemble", "dare")
 
 #: Options each format takes (name -> what it is); only tree dumps need any.
 FORMAT_OPTIONS: dict[str, dict[str, str]] = {
@@ -26,6 +28,8 @@ FORMAT_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 _PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+# The first key of a CatBoost JSON model (its keys are written in alphabetical order).
+_CATBOOST_KEYS = (b'"ctr_data"', b'"features_info"')
 
 
 def detect_format(path: Path) -> str:
@@ -39,11 +43,15 @@ def detect_format(path: Path) -> str:
         return "sklearn"
     if suffix == ".dare":
         return "dare"
+    if suffix == ".onnx":
+        return "onnx"
     if suffix == ".json":
         with path.open("rb") as handle:
             head = handle.read(256)
         if FILE_FORMAT.encode() in head:
             return "ensemble"
+        if any(key in head for key in _CATBOOST_KEYS):
+            return "catboost"
         return "xgboost_dump" if head.lstrip().startswith(b"[") else "xgboost"
     raise ModelError(
         f"{path}: cannot tell the model format from the name; give one of {', '.join(FORMATS)}"
@@ -98,6 +106,10 @@ def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]
         )
     if format == "lightgbm":
         return Ensemble.from_lightgbm(path)
+    if format == "catboost":
+        return Ensemble.from_catboost(path)
+    if format == "onnx":
+        return Ensemble.from_onnx(path)
     if format == "ensemble":
         return Ensemble.load(path)
     if format == "dare":

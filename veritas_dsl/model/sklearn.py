@@ -5,7 +5,8 @@ threshold becomes the float32 ``s`` with ``x < s`` on exactly the same inputs
 (:func:`~veritas_dsl.model.library.le_threshold_as_lt`). A forest's output is the mean of its
 trees, so leaf values are divided by the number of trees. A classifier's raw output is its
 ``predict_proba`` (class 1's probability for two classes), a gradient-boosting model's is its
-``decision_function``, a regressor's its ``predict``.
+``decision_function``, a regressor's its ``predict``. ``HistGradientBoosting*`` estimators are
+read by :mod:`veritas_dsl.model.sklearn_hist`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
+from veritas_dsl.model.sklearn_hist import ESTIMATORS, from_hist_gradient_boosting
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -33,6 +35,7 @@ SUPPORTED_ESTIMATORS = (
     "ExtraTreesRegressor",
     "GradientBoostingClassifier",
     "GradientBoostingRegressor",
+    *ESTIMATORS,
 )
 
 
@@ -62,6 +65,9 @@ def from_sklearn(cls: type[Ensemble], estimator: object) -> Ensemble:
         ) from None
 
     kind = type(estimator).__name__
+    hist = (ensemble.HistGradientBoostingClassifier, ensemble.HistGradientBoostingRegressor)
+    if isinstance(estimator, hist):
+        return from_hist_gradient_boosting(cls, estimator, is_classifier(estimator))
     supported = tuple(getattr(ensemble, n, None) or getattr(tree, n) for n in SUPPORTED_ESTIMATORS)
     if not isinstance(estimator, supported) or not hasattr(estimator, "n_features_in_"):
         raise ModelError(
