@@ -9,7 +9,6 @@ import json
 import logging
 import sys
 import traceback
-from pathlib import Path
 
 from veritas_dsl import arguments
 from veritas_dsl.atomic import write_text
@@ -186,18 +185,9 @@ class _Progress:
 
 def _check(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.report import checks
-    from veritas_dsl.spec import check_file
+    from veritas_dsl.spec import check_file, spec_files
 
-    files = []
-    for name in args.paths:
-        path = Path(name)
-        if path.is_dir():
-            files += sorted(path.rglob("*.ver"))
-        elif path.exists():
-            files.append(path)
-        else:
-            print(f"error: {path}: no such file or folder", file=sys.stderr)
-            return ExitCode.ERROR
+    files = spec_files(args.paths)
     jobs = _jobs(args.jobs)
 
     def warn(warning) -> None:
@@ -320,7 +310,8 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
 
 
 def _fmt(args: argparse.Namespace) -> ExitCode:
-    from veritas_dsl.editor.format import format_file, spec_files
+    from veritas_dsl.editor.format import format_file
+    from veritas_dsl.spec import spec_files
 
     code = ExitCode.OK
     for path in spec_files(args.paths):

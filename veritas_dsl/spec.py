@@ -131,6 +131,21 @@ class Spec:
         return {f.name: v for f, v in zip(self.checked.features, row.values, strict=True)}
 
 
+def spec_files(paths: list[str]) -> list[Path]:
+    """The files named, and the `.ver` files under the folders named, in order. Raises
+    :class:`SpecError` (V001) for a path that does not exist."""
+    files = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files += sorted(path.rglob("*.ver"))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise SpecError([Diagnostic("V001", f"{path}: no such file or folder")])
+    return files
+
+
 def load(path: str | Path, trust_pickle: bool = False) -> Spec:
     """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
     path = Path(path)

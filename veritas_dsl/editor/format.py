@@ -236,21 +236,6 @@ class _Layout:
         return True
 
 
-def spec_files(paths: list[str]) -> list[Path]:
-    """The files named, and the `.ver` files under the folders named, in order. Raises
-    :class:`SpecError` (V001) for a path that does not exist."""
-    files = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            files += sorted(path.rglob("*.ver"))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise SpecError([Diagnostic("V001", f"{path}: no such file or folder")])
-    return files
-
-
 def format_file(path: Path, write: bool) -> bool:
     """Whether the file at ``path`` is not in the canonical layout (its bytes differ from the
     layout's UTF-8); with ``write``, rewrite it so (atomically). Raises :class:`SpecError` when it
