@@ -9,7 +9,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_down, next_up
+from veritas_dsl.float32 import (
+    ball_interval,
+    ceil32,
+    ceil32_array,
+    floor32,
+    floor32_array,
+    next_down,
+    next_up,
+)
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=64)
 
@@ -20,6 +28,14 @@ def test_ceil_and_floor_are_the_nearest_float32_on_each_side(v):
     assert down <= v <= up
     assert np.float32(up) == up and np.float32(down) == down
     assert next_down(up) < v < next_up(down) or up == down == v
+
+
+@given(st.lists(st.floats(allow_nan=False, width=64), max_size=20))
+def test_array_rounding_is_the_scalar_rounding_of_each_value(values):
+    extremes = [0.0, -0.0, math.inf, -math.inf, 1e39, -1e39, 3.4028235e38, 1e-46, -1e-46]
+    values = np.array(values + extremes)
+    assert np.array_equal(ceil32_array(values), [ceil32(v) for v in values])
+    assert np.array_equal(floor32_array(values), [floor32(v) for v in values])
 
 
 @given(

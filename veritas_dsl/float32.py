@@ -33,7 +33,8 @@ def ceil32(value: float) -> float:
     """The smallest float32 not below ``value``."""
     rounded = _to_float32(value)
     if float(rounded) < value:
-        rounded = np.nextafter(rounded, _UP)
+        with np.errstate(over="ignore"):  # above the largest float32: infinity
+            rounded = np.nextafter(rounded, _UP)
     return float(rounded)
 
 
@@ -41,8 +42,28 @@ def floor32(value: float) -> float:
     """The largest float32 not above ``value``."""
     rounded = _to_float32(value)
     if float(rounded) > value:
-        rounded = np.nextafter(rounded, _DOWN)
+        with np.errstate(over="ignore"):
+            rounded = np.nextafter(rounded, _DOWN)
     return float(rounded)
+
+
+def ceil32_array(values: np.ndarray) -> np.ndarray:
+    """:func:`ceil32` of each value, as float64 (one numpy pass: a query's domains are many)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = values.astype(np.float32)
+        rounded = np.where(rounded.astype(np.float64) < values, np.nextafter(rounded, _UP), rounded)
+    return rounded.astype(np.float64)
+
+
+def floor32_array(values: np.ndarray) -> np.ndarray:
+    """:func:`floor32` of each value, as float64."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = values.astype(np.float32)
+        down = rounded.astype(np.float64) > values
+        rounded = np.where(down, np.nextafter(rounded, _DOWN), rounded)
+    return rounded.astype(np.float64)
 
 
 def as_float32(value: float) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from veritas_dsl.float32 import ball_interval, ceil32, floor32
+from veritas_dsl.float32 import ball_interval, ceil32, ceil32_array, floor32, floor32_array
 from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie, weight_of
 from veritas_dsl.ir.reductions.base import Reduction, ReductionRefused
 
@@ -154,12 +154,15 @@ class StaticBounds(Reduction):
             lo[v] = max(lo[v], ceil32(low))
             hi[v] = min(hi[v], floor32(high))
 
-        for i in range(len(query.instances)):
-            for f, feature in enumerate(query.features):
-                low, high = feature.lo, feature.hi
-                if feature.kind is DomainKind.BOOL:
-                    low, high = max(low, 0.0), min(high, 1.0)
-                narrow(var[i, f], low, high)
+        features = query.features
+        low = np.array([f.lo for f in features], dtype=np.float64)
+        high = np.array([f.hi for f in features], dtype=np.float64)
+        boolean = np.array([f.kind is DomainKind.BOOL for f in features], dtype=bool)
+        low = ceil32_array(np.where(boolean, np.maximum(low, 0.0), low))
+        high = floor32_array(np.where(boolean, np.minimum(high, 1.0), high))
+        for i in range(len(query.instances)):  # a tied variable takes the narrowest
+            np.maximum.at(lo, var[i], low)
+            np.minimum.at(hi, var[i], high)
         for c in query.constraints:
             if isinstance(c, Interval):
                 narrow(var[query.instances.index(c.instance), c.feature], c.lo, c.hi)
