@@ -55,7 +55,7 @@ from veritas_dsl.solvers.milp import gurobi, highs
 from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
 from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Infeasible, Program
-from veritas_dsl.solvers.milp.progress import Live, Progress
+from veritas_dsl.solvers.milp.progress import BOUND_SLACK, Live, Progress
 from veritas_dsl.solvers.milp.witness import Cuts
 
 logger = logging.getLogger("veritas_dsl")
@@ -338,13 +338,24 @@ def _read(
         if previous is not None and reading.value >= previous.value:
             progress.final = previous  # the check found nothing closer
             return outcome
-        if form.step is None or not _checks_distances(attempt.driver):
+        if form.step is None:
             return outcome
         # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
         # confirms the answer, a solution improves it. A step below the solver's tolerance cannot
-        # be asked for.
+        # be asked for: then a point above the solver's optimum by more than its slack may not be
+        # the closest (two instances a float32 step apart across a threshold, where 0 is).
         target = reading.value - form.step / 2
         if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
+            slack = BOUND_SLACK * max(1.0, abs(reading.value))
+            if outcome.objective is None or reading.value <= outcome.objective + slack:
+                return outcome
+            progress.final = previous
+            return Outcome(
+                Termination.ERROR,
+                message="a float32 point closer than the one found may lie below the solver's "
+                "resolution; the bounds hold, the optimum is unknown",
+            )
+        if not _checks_distances(attempt.driver):
             return outcome
         attempt.checks += 1
         attempt.program = attempt.program.with_rows([_objective_row(attempt.program, target)])

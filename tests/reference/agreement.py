@@ -37,8 +37,8 @@ KNOWN = (
     (
         MILP,
         "the optimum is unknown",
-        "the float32 point closest to the MILP's real optimum lies beyond its bound, when a "
-        "distance has value columns",
+        "the float32 point closest to the MILP's real optimum lies beyond its bound, or above "
+        "its optimum by less than the solver resolves, when a distance has value columns",
     ),
 )
 

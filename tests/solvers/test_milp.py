@@ -41,6 +41,7 @@ from veritas_dsl.ir import (
     change_units,
 )
 from veritas_dsl.ir.evaluate import distance, holds
+from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Availability, Limits, UnsupportedQuery
@@ -843,3 +844,40 @@ def test_int_split_beyond_two_to_the_24(engine, t):
     for goal in (Maximize(term(out())), Minimize(term(out()))):
         query = Query("q", space, ("x",), {"m": model}, (), goal)
         check_against_oracle(query, engine)
+
+
+def test_a_closest_pair_a_float32_step_apart_is_not_claimed_optimal_below_the_resolution():
+    """Two instances, a weighted L-inf distance: the MILP's optimum 0 rounds to a pair one
+    float32 step apart across the threshold 0.25 (distance 1.5e-9, below what the solver
+    resolves); the engine answered `optimal` at 1.5e-9, a lower bound above the true optimum 0
+    (found by hypothesis in CI). Now the bounds hold and the answer says it is unknown."""
+    n = 15
+    model = Ensemble(
+        feature=np.array([1, 0, -1, -1, -1, 0, 0, -1, -1, -1, 1, -1, 0, -1, -1], dtype=np.int32),
+        threshold=np.array([0.25, -1, 0, 0, 0, -1, 1, 0, 0, 0, -1, 0, -1, 0, 0], dtype=np.float32),
+        left=np.array([1, 2, -1, -1, -1, 6, 7, -1, -1, -1, 11, -1, 13, -1, -1], dtype=np.int32),
+        right=np.array([4, 3, -1, -1, -1, 9, 8, -1, -1, -1, 12, -1, 14, -1, -1], dtype=np.int32),
+        value=np.zeros((n, 1)),
+        tree_offsets=np.array([0, 5, 10, 15]),
+        base_score=np.array([0.0]),
+        feature_names=("x0", "x1", "x2"),
+        task="regression",
+    )
+    features = tuple(Feature(f"x{i}", DomainKind.REAL, -math.inf, math.inf) for i in range(3))
+    gap = OutputTerm((OutputAtom(1.0, "m", "x2", 0), OutputAtom(-1.0, "m", "x1", 0)), 0.0)
+    query = Query(
+        "weighted_distance",
+        features,
+        ("x1", "x2"),
+        {"m": model},
+        (Tie("x1", "x2", 2), OutputConstraint(gap, "<", 0.5)),
+        MinimizeDistance("linf", "x2", "x1", (2.0, 0.1, 0.1)),
+    )
+    optimum = registry.get("oracle").solve(query).lower
+    assert optimum == 0.0
+    for engine in (MilpEngine("highs", "highs"), registry.get("milp")):
+        result = engine.solve(query, Limits(timeout_s=20))
+        assert result.termination in (Termination.OPTIMAL, Termination.ERROR), result
+        assert result.lower <= optimum <= result.upper, result
+        if result.termination is Termination.OPTIMAL:
+            assert result.lower == optimum, result
