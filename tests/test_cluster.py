@@ -1,5 +1,6 @@
 """Batches on a Dask cluster (``--scheduler``): the answers of one process, a row that fails
-reported once, no row lost when a worker is killed, and an unreachable scheduler named."""
+reported once (by raising, or by killing every worker that runs it), no row lost when a worker
+is killed, one cluster for every file of ``ver check``, and an unreachable scheduler named."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import time
 import pytest
 
 distributed = pytest.importorskip("distributed", reason="--scheduler needs dask[distributed]")
+
+import dask  # noqa: E402
 
 from veritas_dsl import cluster, parse  # noqa: E402
 from veritas_dsl.cli import ExitCode, main  # noqa: E402
@@ -91,10 +94,11 @@ def test_a_task_that_raises_is_its_rows_error_reported_once(spec, address):
     build = functools.partial(broken_build, spec.read_text(), str(spec), 3)
     options = RunOptions()
     again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
-    pool = functools.partial(cluster.DaskPool, address, build, loaded.digest(), options)
     seen = []
     start = time.monotonic()
-    runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
+    with cluster.Connection(address) as connection:
+        pool = functools.partial(cluster.DaskPool, connection, build, loaded.digest(), options)
+        runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
     assert time.monotonic() - start < 120  # not retried forever
     assert len(seen) == len(lowered)  # every row reported once
     errors = [r for r in runs if r.result.termination is Termination.ERROR]
@@ -139,3 +143,72 @@ def test_a_worker_killed_mid_run_loses_no_row(spec, address):
     together = loaded.run(scheduler=address, done=done)
     assert killed and killed[0][1] < killed[0][2]
     assert answers(together) == answers(alone)
+
+
+class _Exit:
+    """A query whose first use ends the worker's process, as a crash in native code would."""
+
+    def __getattr__(self, name):
+        os._exit(1)
+
+
+def killing_build(text, path, row):
+    lowered, digest = lowered_and_digest(text, path, False, False)
+    lowered[row] = dataclasses.replace(lowered[row], query=_Exit())
+    return lowered, digest
+
+
+def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
+    # Dask reruns a dead worker's task elsewhere, up to allowed-failures times; after that the
+    # row is an error, once, and the run goes on. The row is the last one, so that no other
+    # task waits on a dying worker (Dask would count that one as suspicious too).
+    loaded = parse(spec.read_text(), str(spec))
+    lowered = list(loaded.lowered())
+    last = len(lowered) - 1
+    build = functools.partial(killing_build, spec.read_text(), str(spec), last)
+    options = RunOptions()
+    again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
+    seen = []
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as local,
+        cluster.Connection(local.scheduler_address) as connection,
+    ):
+        pool = functools.partial(cluster.DaskPool, connection, build, loaded.digest(), options)
+        runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
+    assert sorted(seen) == sorted(r.name for r in runs) and len(seen) == len(lowered)
+    errors = [r for r in runs if r.result.termination is Termination.ERROR]
+    assert [r.name for r in errors] == [f"closest[{ROWS - 1}]"]
+    assert "the task failed: KilledWorker" in errors[0].result.message
+    alone = parse(spec.read_text(), str(spec)).run(jobs=1)
+    assert answers(runs[:last]) == answers(alone[:last])
+
+
+def test_check_runs_every_file_on_one_cluster(spec, address, monkeypatch, capsys):
+    (spec.parent / "again.ver").write_text(spec.read_text())
+    assert main(["check", str(spec.parent), "--json", "--jobs", "1"]) == ExitCode.FAILED
+    alone = json.loads(capsys.readouterr().out)
+    connections = []
+    opened = cluster.Connection.__init__
+
+    def counted(self, where):
+        connections.append(where)
+        opened(self, where)
+
+    monkeypatch.setattr(cluster.Connection, "__init__", counted)
+    assert main(["check", str(spec.parent), "--json", "--scheduler", address]) == ExitCode.FAILED
+    together = json.loads(capsys.readouterr().out)
+    assert connections == [address]
+    assert len({entry["file"] for entry in together["checks"]}) == 2
+    assert strip_times(together) == strip_times(alone)
+
+
+def strip_times(document):
+    """A ``ver check --json`` document without what differs between two runs of it."""
+    if isinstance(document, dict):
+        return {k: strip_times(v) for k, v in document.items() if k not in ("time_s", "stats")}
+    if isinstance(document, list):
+        return [strip_times(v) for v in document]
+    return document

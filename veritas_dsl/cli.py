@@ -195,15 +195,16 @@ def _check(args: argparse.Namespace) -> ExitCode:
 
     outcomes = []
     interrupted = False
-    options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, args.scheduler)
-    for f in files:
-        try:
-            outcomes.append(check_file(f, *options))
-        except KeyboardInterrupt:  # while loading the file's models
-            interrupted = True
-        if interrupted or outcomes[-1].interrupted:
-            interrupted = True
-            break
+    with _connected(args.scheduler) as scheduler:  # one cluster for every file
+        options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, scheduler)
+        for f in files:
+            try:
+                outcomes.append(check_file(f, *options))
+            except KeyboardInterrupt:  # while loading the file's models
+                interrupted = True
+            if interrupted or outcomes[-1].interrupted:
+                interrupted = True
+                break
     print(checks.render_json(outcomes) if args.json else checks.render_text(outcomes))
     if args.junit:
         write_text(args.junit, checks.render_junit(outcomes))
@@ -217,6 +218,15 @@ def _check(args: argparse.Namespace) -> ExitCode:
         return ExitCode.ERROR
     failed = any(c.holds is not True for o in outcomes for r in o.runs for c in r.checks)
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _connected(scheduler: str | None):
+    """A connection to ``--scheduler``'s cluster for the block (None without one)."""
+    if scheduler is None:
+        return contextlib.nullcontext()
+    from veritas_dsl.cluster import Connection
+
+    return Connection(scheduler)
 
 
 def _compare(args: argparse.Namespace) -> ExitCode:

@@ -16,9 +16,11 @@ is not retried (``retries=0``) and its row is reported once as an ``error`` resu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -81,18 +83,20 @@ def parse_address(address: str) -> int | None:
     return int(count)
 
 
-class DaskPool(Pool):
-    """Row tasks on the Dask scheduler at ``address``, or on a new ``LocalCluster`` of N worker
-    processes (one thread each) for ``local:N``."""
+class Connection:
+    """A client of the Dask scheduler at ``address``, or of a new ``LocalCluster`` of N worker
+    processes (one thread each) for ``local:N``; one serves every run of a command (``ver
+    check`` of many files starts one cluster). Raises :class:`SchedulerError` when the
+    scheduler cannot be reached within :data:`CONNECT_TIMEOUT_S`."""
 
-    def __init__(self, address: str, build, expected: str, options: RunOptions) -> None:
+    def __init__(self, address: str) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
             needs = '--scheduler needs Dask: pip install "veritas-dsl[dask]"'
             raise SchedulerError(needs) from None
+        self.address = address
         self.cluster = None
-        self.options = options
         workers = parse_address(address)
         if workers is not None:
             self.cluster = LocalCluster(
@@ -110,6 +114,41 @@ class DaskPool(Pool):
                 f"cannot reach the Dask scheduler at {address} "
                 f"within {CONNECT_TIMEOUT_S:g} s: {error}"
             ) from None
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            self._close_cluster()
+
+    def _close_cluster(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def connected(scheduler: str | Connection) -> Iterator[Connection]:
+    """``scheduler`` itself when connected already (its owner closes it), else a connection to
+    it for the block."""
+    if isinstance(scheduler, Connection):
+        yield scheduler
+        return
+    with Connection(scheduler) as connection:
+        yield connection
+
+
+class DaskPool(Pool):
+    """Row tasks on a connected Dask cluster; the spec is scattered to every worker once."""
+
+    def __init__(self, connection: Connection, build, expected: str, options: RunOptions) -> None:
+        self.client = connection.client
+        self.options = options
         source = Source(uuid.uuid4().hex, build, expected)
         self.source = self.client.scatter(source, broadcast=True, hash=False)
         self.executor = self.client.get_executor(retries=0, pure=False)
@@ -121,12 +160,5 @@ class DaskPool(Pool):
         self.executor.shutdown(wait=False)  # cancels every task not finished
 
     def close(self) -> None:
-        try:
-            self.executor.shutdown(wait=False)
-            self.client.close()
-        finally:
-            self._close_cluster()
-
-    def _close_cluster(self) -> None:
-        if self.cluster is not None:
-            self.cluster.close()
+        self.executor.shutdown(wait=False)
+        self.client.cancel([self.source])  # the next run scatters its own spec

@@ -111,12 +111,15 @@ def run_all(
     runs: list[QueryRun | None] = [None] * total
     finished = 0
 
-    def record(index: int, run: QueryRun) -> None:
+    def keep(index: int, run: QueryRun) -> None:
         nonlocal finished
         runs[index] = run
         finished += 1
         if done:
             done(run, finished, total)
+
+    def record(index: int, run: QueryRun) -> None:
+        keep(index, run)
         if run.interrupted:
             raise Interrupted([])  # the partial list is made below, once
 
@@ -127,7 +130,7 @@ def run_all(
         if next_index < total:
             plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay here
             chosen = pool() if pool else _ProcessPool(jobs - 1, rebuild, plain)
-            _run_pool(chosen, lowered, options, next_index, record, runs)
+            _run_pool(chosen, lowered, options, next_index, record, keep)
     except KeyboardInterrupt:
         raise Interrupted([run for run in runs if run is not None]) from None
     return runs
@@ -150,25 +153,32 @@ def _run_here(lowered, options, jobs, worth_it_s, record) -> int:
     return next_index
 
 
-def _run_pool(pool: Pool, lowered, options, first, record, runs) -> None:
-    """Run queries ``first`` onwards on ``pool`` (and this process, when it shares the work)."""
+def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
+    """Run queries ``first`` onwards on ``pool`` (and this process, when it shares the work).
+    After Ctrl-C, what the workers finished meanwhile is kept (and reported: a results file
+    gets those rows too), without stopping at the first interrupted one."""
     futures: dict[Future, int] = {}
+    recorded: set[int] = set()
+
+    def record_once(index: int, run: QueryRun) -> None:
+        recorded.add(index)
+        record(index, run)
     try:
         futures = {pool.submit(i): i for i in range(first, len(lowered))}
         if pool.shares_work:
             for future, i in reversed(list(futures.items())):
                 if not future.cancel():
                     break
-                record(i, run_lowered(lowered[i], options))
+                record_once(i, run_lowered(lowered[i], options))
         for future in as_completed([f for f in futures if not f.cancelled()]):
             i = futures[future]
-            record(i, _joined(lowered[i], future, options))
+            record_once(i, _joined(lowered[i], future, options))
     except KeyboardInterrupt:
         pool.stop()
         for future, i in futures.items():  # what the workers finished, or stopped with bounds
             finished = future.done() and not future.cancelled() and future.exception() is None
-            if runs[i] is None and finished and future.result() is not None:
-                runs[i] = _joined(lowered[i], future, options)
+            if i not in recorded and finished and future.result() is not None:
+                keep(i, _joined(lowered[i], future, options))
         raise
     finally:
         pool.close()

@@ -7,6 +7,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
@@ -18,6 +19,9 @@ from veritas_dsl.outcome import FileOutcome, Interrupted, QueryRun
 from veritas_dsl.parallel import run_all
 from veritas_dsl.run import RunOptions, preflight
 from veritas_dsl.solvers import registry
+
+if TYPE_CHECKING:
+    from veritas_dsl.cluster import Connection
 
 
 class Spec:
@@ -73,7 +77,7 @@ class Spec:
         jobs: int = 1,
         done=None,
         skip: frozenset[tuple[str, int | None]] = frozenset(),
-        scheduler: str | None = None,
+        scheduler: str | Connection | None = None,
     ) -> list[QueryRun]:
         """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
 
@@ -82,7 +86,8 @@ class Spec:
         is enough of it (see :mod:`veritas_dsl.parallel`); ``done(run, finished, total)`` reports
         each finished run. ``skip`` names ``(query, row)`` pairs not to run (those an earlier
         run answered). ``scheduler`` runs every query on a Dask cluster instead
-        (:mod:`veritas_dsl.cluster`): a scheduler's address, or ``local:N``.
+        (:mod:`veritas_dsl.cluster`): a scheduler's address, ``local:N``, or a
+        :class:`~veritas_dsl.cluster.Connection` that several runs share.
 
         Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
         :class:`~veritas_dsl.outcome.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
@@ -94,18 +99,19 @@ class Spec:
         again = functools.partial(
             lowered_queries, self.text, self.path, self.trust_pickle, checks_only, skip
         )
-        pool = None
-        if scheduler is not None:
-            from veritas_dsl.cluster import DaskPool
+        if scheduler is None:
+            return run_all(lowered, options, jobs, again, done)
+        from veritas_dsl.cluster import DaskPool, connected
 
-            # Workers may run elsewhere: they read the files by absolute paths.
-            path = self.path if self.path == "<string>" else str(Path(self.path).resolve())
-            build = functools.partial(
-                lowered_and_digest, self.text, path, self.trust_pickle, checks_only, skip
-            )
-            plain = RunOptions(solver, timeout_s)
-            pool = functools.partial(DaskPool, scheduler, build, self.digest(), plain)
-        return run_all(lowered, options, jobs, again, done, pool=pool)
+        # Workers may run elsewhere: they read the files by absolute paths.
+        path = self.path if self.path == "<string>" else str(Path(self.path).resolve())
+        build = functools.partial(
+            lowered_and_digest, self.text, path, self.trust_pickle, checks_only, skip
+        )
+        plain = RunOptions(solver, timeout_s)
+        with connected(scheduler) as connection:
+            pool = functools.partial(DaskPool, connection, build, self.digest(), plain)
+            return run_all(lowered, options, jobs, again, done, pool=pool)
 
     def digest(self) -> str:
         """SHA-256 of the spec's text and of the bytes of every model and data file it loaded
@@ -219,7 +225,7 @@ def check_file(
     trust_pickle: bool = False,
     jobs: int = 1,
     warn: Callable[[Diagnostic], None] | None = None,
-    scheduler: str | None = None,
+    scheduler: str | Connection | None = None,
 ):
     """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
     each warning before anything runs (they are kept in the outcome too). After Ctrl-C,

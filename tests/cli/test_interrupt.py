@@ -241,7 +241,8 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     # Rows take the whole limit, so the run moves to a process pool after the first; the worker
     # takes rows from the front (gap[1] first), this process from the back. Once the worker has
     # finished one row it is in the middle of the next when Ctrl-C comes.
-    args = ["--jobs", "2", "--timeout", "3"]
+    results = tmp_path / "results.jsonl"
+    args = ["--jobs", "2", "--timeout", "3", "--jsonl", str(results)]
     code, out, err, stopped_s, late = interrupt(tmp_path, 12, args, r"\] gap\[1\]: time_limit")
     assert code == 130, (late, out, err[-1000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
@@ -252,3 +253,8 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     assert sum("interrupted" in line for line in lines) >= 1, out
     assert len(lines) < 12
     assert stopped_s < 30
+    # The results file holds every row the report shows finished, each once, and no stopped one:
+    # a resume answers those again.
+    finished = sorted(line.split()[0] for line in lines if "interrupted" not in line)
+    written = [json.loads(line) for line in results.read_text().splitlines()]
+    assert sorted(f"{e['query']}[{e['row']}]" for e in written if e["query"] == "gap") == finished
