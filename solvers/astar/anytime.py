@@ -173,7 +173,7 @@ class Run:
         The first probe takes the largest radius, to get some point fast.
         """
         problem = self.problems[b]
-        gaps, cell_var = cell_gaps(problem)
+        gaps = cell_gaps(problem)
         candidates = np.unique(gaps[np.isfinite(gaps)])
         lo, hi = 0, len(candidates)
         first = True
@@ -188,7 +188,7 @@ class Run:
                 return Termination.TIME_LIMIT  # probes that find a point never reach the check
             mid = hi - 1 if first else (lo + hi) // 2
             first = False
-            root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
+            root = ball_root(problem, gaps, float(candidates[mid]))
             self.probe_found = False
             if root is not None:
                 if search is None:
