@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -173,11 +173,11 @@ class Run:
         The first probe takes the largest radius, to get some point fast.
         """
         problem = self.problems[b]
-        gaps, cell_var = cell_gaps(problem)
+        gaps = cell_gaps(problem)
         candidates = np.unique(gaps[np.isfinite(gaps)])
         lo, hi = 0, len(candidates)
         first = True
-        within = find_within(problem, problem.root)  # each probe replaces only its root
+        search = None  # one search for every probe, restarted from the probe's root
         while self.open[b]:
             if self.best is not None:  # only strictly closer points matter
                 hi = min(hi, int(np.searchsorted(candidates, self.best)))
@@ -188,14 +188,17 @@ class Run:
                 return Termination.TIME_LIMIT  # probes that find a point never reach the check
             mid = hi - 1 if first else (lo + hi) // 2
             first = False
-            root = ball_root(problem, gaps, cell_var, float(candidates[mid]))
+            root = ball_root(problem, gaps, float(candidates[mid]))
             self.probe_found = False
             if root is not None:
-                variant = replace(within, root=root)
-                if self._memory() + planned_bytes(variant, INITIAL_CAPACITY) > self.memory_limit:
-                    return Termination.MEMORY_LIMIT
-                self._retire(b)
-                search = BranchSearch(variant, INITIAL_CAPACITY)
+                if search is None:
+                    within = find_within(problem, root)
+                    if self._memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
+                        return Termination.MEMORY_LIMIT
+                    search = BranchSearch(within, INITIAL_CAPACITY)
+                else:
+                    self._retire(b)
+                    search.restart(root)
                 self.searches[b] = search
                 while search.alive and not self.probe_found:
                     status, stop = self._call(b, search)

@@ -26,10 +26,10 @@ def bisectable(problem: Problem) -> bool:
     )
 
 
-def cell_gaps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+def cell_gaps(problem: Problem) -> np.ndarray:
     """Per cell, the distance (float64, correctly rounded) of its nearest value to the goal's row
     value for its variable (0 for variables the goal does not measure, inf outside the root
-    box); and the cell's variable.
+    box).
 
     A point's L-inf distance rounds to the largest rounded gap of its coordinates (rounding is
     monotone), so the optimum is one of these gaps.
@@ -52,21 +52,22 @@ def cell_gaps(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     last = problem.cell_ptr[:-1] + problem.root[problem.n_vars :]
     cell = np.arange(n_cells)
     reachable = (cell >= first[cell_var]) & (cell <= last[cell_var])
-    return np.where(reachable, gap, np.inf), cell_var
+    return np.where(reachable, gap, np.inf)
 
 
-def ball_root(problem: Problem, gaps: np.ndarray, cell_var: np.ndarray, radius: float):
+def ball_root(problem: Problem, gaps: np.ndarray, radius: float):
     """The root box cut to the cells within ``radius`` of the row (contiguous, since a cell's
     gap falls then rises along the line); None when some variable keeps no cell."""
     n = problem.n_vars
-    inside = np.nonzero(gaps <= radius)[0]
-    owner = cell_var[inside]
-    if len(np.unique(owner)) < n:
+    within = gaps <= radius
+    count = np.add.reduceat(within, problem.cell_ptr[:-1])  # every variable owns a cell
+    if not count.all():
         return None
-    starts = np.searchsorted(owner, np.arange(n))
+    inside = np.flatnonzero(within)  # sorted, so grouped by variable
+    last = np.cumsum(count) - 1
     row = np.empty(2 * n, dtype=np.int32)
-    row[:n] = np.minimum.reduceat(inside, starts) - problem.cell_ptr[:-1]
-    row[n:] = np.maximum.reduceat(inside, starts) - problem.cell_ptr[:-1]
+    row[:n] = inside[last - count + 1] - problem.cell_ptr[:-1]
+    row[n:] = inside[last] - problem.cell_ptr[:-1]
     return row
 
 

@@ -48,6 +48,7 @@ from veritas_dsl.ir.reductions import (
     MergeTies,
     MinimizeToMaximize,
     ProveToFind,
+    ReductionRefused,
     StaticBounds,
     ToDNF,
     branches,
@@ -55,7 +56,7 @@ from veritas_dsl.ir.reductions import (
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
-from veritas_dsl.solvers.astar.problem import Plan, build_problem
+from veritas_dsl.solvers.astar.problem import Plan, build_problem, build_structure
 from veritas_dsl.solvers.astar.ready import ready
 from veritas_dsl.solvers.base import (
     LIMITS,
@@ -123,6 +124,23 @@ class AStarEngine:
         """
         _refuse_large_integers(query)
         return solve_with(self, query, limits, progress)
+
+    def prepare(self, query: Query) -> float:
+        """Build the per-model structures that ``query`` reads (cells and compacted trees,
+        memoised per model and static box: :func:`.problem.build_structure`), so that the first
+        query on a model costs what the later ones do; the seconds it took. Optional: a solve
+        builds what is missing. Raises :class:`UnsupportedQuery` as :meth:`solve` does."""
+        _refuse_large_integers(query)
+        start = time.perf_counter()
+        try:
+            reduced, _ = self.chain.apply(query)
+        except ReductionRefused as error:
+            raise UnsupportedQuery(f"{error}; engine {self.name} refuses it") from None
+        plan = _plan(reduced)
+        for branch in branches(reduced):
+            built, _ = BRANCH.apply(replace(reduced, constraints=branch))
+            build_structure(built, plan)
+        return time.perf_counter() - start
 
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
         """:meth:`solve` for a query ``chain`` rewrote.

@@ -58,24 +58,11 @@ def search_trees(problem, query, copies, lo, hi, n_terms: int) -> tuple[int, int
     :func:`.trees.compact` and :func:`.trees.fill_trees` on the splits of ``copies``), from the
     memo where an earlier problem had the same key. Returns ``(q, max_leaves, max_depth)`` as
     :func:`.trees.fill_trees` does."""
-    models = [query.models[name] for name, _ in copies]
-    if not models:
-        structure = _structure(problem, query, copies, lo, hi)
-        for name, value in structure.cells.items():
-            setattr(problem, name, value)
-        return fill_trees(problem, structure.compacted, copies, n_terms)
-    reads = zip(models, copies, strict=True)
-    copy_keys = tuple((id(m), name, query.instances.index(i)) for m, (name, i) in reads)
-    box = hashlib.blake2b(digest_size=16)
-    for a in (problem.var, problem.integral, lo, hi):
-        box.update(np.ascontiguousarray(a).tobytes())
-    key = (copy_keys, problem.var.shape, box.digest())
-    structure = _lookup(models, key)
-    if structure is None:
-        structure = _structure(problem, query, copies, lo, hi)
-        _store(models, key, structure)
+    structure = cells_and_trees(problem, query, copies, lo, hi)
     for name, value in structure.cells.items():
         setattr(problem, name, value)
+    if not copies:
+        return fill_trees(problem, structure.compacted, copies, n_terms)
 
     values = np.concatenate([np.asarray(v, dtype=np.float64) for v in copies.values()])
     digest = (values.shape, n_terms, hashlib.blake2b(values.tobytes(), digest_size=16).digest())
@@ -93,6 +80,26 @@ def search_trees(problem, query, copies, lo, hi, n_terms: int) -> tuple[int, int
         while len(structure.units) > PER_STRUCTURE:
             structure.units.popitem(last=False)
     return shape
+
+
+def cells_and_trees(problem, query, copies, lo, hi) -> _Structure:
+    """The cells and compacted trees of ``copies`` under the static box ``lo, hi`` (steps 4-5),
+    from the memo or built and memoised now; ``problem`` is not changed. What
+    ``AStarEngine.prepare`` builds ahead of a model's first query."""
+    models = [query.models[name] for name, _ in copies]
+    if not models:
+        return _structure(problem, query, copies, lo, hi)
+    reads = zip(models, copies, strict=True)
+    copy_keys = tuple((id(m), name, query.instances.index(i)) for m, (name, i) in reads)
+    box = hashlib.blake2b(digest_size=16)
+    for a in (problem.var, problem.integral, lo, hi):
+        box.update(np.ascontiguousarray(a).tobytes())
+    key = (copy_keys, problem.var.shape, box.digest())
+    structure = _lookup(models, key)
+    if structure is None:
+        structure = _structure(problem, query, copies, lo, hi)
+        _store(models, key, structure)
+    return structure
 
 
 def clear() -> None:

@@ -28,7 +28,9 @@ The steps, in order, each in the module named (this one runs them, :func:`build_
    become arrays.
 
 Steps 4 to 6 are memoised per model (:mod:`.memo`): the queries and rows of a spec that read a
-model under the same static box with the same leaf contributions share their arrays.
+model under the same static box with the same leaf contributions share their arrays. Steps 4
+and 5 depend on the model and the box only, and :func:`build_structure` builds them ahead of a
+model's first query (``AStarEngine.prepare``).
 
 Combinations whose least cost over a box would not be exact are refused with
 :class:`UnsupportedQuery` (see ``lifted._refuse``), so a complete state always has a point.
@@ -51,7 +53,7 @@ from veritas_dsl.solvers.astar.lifted import (
     linear_of,
     resources_of,
 )
-from veritas_dsl.solvers.astar.memo import search_trees
+from veritas_dsl.solvers.astar.memo import cells_and_trees, search_trees
 from veritas_dsl.solvers.astar.sharing import share_trees
 from veritas_dsl.solvers.astar.terms import (
     constant_part,
@@ -134,23 +136,12 @@ class Problem:
 def build_problem(query: Query, plan: Plan) -> Problem:
     """The arrays of ``query``, one conjunction (no :class:`AnyOf`) with its variable table
     (:func:`~veritas_dsl.ir.reductions.variables_of`), under ``plan``."""
-    table = variables_of(query)
-    constraints = query.constraints
-    var, n_vars, integral = table.var, table.n_vars, table.integral
-    problem = Problem(query, constraints, plan, var, n_vars, integral)
-    if table.empty:
-        problem.infeasible = True
+    problem, read = _read_trees(query, plan)
+    if problem.infeasible:
         return problem
-    lo, hi = table.lo, table.hi
-
-    outputs = tuple(c for c in constraints if isinstance(c, OutputConstraint))
-    terms, signs, strict, rhs = plan_terms(plan, outputs)
-    copies = term_copies(query, terms, signs)
-    problem.term_constant = tuple(
-        constant_part(query, term, sign) for term, sign in zip(terms, signs, strict=True)
-    )
-    searched, copies = level_constants(problem, query, copies, len(plan.objectives))
-    searched, copies = share_trees(searched, copies)
+    constraints = query.constraints
+    var, n_vars, integral = problem.var, problem.n_vars, problem.integral
+    lo, hi, terms, signs, strict, rhs, searched, copies = read
     q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms))
     cell_ptr, cell_lo, cell_hi = problem.cell_ptr, problem.cell_lo, problem.cell_hi
     fill_terms(problem, terms, signs, strict, rhs, q)
@@ -173,3 +164,34 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     params[K.P_MAX_DEPTH] = max_depth
     problem.params = params
     return problem
+
+
+def build_structure(query: Query, plan: Plan) -> None:
+    """Build (and memoise, :mod:`.memo`) the cells and compacted trees that
+    :func:`build_problem` of ``query`` reads (steps 4-5), and nothing that depends on the
+    query's terms: a model's structure ahead of its first query."""
+    problem, read = _read_trees(query, plan)
+    if not problem.infeasible:
+        lo, hi, *_, searched, copies = read
+        cells_and_trees(problem, searched, copies, lo, hi)
+
+
+def _read_trees(query: Query, plan: Plan) -> tuple[Problem, tuple]:
+    """Steps 1-3: the problem with its variables and terms' constants, and ``(lo, hi, terms,
+    signs, strict, rhs, query, copies)``: the static box, the terms in maximisation form, and
+    the trees they read (the query with the models :func:`share_trees` and
+    :func:`level_constants` add)."""
+    table = variables_of(query)
+    problem = Problem(query, query.constraints, plan, table.var, table.n_vars, table.integral)
+    if table.empty:
+        problem.infeasible = True
+        return problem, ()
+    outputs = tuple(c for c in query.constraints if isinstance(c, OutputConstraint))
+    terms, signs, strict, rhs = plan_terms(plan, outputs)
+    copies = term_copies(query, terms, signs)
+    problem.term_constant = tuple(
+        constant_part(query, term, sign) for term, sign in zip(terms, signs, strict=True)
+    )
+    searched, copies = level_constants(problem, query, copies, len(plan.objectives))
+    searched, copies = share_trees(searched, copies)
+    return problem, (table.lo, table.hi, terms, signs, strict, rhs, searched, copies)

@@ -98,6 +98,18 @@ def test_a_hit_answers_as_a_miss(monkeypatch):
     assert first.upper == pytest.approx(model.eval(GRID).max())
 
 
+def test_prepare_builds_the_structure_only_and_the_solve_reuses_it(monkeypatch):
+    structures, units = counting(monkeypatch)
+    model = forest(5)
+    seconds = AStarEngine().prepare(extreme(model))
+    assert seconds >= 0 and (len(structures), len(units)) == (1, 0)
+    best = solve(extreme(model, Minimize))  # another term: the same cells and trees
+    assert (len(structures), len(units)) == (1, 1)
+    assert best.lower == pytest.approx(model.eval(GRID).min())
+    fresh = forest(5)  # a model never prepared answers the same
+    assert (best.lower, best.upper) == (solve(extreme(fresh, Minimize)).lower, best.upper)
+
+
 def test_models_of_one_shape_never_share_leaves(monkeypatch):
     structures, units = counting(monkeypatch)
     a, b = forest(1), forest(2)

@@ -104,6 +104,13 @@ class MergeTies(Reduction):
 
     def apply(self, query: Query) -> tuple[VariableQuery, None]:
         n_inst, n_feat = len(query.instances), query.n_features
+        if not any(isinstance(c, Tie) for c in query.constraints):  # each pair its own variable
+            var = np.arange(n_inst * n_feat, dtype=np.int64).reshape(n_inst, n_feat)
+            real = np.array([f.kind is DomainKind.REAL for f in query.features], dtype=bool)
+            integral = np.tile(~real, n_inst)
+            unbounded = np.full(n_inst * n_feat, math.inf)
+            table = Variables(var, integral, -unbounded, unbounded.copy(), _source(query))
+            return _with(query, table), None
         parent = list(range(n_inst * n_feat))
 
         def find(a: int) -> int:
