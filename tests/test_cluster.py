@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
 import os
 import signal
 import time
@@ -143,6 +144,25 @@ def test_a_worker_killed_mid_run_loses_no_row(spec, address):
     together = loaded.run(scheduler=address, done=done)
     assert killed and killed[0][1] < killed[0][2]
     assert answers(together) == answers(alone)
+
+
+def test_a_run_cut_short_and_resumed_on_the_cluster_answers_every_row_once(spec, address, capsys):
+    results = spec.parent / "results.jsonl"
+    args = ["run", str(spec), "--json", "--scheduler", address]
+    assert main([*args, "--jsonl", str(results)]) == ExitCode.FAILED
+    whole = [json.loads(line) for line in results.read_text().splitlines()]
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[:7]) + lines[7][:20])  # killed while writing line 8
+    capsys.readouterr()
+    assert main([*args, "--resume", str(results)]) == ExitCode.FAILED
+    answered = json.loads(capsys.readouterr().out)["results"]
+    assert len(answered) == len(whole) - 7  # only the missing rows ran
+    resumed = [json.loads(line) for line in results.read_text().splitlines()]
+    key = operator.itemgetter("query", "row")
+    assert sorted(map(key, resumed)) == sorted(map(key, whole))  # each row exactly once
+    fields = ("status", "lower", "upper", "witness", "checks")
+    by_row = {key(e): [e[f] for f in fields] for e in whole}
+    assert all([e[f] for f in fields] == by_row[key(e)] for e in resumed)
 
 
 class _Exit:
