@@ -15,6 +15,8 @@ from veritas_dsl.solvers.astar.search import Solution
 SWEEPS = 4
 #: Longest a repair may take (it stops after the tree walks that fit, at the rate last seen).
 REPAIR_SECONDS = 0.05
+#: ... and at most this share of the time the solve has taken so far.
+REPAIR_SHARE = 0.5
 #: Tree walks per second assumed before the first repair measured it (a low guess).
 FIRST_RATE = 2e6
 
