@@ -184,6 +184,7 @@ class _Progress:
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.cluster import connected
     from veritas_dsl.report import checks
     from veritas_dsl.spec import check_file, spec_files
 
@@ -195,7 +196,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
 
     outcomes = []
     interrupted = False
-    with _connected(args.scheduler) as scheduler:  # one cluster for every file
+    with connected(args.scheduler) as scheduler:  # one cluster for every file
         options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, scheduler)
         for f in files:
             try:
@@ -218,15 +219,6 @@ def _check(args: argparse.Namespace) -> ExitCode:
         return ExitCode.ERROR
     failed = any(c.holds is not True for o in outcomes for r in o.runs for c in r.checks)
     return ExitCode.FAILED if failed else ExitCode.OK
-
-
-def _connected(scheduler: str | None):
-    """A connection to ``--scheduler``'s cluster for the block (None without one)."""
-    if scheduler is None:
-        return contextlib.nullcontext()
-    from veritas_dsl.cluster import Connection
-
-    return Connection(scheduler)
 
 
 def _compare(args: argparse.Namespace) -> ExitCode:

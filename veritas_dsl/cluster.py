@@ -95,7 +95,6 @@ class Connection:
         except ImportError:
             needs = '--scheduler needs Dask: pip install "veritas-dsl[dask]"'
             raise SchedulerError(needs) from None
-        self.address = address
         self.cluster = None
         workers = parse_address(address)
         if workers is not None:
@@ -133,10 +132,10 @@ class Connection:
 
 
 @contextlib.contextmanager
-def connected(scheduler: str | Connection) -> Iterator[Connection]:
-    """``scheduler`` itself when connected already (its owner closes it), else a connection to
-    it for the block."""
-    if isinstance(scheduler, Connection):
+def connected(scheduler: str | Connection | None) -> Iterator[Connection | None]:
+    """``scheduler`` itself when connected already (its owner closes it) or None (no cluster),
+    else a connection to it for the block."""
+    if scheduler is None or isinstance(scheduler, Connection):
         yield scheduler
         return
     with Connection(scheduler) as connection:

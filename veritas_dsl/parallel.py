@@ -163,6 +163,7 @@ def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
     def record_once(index: int, run: QueryRun) -> None:
         recorded.add(index)
         record(index, run)
+
     try:
         futures = {pool.submit(i): i for i in range(first, len(lowered))}
         if pool.shares_work:
