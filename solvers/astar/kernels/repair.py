@@ -24,6 +24,21 @@ def _leaf(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     return node
 
 
+@inlined
+def _move(t, root, new, old, u, tr_col, col_ptr, col_term, tr_val, nd_max):
+    """Add to ``u`` what tree ``t`` (root ``root``) changes when its leaf goes from ``old`` to
+    ``new``."""
+    n_cols = tr_col[t + 1] - tr_col[t]
+    for c in range(tr_col[t], tr_col[t + 1]):
+        j = c - tr_col[t]
+        delta = (
+            nd_max[tr_val[t] + (new - root) * n_cols + j]
+            - nd_max[tr_val[t] + (old - root) * n_cols + j]
+        )
+        for e in range(col_ptr[c], col_ptr[c + 1]):
+            u[col_term[e]] += delta
+
+
 @kernel
 def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, cand, mark, touched,
            parts, spare, counters):  # fmt: skip
@@ -39,17 +54,20 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     ``mark`` (int64 stamps, one per tree), ``touched`` (int32, one per tree), ``parts`` and
     ``spare`` (partials); ``counters[0]`` numbers the stamps, ``counters[1]`` counts the walks.
     """
-    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
     vs_ptr, vs_tree = trees[11], trees[13]
+    tr_col, col_ptr, col_term, tr_val = trees[14:18]
     term_thr, term_sure, term_cons, u_base = terms
     n_vars = problem[0]
     mode = params[P_MODE]
-    n_terms = u.shape[0]
     u[:] = u_base
     for t in range(tr_root.shape[0]):
         leaf[t] = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-        for k in range(n_terms):
-            u[k] += nd_val[leaf[t], k]
+        n_cols = tr_col[t + 1] - tr_col[t]
+        for c in range(tr_col[t], tr_col[t + 1]):
+            value = nd_max[tr_val[t] + (leaf[t] - tr_root[t]) * n_cols + c - tr_col[t]]
+            for e in range(col_ptr[c], col_ptr[c + 1]):
+                u[col_term[e]] += value
     key, _ = state_key(mode, u, 0.0, np.int64(0), term_thr, term_cons)
     improved = False
     counters[1] = 0
@@ -87,8 +105,9 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-                    for k in range(n_terms):
-                        cand[k] += nd_val[lf, k] - nd_val[leaf[t], k]
+                    _move(
+                        t, tr_root[t], lf, leaf[t], cand, tr_col, col_ptr, col_term, tr_val, nd_max
+                    )
                 if terms_verdict(cand, term_thr, term_sure, term_cons) < 1:
                     continue
                 k_c, _ = state_key(mode, cand, 0.0, np.int64(0), term_thr, term_cons)
@@ -103,8 +122,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-                    for k in range(n_terms):
-                        u[k] += nd_val[lf, k] - nd_val[leaf[t], k]
+                    _move(t, tr_root[t], lf, leaf[t], u, tr_col, col_ptr, col_term, tr_val, nd_max)
                     leaf[t] = lf
         improved = improved or moved
         if not moved or counters[1] >= budget:
