@@ -12,7 +12,7 @@ import numpy as np
 from veritas_dsl.jit import inlined, kernel
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
-from veritas_dsl.solvers.astar.kernels.layout import NO_INCUMBENT, P_MODE
+from veritas_dsl.solvers.astar.kernels.layout import MODE_DISTANCE, NO_INCUMBENT, P_GOAL, P_MODE
 
 
 @inlined
@@ -47,8 +47,9 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     sweeps over the variables and about ``budget`` tree walks; return the improved key, or
     ``NO_INCUMBENT`` when no move improved it. A move is taken only when the box
     stays alive (:func:`box_alive`) and every output constraint surely holds; the key is
-    :func:`state_key`'s, so it maximises the least objective. On return ``u`` holds the terms'
-    exact values at ``row``.
+    :func:`state_key`'s, so it maximises the least objective, or in distance mode brings the
+    point closer to its reference (the goal resource ``params[P_GOAL]``). On return ``u`` holds
+    the terms' exact values at ``row``.
 
     Work arrays: ``leaf`` (int32, one per tree), ``u`` and ``cand`` (int64, one per term),
     ``mark`` (int64 stamps, one per tree), ``touched`` (int32, one per tree), ``parts`` and
@@ -60,6 +61,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     term_thr, term_sure, term_cons, u_base = terms
     n_vars = problem[0]
     mode = params[P_MODE]
+    goal = params[P_GOAL]
     u[:] = u_base
     for t in range(tr_root.shape[0]):
         leaf[t] = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
@@ -68,7 +70,8 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
             value = nd_max[tr_val[t] + (leaf[t] - tr_root[t]) * n_cols + c - tr_col[t]]
             for e in range(col_ptr[c], col_ptr[c + 1]):
                 u[col_term[e]] += value
-    key, _ = state_key(mode, u, 0.0, np.int64(0), term_thr, term_cons)
+    _, cost = box_alive(row, goal, problem, parts, spare)
+    key, _ = state_key(mode, u, cost, np.int64(0), term_thr, term_cons)
     improved = False
     counters[1] = 0
     for _ in range(sweeps):
@@ -95,12 +98,16 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     continue
                 if counters[1] >= budget:
                     break
-                counters[1] += n_t
                 row[v] = c
                 row[n_vars + v] = c
-                alive, _ = box_alive(row, np.int64(-1), problem, parts, spare)
+                alive, cost = box_alive(row, goal, problem, parts, spare)
                 if not alive:
                     continue
+                if mode == MODE_DISTANCE:  # the key is the distance: no closer, no walks
+                    k_c, _ = state_key(mode, u, cost, np.int64(0), term_thr, term_cons)
+                    if k_c <= best_key:
+                        continue
+                counters[1] += n_t
                 cand[:] = u
                 for j in range(n_t):
                     t = touched[j]
@@ -110,7 +117,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     )
                 if terms_verdict(cand, term_thr, term_sure, term_cons) < 1:
                     continue
-                k_c, _ = state_key(mode, cand, 0.0, np.int64(0), term_thr, term_cons)
+                k_c, _ = state_key(mode, cand, cost, np.int64(0), term_thr, term_cons)
                 if k_c > best_key:
                     best_key = k_c
                     best_cell = c
