@@ -93,6 +93,13 @@ def main() -> None:
             f"{k:<3} {n_trees:>6} {len(keys):>9} {len(shapes):>11} {made:>11.1f} "
             f"{median:>9.3f} {max(times, default=float('nan')):>6.2f}  {optimal}/{len(runs)}"
         )
+        for r in runs:  # the answers, to compare between versions of the engine
+            res = r.result
+            print(
+                f"    row {r.lowered.row}: {res.termination.value} "
+                f"[{res.lower:.6g}, {res.upper:.6g}] {res.time_s:.2f} s, "
+                f"{res.stats.get('states_expanded', 0)} states expanded"
+            )
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ class Run:
         self._eval_arrays: dict[str, tuple] = {}
         self._static_bytes = sum(p.nbytes() for p in problems)  # the problems never change
         self.repairers: dict[int, Repairer] = {}
-        self.to_repair: tuple | None = None  # the last new best point of a maximisation
+        self.to_repair: tuple | None = None  # the last new best point (maximum or distance)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -330,12 +330,13 @@ class Run:
         if improved:
             self.best = value
             self.witness = Witness(inputs, shown)
-            if plan.mode == K.MODE_MAXIMIZE and not repaired:
+            if search.problem.params[K.P_MODE] != K.MODE_FIND and not repaired:
                 self.to_repair = (b, search, inputs)
             self._share_best()
 
     def _repair(self) -> None:
-        """Hill-climb from the last new best point of a maximisation; accept what it reaches.
+        """Hill-climb from the last new best point of a maximisation or a distance search
+        (towards the reference); accept what it reaches.
         Done after the point's bounds were noted, so the first solution is reported at once."""
         b, search, inputs = self.to_repair
         self.to_repair = None

@@ -27,7 +27,8 @@ def repair_bytes(problem: Problem) -> int:
 
 
 class Repairer:
-    """Work arrays for repairing the solutions of one maximisation :class:`Problem`."""
+    """Work arrays for repairing the solutions of one :class:`Problem` (a maximisation, or a
+    closest example searched by distance)."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem

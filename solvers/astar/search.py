@@ -41,16 +41,22 @@ def planned_bytes(problem: Problem, capacity: int) -> int:
     """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
     and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
     solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8
-    scratch = problem.n_trees * (12 * problem.n_terms + 8 + 8 + 4)
+    scratch = 12 * n_columns(problem) + problem.n_trees * (8 + 8 + 4)
     return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
+
+
+def n_columns(problem: Problem) -> int:
+    """The trees' columns, summed over trees (``tr_col[-1]``; see :func:`.trees.fill_trees`)."""
+    return int(problem.trees[14][-1]) if problem.trees else 0
 
 
 def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
     """The work arrays of :func:`kernels.search`, allocated once per search (allocating them in
     the kernel would compile an ``np.empty`` for each dtype and shape): a tree walk's stack, a
     tree's reachable leaves, exact-sum partials, per-term bounds and best leaves, each tree's
-    bounds and best leaves in the parent state, stamps and the affected trees of a step, the
-    incumbent's ball, and spare exact-sum partials (weighted distances)."""
+    bounds and best leaves in the parent state (one slot per column, :func:`n_columns`), stamps
+    and the affected trees of a step, the incumbent's ball, and spare exact-sum partials
+    (weighted distances)."""
     n_terms, n_trees, n_vars = problem.n_terms, problem.n_trees, problem.n_vars
     return (
         np.empty(int(problem.params[K.P_MAX_DEPTH]) + 2, dtype=np.int32),
@@ -59,8 +65,8 @@ def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
         np.empty(n_terms, dtype=np.int64),
         np.empty(n_terms, dtype=np.int64),
         np.empty(n_terms, dtype=np.int32),
-        np.empty((n_trees, n_terms), dtype=np.int64),
-        np.empty((n_trees, n_terms), dtype=np.int32),
+        np.empty(n_columns(problem), dtype=np.int64),
+        np.empty(n_columns(problem), dtype=np.int32),
         np.zeros(n_trees, dtype=np.int64),
         np.zeros(n_trees, dtype=np.int64),
         np.empty(n_trees, dtype=np.int32),

@@ -63,12 +63,70 @@ def fill_trees(problem, compacted, copies, n_terms: int) -> tuple[int, int, int]
     leaf_count = (nd_var < 0).astype(np.int64)
     per_tree = np.bincount(node_tree[node_tree >= 0], leaf_count[node_tree >= 0], len(roots))
     max_leaves = int(per_tree.max()) if len(roots) else 1
-    nd_max = K.subtree_max(nd_left, nd_right, leaf_units.copy())
+    tr_col, col_ptr, col_term, tr_val, nd_off, nd_max = _columns(
+        leaf_units, nd_var, tree_roots, tree_sizes, order
+    )
+    nd_max = K.subtree_max(nd_left, nd_right, nd_off, nd_max)
     problem.trees = (
         roots, nd_var, nd_rank, nd_left, nd_right, nd_max,
         lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree,
+        tr_col, col_ptr, col_term, tr_val,
     )  # fmt: skip
     return q, max_leaves, max_depth
+
+
+def _columns(leaf_units, nd_var, tree_roots, tree_sizes, order):
+    """Each tree's columns: its distinct vectors of leaf contributions to one term, each with the
+    terms that read it, and its nodes' values in them only.
+
+    Returns ``tr_col`` (int64, per search tree in ``order``, plus one: tree ``t``'s columns are
+    ``tr_col[t]:tr_col[t + 1]``), ``col_ptr`` (int64, per column, plus one) and ``col_term``
+    (int32: column ``c`` adds to terms ``col_term[col_ptr[c]:col_ptr[c + 1]]``), ``tr_val``
+    (int64, per search tree: where its root's values start in ``nd_max``), ``nd_off`` (int64, per
+    node, plus one; for :func:`kernels.subtree_max`, not kept) and ``nd_max`` (int64, flat: node
+    ``n``'s values in its tree's columns at ``nd_off[n]:nd_off[n + 1]``, which is
+    ``tr_val[t] + (n - root) * n_cols`` on: a tree's nodes are consecutive; leaves' set, splits'
+    0).
+
+    Why: a tree of one variant of a family contributes to that variant's term alone, and a tree
+    that several variants share unchanged (same shape, same leaves) gives each the same vector.
+    The kernels' cost per tree then follows its distinct columns, not every term of the query:
+    for 50 variants of 100 trees at 0.1 % deletion, 2,394 columns instead of 1,784 trees times
+    50 terms."""
+    n_terms = leaf_units.shape[1]
+    n_trees = len(tree_roots)
+    tree_of = np.repeat(np.arange(n_trees), tree_sizes)
+    leaf = nd_var < 0
+    used = np.zeros((n_trees, n_terms), dtype=bool)
+    if len(nd_var):
+        np.logical_or.at(used, tree_of[leaf], leaf_units[leaf] != 0)
+    kept = used.copy()  # the first term of each distinct column
+    readers = {}  # tree -> terms reading each kept column (trees of several columns)
+    for i in np.nonzero(used.sum(axis=1) > 1)[0]:
+        start = int(tree_roots[i])
+        block = leaf_units[start : start + int(tree_sizes[i])][leaf[start : start + tree_sizes[i]]]
+        first: dict[bytes, int] = {}
+        groups: dict[int, list[int]] = {}
+        for k in np.nonzero(used[i])[0]:
+            k0 = first.setdefault(block[:, k].tobytes(), int(k))
+            groups.setdefault(k0, []).append(int(k))
+            kept[i, k] = k0 == k
+        readers[i] = [groups[k] for k in sorted(groups)]
+    n_cols = kept.sum(axis=1)
+    nd_off = np.zeros(len(nd_var) + 1, dtype=np.int64)
+    np.cumsum(n_cols[tree_of], out=nd_off[1:])
+    nd_max = np.ascontiguousarray(leaf_units[kept[tree_of]], dtype=np.int64)
+    tr_col = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(n_cols[order], out=tr_col[1:])
+    terms = [
+        readers[i] if i in readers else [[int(k)] for k in np.nonzero(kept[i])[0]] for i in order
+    ]
+    flat = [group for tree in terms for group in tree]
+    col_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum([len(group) for group in flat], out=col_ptr[1:])
+    col_term = np.array([k for group in flat for k in group], dtype=np.int32)
+    tr_val = np.ascontiguousarray(nd_off[tree_roots[order]], dtype=np.int64)
+    return tr_col, col_ptr, col_term, tr_val, nd_off, nd_max
 
 
 def splits(query, copies, var, integral):

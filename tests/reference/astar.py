@@ -33,18 +33,28 @@ def reachable_leaves(trees, t, row, n_vars) -> list[int]:
     return found
 
 
-def tree_max(trees, t, row, n_vars) -> list[int]:
-    """Best value of every term over the reachable leaves (``nd_val`` at leaves is the value)."""
-    nd_val = trees[5]
+def leaf_value(trees, t, leaf, k) -> int:
+    """Leaf ``leaf`` of tree ``t``'s contribution to term ``k``: its value in the tree's column
+    of term ``k`` (``nd_max`` at leaves is the value), 0 when the tree has no such column."""
+    root, nd_max, (tr_col, col_ptr, col_term, tr_val) = trees[0][t], trees[5], trees[14:18]
+    n_cols = tr_col[t + 1] - tr_col[t]
+    for j, c in enumerate(range(tr_col[t], tr_col[t + 1])):
+        if k in col_term[col_ptr[c] : col_ptr[c + 1]]:
+            return int(nd_max[tr_val[t] + (leaf - root) * n_cols + j])
+    return 0
+
+
+def tree_max(trees, t, row, n_vars, n_terms) -> list[int]:
+    """Best value of every term over the reachable leaves."""
     leaves = reachable_leaves(trees, t, row, n_vars)
-    return [max(int(nd_val[leaf, k]) for leaf in leaves) for k in range(nd_val.shape[1])]
+    return [max(leaf_value(trees, t, leaf, k) for leaf in leaves) for k in range(n_terms)]
 
 
 def bounds(problem, row) -> list[int]:
     """Every term's bound over the box: the base plus each tree's best reachable leaf."""
     total = [int(u) for u in problem.u_base]
     for t in range(len(problem.trees[0])):
-        for k, best in enumerate(tree_max(problem.trees, t, row, problem.n_vars)):
+        for k, best in enumerate(tree_max(problem.trees, t, row, problem.n_vars, len(total))):
             total[k] += best
     return total
 

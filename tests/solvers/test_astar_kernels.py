@@ -113,9 +113,15 @@ def test_box_kernels_match_twins(family):
         stack = np.empty(int(problem.params[K.P_MAX_DEPTH]) + 2, dtype=np.int32)
         out = np.empty(problem.n_terms, dtype=np.int64)
         arg = np.empty(problem.n_terms, dtype=np.int32)
+        tr_col, col_ptr, col_term, tr_val = arrays[14:18]
         for t in range(len(arrays[0])):
-            tree_max(arrays[0][t], row, problem.n_vars, *arrays[1:6], out, arg, stack)
-            assert out.tolist() == twin.tree_max(arrays, t, row, problem.n_vars)
+            c0, n_cols = tr_col[t], tr_col[t + 1] - tr_col[t]
+            tree_max(arrays[0][t], n_cols, tr_val[t], row, problem.n_vars, *arrays[1:6], out, arg,
+                     0, stack)  # fmt: skip
+            dense = np.zeros(problem.n_terms, dtype=np.int64)
+            for j in range(n_cols):
+                dense[col_term[col_ptr[c0 + j] : col_ptr[c0 + j + 1]]] = out[j]
+            assert dense.tolist() == twin.tree_max(arrays, t, row, problem.n_vars, problem.n_terms)
         parts = np.empty(K.N_PARTIALS)
         goal = int(problem.params[K.P_GOAL])
         spare = np.empty(K.N_PARTIALS)

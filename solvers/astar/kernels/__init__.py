@@ -9,11 +9,17 @@ Vocabulary shared by every kernel (the Python side in ``problem.py`` builds thes
 * A **box** is one row of ``2 * n_vars`` int32: ``row[v]`` and ``row[n_vars + v]`` are the first and
   last cell (ranks, relative to ``cell_ptr[v]``) that variable ``v`` may take.
 * A **search tree** is a compacted tree over variables: node ``n`` is a split when
-  ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). At a
-  leaf, ``nd_val[n, k]`` is its contribution to term ``k`` in integer units (term ``k`` scaled by
-  ``2**q``, so that sums are exact); at a split, the best of its subtree. Every root-to-leaf path
-  is feasible on its own, so a leaf is reachable in a box exactly when every split on its path lets
-  the box through.
+  ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). Every
+  root-to-leaf path is feasible on its own, so a leaf is reachable in a box exactly when every
+  split on its path lets the box through. A tree's **columns** are its distinct vectors of
+  leaf contributions to one term (terms it gives nothing are none): tree ``t``'s columns are
+  ``tr_col[t]:tr_col[t + 1]``, column ``c`` adding to the terms
+  ``col_term[col_ptr[c]:col_ptr[c + 1]]``. Node ``n`` holds one value per column of its tree at
+  ``nd_max[tr_val[t] + (n - tr_root[t]) * n_cols + j]`` (a tree's nodes are consecutive; ``n_cols``
+  its number of columns): at a leaf its contribution in integer units (the term scaled by
+  ``2**q``, so that sums are exact), at a split the best of its subtree. A family's variants
+  read their own trees and share unchanged ones, so a tree's work follows its distinct columns,
+  not every term of the query.
 * A **state** is a box plus ``st_u[s, k]``, the exact upper bound of term ``k`` over the box (the
   sum over trees of the best reachable leaf), and ``st_ptr[s]``, the first tree in search order
   that may still have more than one reachable leaf. A state whose trees all have one reachable leaf

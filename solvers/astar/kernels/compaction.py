@@ -260,14 +260,19 @@ def leaf_boxes(tr_root, nd_var, nd_rank, nd_left, nd_right, max_depth):
 
 
 @kernel
-def subtree_max(nd_left, nd_right, nd_val):
-    """Fill internal nodes of ``nd_val`` (int64, (n_nodes, K); leaves set) with the best value
-    of each term in their subtree. Trees are in pre-order, so children come after parents."""
+def subtree_max(nd_left, nd_right, nd_off, nd_max):
+    """Fill internal nodes of ``nd_max`` (int64, flat; node ``n``'s columns at
+    ``nd_off[n]:nd_off[n + 1]``, leaves set) with the best value of each column in their
+    subtree. Trees are in pre-order, so children come after parents; a node and its children
+    have the same columns."""
     for n in range(nd_left.shape[0] - 1, -1, -1):
         if nd_left[n] >= 0:
-            for k in range(nd_val.shape[1]):
-                nd_val[n, k] = max(nd_val[nd_left[n], k], nd_val[nd_right[n], k])
-    return nd_val
+            a = nd_off[nd_left[n]]
+            b = nd_off[nd_right[n]]
+            c = nd_off[n]
+            for j in range(nd_off[n + 1] - c):
+                nd_max[c + j] = max(nd_max[a + j], nd_max[b + j])
+    return nd_max
 
 
 @kernel

@@ -12,7 +12,7 @@ import numpy as np
 from veritas_dsl.jit import inlined, kernel
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
-from veritas_dsl.solvers.astar.kernels.layout import NO_INCUMBENT, P_MODE
+from veritas_dsl.solvers.astar.kernels.layout import MODE_DISTANCE, NO_INCUMBENT, P_GOAL, P_MODE
 
 
 @inlined
@@ -24,6 +24,21 @@ def _leaf(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right):
     return node
 
 
+@inlined
+def _move(t, root, new, old, u, tr_col, col_ptr, col_term, tr_val, nd_max):
+    """Add to ``u`` what tree ``t`` (root ``root``) changes when its leaf goes from ``old`` to
+    ``new``."""
+    n_cols = tr_col[t + 1] - tr_col[t]
+    for c in range(tr_col[t], tr_col[t + 1]):
+        j = c - tr_col[t]
+        delta = (
+            nd_max[tr_val[t] + (new - root) * n_cols + j]
+            - nd_max[tr_val[t] + (old - root) * n_cols + j]
+        )
+        for e in range(col_ptr[c], col_ptr[c + 1]):
+            u[col_term[e]] += delta
+
+
 @kernel
 def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, cand, mark, touched,
            parts, spare, counters):  # fmt: skip
@@ -32,25 +47,31 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     sweeps over the variables and about ``budget`` tree walks; return the improved key, or
     ``NO_INCUMBENT`` when no move improved it. A move is taken only when the box
     stays alive (:func:`box_alive`) and every output constraint surely holds; the key is
-    :func:`state_key`'s, so it maximises the least objective. On return ``u`` holds the terms'
-    exact values at ``row``.
+    :func:`state_key`'s, so it maximises the least objective, or in distance mode brings the
+    point closer to its reference (the goal resource ``params[P_GOAL]``). On return ``u`` holds
+    the terms' exact values at ``row``.
 
     Work arrays: ``leaf`` (int32, one per tree), ``u`` and ``cand`` (int64, one per term),
     ``mark`` (int64 stamps, one per tree), ``touched`` (int32, one per tree), ``parts`` and
     ``spare`` (partials); ``counters[0]`` numbers the stamps, ``counters[1]`` counts the walks.
     """
-    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
     vs_ptr, vs_tree = trees[11], trees[13]
+    tr_col, col_ptr, col_term, tr_val = trees[14:18]
     term_thr, term_sure, term_cons, u_base = terms
     n_vars = problem[0]
     mode = params[P_MODE]
-    n_terms = u.shape[0]
+    goal = params[P_GOAL]
     u[:] = u_base
     for t in range(tr_root.shape[0]):
         leaf[t] = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-        for k in range(n_terms):
-            u[k] += nd_val[leaf[t], k]
-    key, _ = state_key(mode, u, 0.0, np.int64(0), term_thr, term_cons)
+        n_cols = tr_col[t + 1] - tr_col[t]
+        for c in range(tr_col[t], tr_col[t + 1]):
+            value = nd_max[tr_val[t] + (leaf[t] - tr_root[t]) * n_cols + c - tr_col[t]]
+            for e in range(col_ptr[c], col_ptr[c + 1]):
+                u[col_term[e]] += value
+    _, cost = box_alive(row, goal, problem, parts, spare)
+    key, _ = state_key(mode, u, cost, np.int64(0), term_thr, term_cons)
     improved = False
     counters[1] = 0
     for _ in range(sweeps):
@@ -77,21 +98,26 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     continue
                 if counters[1] >= budget:
                     break
-                counters[1] += n_t
                 row[v] = c
                 row[n_vars + v] = c
-                alive, _ = box_alive(row, np.int64(-1), problem, parts, spare)
+                alive, cost = box_alive(row, goal, problem, parts, spare)
                 if not alive:
                     continue
+                if mode == MODE_DISTANCE:  # the key is the distance: no closer, no walks
+                    k_c, _ = state_key(mode, u, cost, np.int64(0), term_thr, term_cons)
+                    if k_c <= best_key:
+                        continue
+                counters[1] += n_t
                 cand[:] = u
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-                    for k in range(n_terms):
-                        cand[k] += nd_val[lf, k] - nd_val[leaf[t], k]
+                    _move(
+                        t, tr_root[t], lf, leaf[t], cand, tr_col, col_ptr, col_term, tr_val, nd_max
+                    )
                 if terms_verdict(cand, term_thr, term_sure, term_cons) < 1:
                     continue
-                k_c, _ = state_key(mode, cand, 0.0, np.int64(0), term_thr, term_cons)
+                k_c, _ = state_key(mode, cand, cost, np.int64(0), term_thr, term_cons)
                 if k_c > best_key:
                     best_key = k_c
                     best_cell = c
@@ -103,8 +129,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
-                    for k in range(n_terms):
-                        u[k] += nd_val[lf, k] - nd_val[leaf[t], k]
+                    _move(t, tr_root[t], lf, leaf[t], u, tr_col, col_ptr, col_term, tr_val, nd_max)
                     leaf[t] = lf
         improved = improved or moved
         if not moved or counters[1] >= budget:

@@ -78,10 +78,11 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
     Parameters
     ----------
     trees : tuple
-        ``tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val, lf_start, lf_end, lf_var, lf_lo,
-        lf_hi, vs_ptr, vs_rank, vs_tree``: trees in search order, node arrays, each leaf's box
-        (entries ``lf_start[n]:lf_end[n]`` give a variable and a cell range), and, per variable,
-        the splits on it sorted by rank (``vs_rank``, ``vs_tree``).
+        ``tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max, lf_start, lf_end, lf_var, lf_lo,
+        lf_hi, vs_ptr, vs_rank, vs_tree, tr_col, col_ptr, col_term, tr_val``: trees in search
+        order, node arrays, each leaf's box (entries ``lf_start[n]:lf_end[n]`` give a variable
+        and a cell range), per variable the splits on it sorted by rank (``vs_rank``,
+        ``vs_tree``), and each tree's columns (the kernels' package docstring).
     problem : tuple
         The lifted input constraints, as :func:`box_alive` reads them.
     terms : tuple
@@ -248,8 +249,9 @@ def _expand(
     unpacked the tuples once per child, which cost 31 % more reference counting and 9 % more
     instructions in this loop (callgrind, 100 trees of depth 6).
     """
-    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
     lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree = trees[6:14]
+    tr_col, col_ptr, col_term, tr_val = trees[14:18]
     term_thr, term_sure, term_cons, _ = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
     stack, leaves, parts, out, u, arg, parent_max, parent_arg = scratch[0:8]
@@ -307,28 +309,32 @@ def _expand(
             copy_into(u, st_u[s])
             for ai in range(n_aff):
                 t = affected[ai]
+                c0 = tr_col[t]  # the tree's columns: its slots in parent_max and parent_arg
+                n_cols = tr_col[t + 1] - c0
                 if parent_stamp[t] != expansion_stamp:  # the parent's best leaves, once
                     parent_stamp[t] = expansion_stamp
                     tree_max(
-                        tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val,
-                        parent_max[t], parent_arg[t], stack,
+                        tr_root[t], n_cols, tr_val[t], row, n_vars, nd_var, nd_rank, nd_left,
+                        nd_right, nd_max, parent_max, parent_arg, c0, stack,
                     )  # fmt: skip
                 # a tree's best can only drop, and not while its best leaf stays reachable
                 kept = True
-                for k in range(u.shape[0]):
+                for j in range(c0, c0 + n_cols):
                     if not leaf_reachable(
-                        parent_arg[t, k], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
+                        parent_arg[j], crow, n_vars, lf_start, lf_end, lf_var, lf_lo, lf_hi
                     ):
                         kept = False
                         break
                 if kept:
                     continue
                 tree_max(
-                    tr_root[t], crow, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out,
-                    arg, stack,
+                    tr_root[t], n_cols, tr_val[t], crow, n_vars, nd_var, nd_rank, nd_left,
+                    nd_right, nd_max, out, arg, 0, stack,
                 )  # fmt: skip
-                for k in range(u.shape[0]):
-                    u[k] += out[k] - parent_max[t, k]
+                for j in range(n_cols):
+                    delta = out[j] - parent_max[c0 + j]
+                    for e in range(col_ptr[c0 + j], col_ptr[c0 + j + 1]):
+                        u[col_term[e]] += delta
             alive = terms_verdict(u, term_thr, term_sure, term_cons) >= 0
         if alive:
             key, tie = state_key(mode, u, goal_cost, depth, term_thr, term_cons)

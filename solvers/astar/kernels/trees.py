@@ -15,42 +15,50 @@ from veritas_dsl.solvers.astar.kernels.layout import C_STAMP, NO_INCUMBENT
 
 
 @internal
-def tree_max(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, stack):
-    """``out[k]`` = best value of term ``k`` over the leaves reachable in box ``row``, reached at
-    leaf ``arg[k]``.
+def tree_max(
+    root, n_cols, first, row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max, out, arg, base,
+    stack,
+):  # fmt: skip
+    """``out[base + j]`` = best value of the tree's column ``j`` (of ``n_cols``) over the leaves
+    reachable in box ``row``, reached at leaf ``arg[base + j]``.
 
-    ``nd_max[n, k]`` is the best value of term ``k`` in the subtree of ``n`` (the leaf's own
-    value at a leaf), so subtrees that cannot improve every term are skipped and the better
-    child is visited first. ``stack`` needs the tree's depth + 2 slots.
+    ``nd_max[first + (n - root) * n_cols + j]`` is the best value of column ``j`` in the
+    subtree of ``n`` (the leaf's own value at a leaf), so subtrees that cannot improve any
+    column are skipped and the better child (on column 0) is visited first. ``stack`` needs the
+    tree's depth + 2 slots.
     """
-    n_terms = out.shape[0]
-    for k in range(n_terms):
-        out[k] = NO_INCUMBENT
+    for j in range(n_cols):
+        out[base + j] = NO_INCUMBENT
     stack[0] = root
     top = 1
     while top > 0:
         top -= 1
         node = stack[top]
+        off = first + (node - root) * n_cols
         useful = False
-        for k in range(n_terms):
-            if nd_max[node, k] > out[k]:
+        for j in range(n_cols):
+            if nd_max[off + j] > out[base + j]:
                 useful = True
                 break
         if not useful:
             continue
         v = nd_var[node]
         if v < 0:
-            for k in range(n_terms):
-                if nd_max[node, k] > out[k]:
-                    out[k] = nd_max[node, k]
-                    arg[k] = node
+            for j in range(n_cols):
+                if nd_max[off + j] > out[base + j]:
+                    out[base + j] = nd_max[off + j]
+                    arg[base + j] = node
             continue
         r = nd_rank[node]
         left = nd_left[node]
         right = nd_right[node]
         go_left = row[v] <= r
         go_right = row[n_vars + v] > r
-        if go_left and go_right and nd_max[left, 0] > nd_max[right, 0]:
+        if (
+            go_left
+            and go_right
+            and nd_max[first + (left - root) * n_cols] > nd_max[first + (right - root) * n_cols]
+        ):
             stack[top] = right  # popped last
             stack[top + 1] = left
             top += 2
@@ -116,14 +124,19 @@ def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, s
 @inlined
 def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
     """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
-    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_val = trees[0:6]
+    tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
+    tr_col, col_ptr, col_term, tr_val = trees[14:18]
     copy_into(u, u_base)
     for t in range(tr_root.shape[0]):
+        c0 = tr_col[t]
+        n_cols = tr_col[t + 1] - c0
         tree_max(
-            tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_val, out, arg, stack
-        )
-        for k in range(u.shape[0]):
-            u[k] += out[k]
+            tr_root[t], n_cols, tr_val[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max,
+            out, arg, 0, stack,
+        )  # fmt: skip
+        for j in range(n_cols):
+            for e in range(col_ptr[c0 + j], col_ptr[c0 + j + 1]):
+                u[col_term[e]] += out[j]
 
 
 @internal
