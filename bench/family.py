@@ -98,7 +98,9 @@ def main() -> None:
             print(
                 f"    row {r.lowered.row}: {res.termination.value} "
                 f"[{res.lower:.6g}, {res.upper:.6g}] {res.time_s:.2f} s, "
-                f"{res.stats.get('states_expanded', 0)} states expanded"
+                f"{res.stats.get('states_expanded', 0)} states expanded (last round), "
+                f"{res.stats.get('lazy_rounds', 1)} rounds, "
+                f"constraints added {res.stats.get('lazy_constraints', '-')}"
             )
 
 

@@ -46,12 +46,16 @@ class Capabilities:
     limits : frozenset of str
         The limits it honours (names from :data:`LIMITS`); a spec asking it for another one is
         refused before solving, rather than ignored.
+    lazy : bool
+        It may answer a query of many output constraints in rounds that add them as they are
+        needed (:mod:`~veritas_dsl.solvers.lazy`). The oracle does not: it checks the rounds.
     """
 
     constructs: frozenset[str]
     exact: bool
     anytime: bool
     limits: frozenset[str] = frozenset({"timeout"})
+    lazy: bool = True
 
     def __post_init__(self) -> None:
         unknown = (self.constructs - CONSTRUCTS) | (self.limits - LIMITS)

@@ -18,6 +18,7 @@ from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
+from veritas_dsl.solvers.lazy import lazily, solve_lazily
 
 logger = logging.getLogger("veritas_dsl")
 
@@ -42,10 +43,18 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
     Any other exception of the engine gives an ``error`` Result with the trivial bounds, its
     message naming the exception and ``error`` holding it; its traceback is logged (debug level,
     logger ``veritas_dsl``: ``ver --debug`` shows it). ``progress`` is handed to the engine
-    (see :class:`~veritas_dsl.solvers.base.Engine`).
+    (see :class:`~veritas_dsl.solvers.base.Engine`). A query of many output constraints is
+    answered in rounds that add them as they are needed (:mod:`~veritas_dsl.solvers.lazy`).
     """
     limits = limits or Limits()
     check(engine, query, limits)
+    if lazily(engine, query, limits):
+        return solve_lazily(engine, query, limits, progress, _solve_once)
+    return _solve_once(engine, query, limits, progress)
+
+
+def _solve_once(engine: Engine, query: Query, limits: Limits, progress) -> Result:
+    """:func:`solve`, all constraints at once."""
     start = time.monotonic()
     try:
         reduced, inverse = SHARED.apply(query)

@@ -55,7 +55,7 @@ class OracleEngine:
     """Exhaustive enumeration; exact on every IR construct, for tiny ensembles only."""
 
     name = "oracle"
-    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=False)
+    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=False, lazy=False)
     #: None: the reference answers every query as written, sharing no rewrite with the engines.
     chain = Chain()
 

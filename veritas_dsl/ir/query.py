@@ -318,6 +318,14 @@ def output_terms(query: Query):
             yield constraint.term
 
 
+def models_read(query: Query) -> set[str]:
+    """The models that ``query``'s terms and votes read."""
+    goal = query.goal
+    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
+    names = {c.model for c in walk(query.constraints + conclusion) if isinstance(c, VoteMargin)}
+    return names | {atom.model for term in output_terms(query) for atom in term.atoms}
+
+
 def check_query(query: Query) -> None:
     """Raise :class:`IRError` when the query refers to unknown instances, features or models."""
     # Long by design: one short branch per constraint kind, all sharing the checkers defined

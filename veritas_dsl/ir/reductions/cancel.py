@@ -41,9 +41,7 @@ from veritas_dsl.ir.query import (
     OutputTerm,
     Prove,
     Query,
-    VoteMargin,
-    output_terms,
-    walk,
+    models_read,
 )
 from veritas_dsl.ir.reductions.base import Reduction
 from veritas_dsl.model.ensemble import Ensemble
@@ -204,14 +202,6 @@ class _Pruner:
         return self.names[name, drop]
 
 
-def _read(query: Query) -> set[str]:
-    """The models that ``query``'s terms and votes read."""
-    goal = query.goal
-    conclusion = goal.conclusion if isinstance(goal, Prove) else ()
-    names = {c.model for c in walk(query.constraints + conclusion) if isinstance(c, VoteMargin)}
-    return names | {atom.model for term in output_terms(query) for atom in term.atoms}
-
-
 @dataclass(frozen=True)
 class CancelTrees(Reduction):
     """Remove the trees that cancel in each output term (see the module docstring). The answer
@@ -233,6 +223,6 @@ class CancelTrees(Reduction):
         rewritten = dataclasses.replace(
             query, models=pruner.models, constraints=constraints, goal=goal
         )
-        read = _read(rewritten)
+        read = models_read(rewritten)
         models = {name: m for name, m in pruner.models.items() if name in read}
         return dataclasses.replace(rewritten, models=models), None
