@@ -5,8 +5,6 @@ Python on every cell of the input space, and every witness holds on every varian
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -16,9 +14,10 @@ from veritas_dsl.model.derive import deleted
 from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest
 
+from reference.families import CELLS, granted
+
 ENGINES = "astar, milp, sat, oracle"
 FRACTION, COUNT = 0.1, 3
-CELLS = np.array(list(itertools.product(range(5), repeat=3)), np.float32)
 
 
 def setup(tmp_path, seed: int):
@@ -48,11 +47,6 @@ def run(tmp_path, seed: int, body: str, engines: str = ENGINES):
         for r in result.results:
             assert r.termination in (Termination.OPTIMAL, Termination.INFEASIBLE), (r.engine, r)
     return results
-
-
-def granted(forests, points) -> np.ndarray:
-    """Whether every forest classifies each point 1 (probability above 0.5)."""
-    return np.all([f.predict_proba(points)[:, 1] > 0.5 for f in forests], axis=0)
 
 
 @pytest.mark.parametrize("seed", range(4))
