@@ -3,8 +3,10 @@ node's rows (Brophy & Lowd's idea 1 and 2, adapted to keyed sampling).
 
 The cache (built by :func:`~.kernels.best_split`) holds the attributes the node took, the
 largest key it took per attribute (0: it took every valid threshold), and per sampled threshold
-its left counts and the counts at the two adjacent values around it. After deleting row ``r``
-the sampled set is unchanged, and the choice is the argmax of the updated counts, unless
+its left counts and the counts at the two adjacent values around it; an attribute's valid
+thresholds are kept in increasing key order, so its sample is its first ``k`` valid ones. After
+deleting row ``r`` the sampled set is unchanged, and the choice is the argmax of the updated
+counts, unless
 
 - a sampled threshold became invalid: one of its two values vanished from the node, both became
   pure with one label, or a side fell under ``min_samples_leaf`` (the counts tell);
@@ -144,12 +146,13 @@ def _valid(cand, c, n, min_samples_leaf):
 
 
 @kernel
-def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, seed, complete, *best):
-    """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``) that are no
-    longer valid; the ``k`` valid ones of smallest keys are the node's sample of ``a``: fold
-    them into ``best`` (attribute, threshold, score) as :func:`~.kernels.best_split` does.
-    ``ok`` is False when the cache cannot tell the sample (fewer than ``k`` valid, and not
-    ``complete``) or ``a`` has no valid threshold left (the node takes another attribute)."""
+def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, complete, *best):
+    """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``, the valid ones in
+    increasing key order) that are no longer valid; the first ``k`` valid ones are the node's
+    sample of ``a``: fold them into ``best`` (attribute, threshold, score) as
+    :func:`~.kernels.best_split` does. ``ok`` is False when the cache cannot tell the sample
+    (fewer than ``k`` valid, and not ``complete``) or ``a`` has no valid threshold left (the
+    node takes another attribute)."""
     best_a, best_t, best_s = best
     valid = 0
     for c in rows:
@@ -160,30 +163,42 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, seed
                 cand[c, 7] = 0
     if valid == 0 or (valid < k and not complete):
         return best_a, best_t, best_s, False
-    # Keys of distinct thresholds of one attribute differ (threshold_key is a bijection of
-    # the threshold's bits), so the k smallest are those up to the k-th smallest.
-    select = 0 < k < valid
-    keys = np.empty(valid if select else 0, dtype=np.uint64)
-    largest = ALL
-    if select:
-        base, v = key_base(seed, a), 0
-        for c in rows:
-            if cand[c, 0] == a and cand[c, 7] == 1:
-                keys[v] = keyed(base, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
-                v += 1
-        largest = np.sort(keys)[k - 1]
-    v = -1
+    sampled = 0
     for c in rows:
         if cand[c, 0] != a or cand[c, 7] == 0:
             continue
-        v += 1
-        if select and keys[v] > largest:
-            continue
+        if 0 < k <= sampled:
+            break
+        sampled += 1
         t = (cand_values[c, 0] + cand_values[c, 1]) / 2.0
         s = score(cand[c, 1], cand[c, 2], n, positives)
         if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
             best_a, best_t, best_s = a, t, s
     return best_a, best_t, best_s, True
+
+
+@kernel
+def _place(cand, cand_values, base, start, stop, c):
+    """Move row ``c`` (a new threshold) among its attribute's rows ``[start, stop)`` so that the
+    valid ones stay in increasing key order (the others may lie anywhere): sorting them again
+    at each deletion cost a third of a node's time."""
+    key = keyed(base, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
+    for step in (-1, 1):
+        while start <= c + step < stop:
+            other = c + step
+            if cand[other, 7] == 1:
+                other_key = keyed(base, (cand_values[other, 0] + cand_values[other, 1]) / 2.0)
+                if (other_key < key) == (step < 0):
+                    break
+            _swap(cand, c, other)
+            _swap(cand_values, c, other)
+            c = other
+
+
+@kernel
+def _swap(array, i, j):
+    for col in range(array.shape[1]):
+        array[i, col], array[j, col] = array[j, col], array[i, col]
 
 
 @kernel
@@ -295,9 +310,10 @@ def follow_deletion(
                         cand[merged, 5], cand[merged, 6] = high_side[2], high_side[3]
                         cand_values[merged, 0] = low_side[1]
                         cand_values[merged, 1] = high_side[1]
+                        _place(cand, cand_values, key_base(seed, a), starts[i], stops[i], merged)
         best_a, best_t, best_s, ok = _best_of(
             cand, cand_values, a, range(starts[i], stops[i]), k, n, positives, min_samples_leaf,
-            seed, bound[i] == ALL,
+            bound[i] == ALL,
             best_a, best_t, best_s,
         )  # fmt: skip
         if not ok:
