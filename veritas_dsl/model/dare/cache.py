@@ -30,6 +30,8 @@ import numpy as np
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.kernels import ALL, key_base, keyed, score, threshold_key
 
+_LEAF = 0  # tree.LEAF (tree imports this module through walk)
+
 #: What :func:`follow_deletion` answers: the counts decide (the split is the one returned), or
 #: the node must choose again from its rows.
 DECIDED, CHOOSE_AGAIN = 0, 1
@@ -115,16 +117,25 @@ def _make_room(cand, cand_values, bound, i, a, seed, key):
 
 
 @kernel
-def _rows_up_to(values, labels, order, leaf_of, first, end, r, cand, cand_values, a, v):
+def _rows_up_to(column, y, values, labels, order, leaf_of, first, end, subtree, r, near, v):
     """Rows and positives of the node ``[first, end)`` without ``r`` whose value is at most
-    ``v``: from the valid cached threshold of ``a`` nearest ``v``, counting the rows between."""
-    near, gap = -1, np.inf
-    for c in range(cand.shape[0]):
-        if cand[c, 0] == a and cand[c, 7] == 1 and abs(cand_values[c, 0] - v) < gap:
-            near, gap = c, abs(cand_values[c, 0] - v)
-    count, positives = cand[near, 1], cand[near, 2]  # rows <= cand_values[near, 0]
-    start = np.searchsorted(values, cand_values[near, 0], side="right")
+    ``v``, given those at most ``near``'s value (``(rows, positives, value)``, a value of the
+    node): by counting the rows between the two in the presorted order of every row, or the
+    node's own rows (``subtree``: :func:`follow_deletion`) when there are fewer of those.
+    ``column`` is the attribute's values by row id."""
+    count, positives, at = near
+    start = np.searchsorted(values, at, side="right")
     stop = np.searchsorted(values, v, side="right")
+    held, kinds, offsets, counts = subtree
+    if abs(stop - start) > counts[0]:
+        count = positives = 0
+        for j in range(kinds.shape[0]):
+            if kinds[j] == _LEAF:
+                for q in held[offsets[j] : offsets[j] + counts[j]]:
+                    if q != r and column[q] <= v:
+                        count += 1
+                        positives += y[q]
+        return count, positives
     sign = 1
     if stop < start:
         start, stop, sign = stop, start, -1
@@ -134,6 +145,17 @@ def _rows_up_to(values, labels, order, leaf_of, first, end, r, cand, cand_values
             count += sign
             positives += sign * labels[j]
     return count, positives
+
+
+@kernel
+def _nearest(cand, cand_values, a, v):
+    """``(left rows, left positives, low value)`` of the valid cached threshold of ``a`` whose
+    low value is nearest ``v``."""
+    near, gap = -1, np.inf
+    for c in range(cand.shape[0]):
+        if cand[c, 0] == a and cand[c, 7] == 1 and abs(cand_values[c, 0] - v) < gap:
+            near, gap = c, abs(cand_values[c, 0] - v)
+    return cand[near, 1], cand[near, 2], cand_values[near, 0]
 
 
 @kernel
@@ -235,14 +257,18 @@ def follow_deletion(
     leaf_of,
     first,
     end,
+    subtree,
     r,
 ):
     """Update the cache of the greedy node ``[first, end)`` for the deletion of row ``r``
     (attribute values ``row``, label ``label``; ``n`` and ``positives`` are the node's counts
     without it) and answer ``(DECIDED, attribute, threshold)`` with the node's choice, or
-    ``(CHOOSE_AGAIN, -1, 0.0)``; ``presorted`` is ``(values, labels, order, position)`` of
-    :class:`~.splits.Presorted`. The cache is only meaningful after DECIDED."""
-    values, labels, order, position = presorted
+    ``(CHOOSE_AGAIN, -1, 0.0)``; ``presorted`` is ``(values, labels, order, position, columns,
+    y)``: those of :class:`~.splits.Presorted` and the labels by row id. ``subtree`` is
+    ``(held, kinds, offsets, counts)``: per node of ``[first, end)`` its kind, and a leaf's
+    (kind 0) rows ``held[offset : offset + count]``, ``r`` still among them. The cache is only
+    meaningful after DECIDED."""
+    values, labels, order, position, columns, y = presorted
     best_a, best_t, best_s = -1, 0.0, -np.inf
     starts, stops = _ranges(attrs, cand)
     for i in range(attrs.shape[0]):
@@ -300,8 +326,9 @@ def follow_deletion(
                         merged = _make_room(cand, cand_values, bound, i, a, seed, key)
                         if merged >= 0:
                             left = _rows_up_to(
-                                values[a], labels[a], order[a], leaf_of, first, end, r,
-                                cand, cand_values, a, low_side[1],
+                                columns[a], y, values[a], labels[a], order[a], leaf_of, first,
+                                end, subtree, r, _nearest(cand, cand_values, a, low_side[1]),
+                                low_side[1],
                             )  # fmt: skip
                             cand[merged, 1], cand[merged, 2] = left
                             cand[merged, 0], cand[merged, 7] = a, 1
