@@ -50,6 +50,9 @@ def check_flat(forest: DareForest) -> int:
                 continue
             assert tree.kind[node] == GREEDY
             attrs, bound, cand, values = flat
+            # follow_deletion reads each attribute's rows as one block, in the order taken.
+            blocks = [a for i, a in enumerate(cand[:, 0].tolist()) if i == 0 or cand[i - 1, 0] != a]
+            assert blocks == attrs.tolist(), node
             rows = tree.rows_below(node)
             # Every valid threshold with its counts: best_split's cache with k=None.
             _, every = greedy_choice(

@@ -178,7 +178,7 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, comp
     best_a, best_t, best_s = best
     valid = 0
     for c in rows:
-        if cand[c, 0] == a and cand[c, 7] == 1:
+        if cand[c, 7] == 1:
             if _valid(cand, c, n, min_samples_leaf):
                 valid += 1
             else:
@@ -187,7 +187,7 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, comp
         return best_a, best_t, best_s, False
     sampled = 0
     for c in rows:
-        if cand[c, 0] != a or cand[c, 7] == 0:
+        if cand[c, 7] == 0:
             continue
         if 0 < k <= sampled:
             break
@@ -224,20 +224,14 @@ def _swap(array, i, j):
 
 
 @kernel
-def _ranges(attrs, cand):
-    """Per taken attribute, the rows of ``cand`` from its first to its last (a cache's rows
-    never change attribute, and :func:`~.kernels.best_split` writes each one's together)."""
-    low = np.full(attrs.shape[0], cand.shape[0], dtype=np.int64)
-    high = np.zeros(attrs.shape[0], dtype=np.int64)
-    i = 0
-    for c in range(cand.shape[0]):
-        if attrs[i] != cand[c, 0]:
-            for j in range(attrs.shape[0]):
-                if attrs[j] == cand[c, 0]:
-                    i = j
-        low[i] = min(low[i], c)
-        high[i] = max(high[i], c + 1)
-    return low, high
+def _block_end(cand, a, start):
+    """Where the rows of attribute ``a`` from ``start`` end: :func:`~.kernels.best_split` writes
+    each taken attribute's rows together, in the order taken, and a row never changes
+    attribute."""
+    stop = start
+    while stop < cand.shape[0] and cand[stop, 0] == a:
+        stop += 1
+    return stop
 
 
 @kernel
@@ -270,13 +264,14 @@ def follow_deletion(
     meaningful after DECIDED."""
     values, labels, order, position, columns, y = presorted
     best_a, best_t, best_s = -1, 0.0, -np.inf
-    starts, stops = _ranges(attrs, cand)
+    stop = 0
     for i in range(attrs.shape[0]):
         a = attrs[i]
+        start, stop = stop, _block_end(cand, a, stop)
         x = np.float64(row[a])
         below = above = -1  # cached thresholds (., x) and (x, .)
-        for c in range(starts[i], stops[i]):
-            if cand[c, 0] != a or cand[c, 7] == 0:
+        for c in range(start, stop):
+            if cand[c, 7] == 0:
                 continue
             low, high = cand_values[c, 0], cand_values[c, 1]
             if x <= (low + high) / 2.0:
@@ -337,9 +332,9 @@ def follow_deletion(
                         cand[merged, 5], cand[merged, 6] = high_side[2], high_side[3]
                         cand_values[merged, 0] = low_side[1]
                         cand_values[merged, 1] = high_side[1]
-                        _place(cand, cand_values, key_base(seed, a), starts[i], stops[i], merged)
+                        _place(cand, cand_values, key_base(seed, a), start, stop, merged)
         best_a, best_t, best_s, ok = _best_of(
-            cand, cand_values, a, range(starts[i], stops[i]), k, n, positives, min_samples_leaf,
+            cand, cand_values, a, range(start, stop), k, n, positives, min_samples_leaf,
             bound[i] == ALL,
             best_a, best_t, best_s,
         )  # fmt: skip
