@@ -2,7 +2,8 @@
 node table and the leaves' row pool equal the node lists and leaves after every deletion, and
 each greedy node's cache, read from the flat pools through its slot as the kernel reads it,
 holds exactly the valid thresholds of key at most its bound with their counts, as the cache
-``best_split`` builds from the node's remaining rows says (node for node)."""
+``best_split`` builds from the node's remaining rows says (node for node), the valid ones of
+an attribute in increasing key order when there are more than ``k``."""
 
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ def check_flat(forest: DareForest) -> int:
                 continue
             assert tree.kind[node] == GREEDY
             attrs, bound, cand, values = flat
+            # follow_deletion reads each attribute's rows as one block, in the order taken.
+            blocks = [a for i, a in enumerate(cand[:, 0].tolist()) if i == 0 or cand[i - 1, 0] != a]
+            assert blocks == attrs.tolist(), node
             rows = tree.rows_below(node)
             # Every valid threshold with its counts: best_split's cache with k=None.
             _, every = greedy_choice(
@@ -77,6 +81,10 @@ def check_flat(forest: DareForest) -> int:
                 }
                 alive = np.flatnonzero((cand[:, 0] == a) & (cand[:, 7] == 1))
                 assert {tuple(values[c]): tuple(cand[c, 1:7]) for c in alive} == expected
+                # follow_deletion samples the first k valid rows: in key order when more.
+                alive_keys = threshold_keys(tree.seed[node], a, values[alive].sum(axis=1) / 2.0)
+                ordered = np.all(alive_keys[:-1] < alive_keys[1:])
+                assert ordered or not 0 < (forest.k or 0) < len(alive), (node, a)
             checked += 1
     return checked
 

@@ -3,8 +3,10 @@ node's rows (Brophy & Lowd's idea 1 and 2, adapted to keyed sampling).
 
 The cache (built by :func:`~.kernels.best_split`) holds the attributes the node took, the
 largest key it took per attribute (0: it took every valid threshold), and per sampled threshold
-its left counts and the counts at the two adjacent values around it. After deleting row ``r``
-the sampled set is unchanged, and the choice is the argmax of the updated counts, unless
+its left counts and the counts at the two adjacent values around it; an attribute's valid
+thresholds are kept in increasing key order, so its sample is its first ``k`` valid ones. After
+deleting row ``r`` the sampled set is unchanged, and the choice is the argmax of the updated
+counts, unless
 
 - a sampled threshold became invalid: one of its two values vanished from the node, both became
   pure with one label, or a side fell under ``min_samples_leaf`` (the counts tell);
@@ -27,6 +29,8 @@ import numpy as np
 
 from veritas_dsl.jit import kernel
 from veritas_dsl.model.dare.kernels import ALL, key_base, keyed, score, threshold_key
+
+_LEAF = 0  # tree.LEAF (tree imports this module through walk)
 
 #: What :func:`follow_deletion` answers: the counts decide (the split is the one returned), or
 #: the node must choose again from its rows.
@@ -113,16 +117,25 @@ def _make_room(cand, cand_values, bound, i, a, seed, key):
 
 
 @kernel
-def _rows_up_to(values, labels, order, leaf_of, first, end, r, cand, cand_values, a, v):
+def _rows_up_to(column, y, values, labels, order, leaf_of, first, end, subtree, r, near, v):
     """Rows and positives of the node ``[first, end)`` without ``r`` whose value is at most
-    ``v``: from the valid cached threshold of ``a`` nearest ``v``, counting the rows between."""
-    near, gap = -1, np.inf
-    for c in range(cand.shape[0]):
-        if cand[c, 0] == a and cand[c, 7] == 1 and abs(cand_values[c, 0] - v) < gap:
-            near, gap = c, abs(cand_values[c, 0] - v)
-    count, positives = cand[near, 1], cand[near, 2]  # rows <= cand_values[near, 0]
-    start = np.searchsorted(values, cand_values[near, 0], side="right")
+    ``v``, given those at most ``near``'s value (``(rows, positives, value)``, a value of the
+    node): by counting the rows between the two in the presorted order of every row, or the
+    node's own rows (``subtree``: :func:`follow_deletion`) when there are fewer of those.
+    ``column`` is the attribute's values by row id."""
+    count, positives, at = near
+    start = np.searchsorted(values, at, side="right")
     stop = np.searchsorted(values, v, side="right")
+    held, kinds, offsets, counts = subtree
+    if abs(stop - start) > counts[0]:
+        count = positives = 0
+        for j in range(kinds.shape[0]):
+            if kinds[j] == _LEAF:
+                for q in held[offsets[j] : offsets[j] + counts[j]]:
+                    if q != r and column[q] <= v:
+                        count += 1
+                        positives += y[q]
+        return count, positives
     sign = 1
     if stop < start:
         start, stop, sign = stop, start, -1
@@ -135,6 +148,17 @@ def _rows_up_to(values, labels, order, leaf_of, first, end, r, cand, cand_values
 
 
 @kernel
+def _nearest(cand, cand_values, a, v):
+    """``(left rows, left positives, low value)`` of the valid cached threshold of ``a`` whose
+    low value is nearest ``v``."""
+    near, gap = -1, np.inf
+    for c in range(cand.shape[0]):
+        if cand[c, 0] == a and cand[c, 7] == 1 and abs(cand_values[c, 0] - v) < gap:
+            near, gap = c, abs(cand_values[c, 0] - v)
+    return cand[near, 1], cand[near, 2], cand_values[near, 0]
+
+
+@kernel
 def _valid(cand, c, n, min_samples_leaf):
     low_n, low_pos, high_n, high_pos = cand[c, 3], cand[c, 4], cand[c, 5], cand[c, 6]
     pure0 = low_pos == 0 and high_pos == 0
@@ -144,41 +168,30 @@ def _valid(cand, c, n, min_samples_leaf):
 
 
 @kernel
-def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, seed, complete, *best):
-    """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``) that are no
-    longer valid; the ``k`` valid ones of smallest keys are the node's sample of ``a``: fold
-    them into ``best`` (attribute, threshold, score) as :func:`~.kernels.best_split` does.
-    ``ok`` is False when the cache cannot tell the sample (fewer than ``k`` valid, and not
-    ``complete``) or ``a`` has no valid threshold left (the node takes another attribute)."""
+def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, complete, *best):
+    """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``, the valid ones in
+    increasing key order) that are no longer valid; the first ``k`` valid ones are the node's
+    sample of ``a``: fold them into ``best`` (attribute, threshold, score) as
+    :func:`~.kernels.best_split` does. ``ok`` is False when the cache cannot tell the sample
+    (fewer than ``k`` valid, and not ``complete``) or ``a`` has no valid threshold left (the
+    node takes another attribute)."""
     best_a, best_t, best_s = best
     valid = 0
     for c in rows:
-        if cand[c, 0] == a and cand[c, 7] == 1:
+        if cand[c, 7] == 1:
             if _valid(cand, c, n, min_samples_leaf):
                 valid += 1
             else:
                 cand[c, 7] = 0
     if valid == 0 or (valid < k and not complete):
         return best_a, best_t, best_s, False
-    # Keys of distinct thresholds of one attribute differ (threshold_key is a bijection of
-    # the threshold's bits), so the k smallest are those up to the k-th smallest.
-    select = 0 < k < valid
-    keys = np.empty(valid if select else 0, dtype=np.uint64)
-    largest = ALL
-    if select:
-        base, v = key_base(seed, a), 0
-        for c in rows:
-            if cand[c, 0] == a and cand[c, 7] == 1:
-                keys[v] = keyed(base, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
-                v += 1
-        largest = np.sort(keys)[k - 1]
-    v = -1
+    sampled = 0
     for c in rows:
-        if cand[c, 0] != a or cand[c, 7] == 0:
+        if cand[c, 7] == 0:
             continue
-        v += 1
-        if select and keys[v] > largest:
-            continue
+        if 0 < k <= sampled:
+            break
+        sampled += 1
         t = (cand_values[c, 0] + cand_values[c, 1]) / 2.0
         s = score(cand[c, 1], cand[c, 2], n, positives)
         if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
@@ -187,20 +200,38 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, seed
 
 
 @kernel
-def _ranges(attrs, cand):
-    """Per taken attribute, the rows of ``cand`` from its first to its last (a cache's rows
-    never change attribute, and :func:`~.kernels.best_split` writes each one's together)."""
-    low = np.full(attrs.shape[0], cand.shape[0], dtype=np.int64)
-    high = np.zeros(attrs.shape[0], dtype=np.int64)
-    i = 0
-    for c in range(cand.shape[0]):
-        if attrs[i] != cand[c, 0]:
-            for j in range(attrs.shape[0]):
-                if attrs[j] == cand[c, 0]:
-                    i = j
-        low[i] = min(low[i], c)
-        high[i] = max(high[i], c + 1)
-    return low, high
+def _place(cand, cand_values, base, start, stop, c):
+    """Move row ``c`` (a new threshold) among its attribute's rows ``[start, stop)`` so that the
+    valid ones stay in increasing key order (the others may lie anywhere): sorting them again
+    at each deletion cost a third of a node's time."""
+    key = keyed(base, (cand_values[c, 0] + cand_values[c, 1]) / 2.0)
+    for step in (-1, 1):
+        while start <= c + step < stop:
+            other = c + step
+            if cand[other, 7] == 1:
+                other_key = keyed(base, (cand_values[other, 0] + cand_values[other, 1]) / 2.0)
+                if (other_key < key) == (step < 0):
+                    break
+            _swap(cand, c, other)
+            _swap(cand_values, c, other)
+            c = other
+
+
+@kernel
+def _swap(array, i, j):
+    for col in range(array.shape[1]):
+        array[i, col], array[j, col] = array[j, col], array[i, col]
+
+
+@kernel
+def _block_end(cand, a, start):
+    """Where the rows of attribute ``a`` from ``start`` end: :func:`~.kernels.best_split` writes
+    each taken attribute's rows together, in the order taken, and a row never changes
+    attribute."""
+    stop = start
+    while stop < cand.shape[0] and cand[stop, 0] == a:
+        stop += 1
+    return stop
 
 
 @kernel
@@ -220,22 +251,27 @@ def follow_deletion(
     leaf_of,
     first,
     end,
+    subtree,
     r,
 ):
     """Update the cache of the greedy node ``[first, end)`` for the deletion of row ``r``
     (attribute values ``row``, label ``label``; ``n`` and ``positives`` are the node's counts
     without it) and answer ``(DECIDED, attribute, threshold)`` with the node's choice, or
-    ``(CHOOSE_AGAIN, -1, 0.0)``; ``presorted`` is ``(values, labels, order, position)`` of
-    :class:`~.splits.Presorted`. The cache is only meaningful after DECIDED."""
-    values, labels, order, position = presorted
+    ``(CHOOSE_AGAIN, -1, 0.0)``; ``presorted`` is ``(values, labels, order, position, columns,
+    y)``: those of :class:`~.splits.Presorted` and the labels by row id. ``subtree`` is
+    ``(held, kinds, offsets, counts)``: per node of ``[first, end)`` its kind, and a leaf's
+    (kind 0) rows ``held[offset : offset + count]``, ``r`` still among them. The cache is only
+    meaningful after DECIDED."""
+    values, labels, order, position, columns, y = presorted
     best_a, best_t, best_s = -1, 0.0, -np.inf
-    starts, stops = _ranges(attrs, cand)
+    stop = 0
     for i in range(attrs.shape[0]):
         a = attrs[i]
+        start, stop = stop, _block_end(cand, a, stop)
         x = np.float64(row[a])
         below = above = -1  # cached thresholds (., x) and (x, .)
-        for c in range(starts[i], stops[i]):
-            if cand[c, 0] != a or cand[c, 7] == 0:
+        for c in range(start, stop):
+            if cand[c, 7] == 0:
                 continue
             low, high = cand_values[c, 0], cand_values[c, 1]
             if x <= (low + high) / 2.0:
@@ -285,8 +321,9 @@ def follow_deletion(
                         merged = _make_room(cand, cand_values, bound, i, a, seed, key)
                         if merged >= 0:
                             left = _rows_up_to(
-                                values[a], labels[a], order[a], leaf_of, first, end, r,
-                                cand, cand_values, a, low_side[1],
+                                columns[a], y, values[a], labels[a], order[a], leaf_of, first,
+                                end, subtree, r, _nearest(cand, cand_values, a, low_side[1]),
+                                low_side[1],
                             )  # fmt: skip
                             cand[merged, 1], cand[merged, 2] = left
                             cand[merged, 0], cand[merged, 7] = a, 1
@@ -295,9 +332,10 @@ def follow_deletion(
                         cand[merged, 5], cand[merged, 6] = high_side[2], high_side[3]
                         cand_values[merged, 0] = low_side[1]
                         cand_values[merged, 1] = high_side[1]
+                        _place(cand, cand_values, key_base(seed, a), start, stop, merged)
         best_a, best_t, best_s, ok = _best_of(
-            cand, cand_values, a, range(starts[i], stops[i]), k, n, positives, min_samples_leaf,
-            seed, bound[i] == ALL,
+            cand, cand_values, a, range(start, stop), k, n, positives, min_samples_leaf,
+            bound[i] == ALL,
             best_a, best_t, best_s,
         )  # fmt: skip
         if not ok:

@@ -229,8 +229,9 @@ def best_split(
     attribute the largest key cached (``ALL`` when every valid threshold is); per cached
     threshold ``(attribute, left rows, left positives, rows and positives at the value below,
     at the value above, 1)`` (the last column: still valid) and those two values. Cached are
-    the ``RESERVE * k`` valid thresholds of smallest keys. It is empty (``cached`` False) when
-    it would hold more than ``cache_limit`` thresholds."""
+    the ``RESERVE * k`` valid thresholds of smallest keys, each attribute's in increasing key
+    order when it has more than ``k`` (:mod:`.cache` samples the first ``k``). It is empty
+    (``cached`` False) when it would hold more than ``cache_limit`` thresholds."""
     m = rows.shape[0]
     positives = 0
     for i in range(m):

@@ -179,7 +179,7 @@ class Grower:
         self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
         s, p = settings, presorted
         self._walk_settings = (s.k or 0, s.min_samples_leaf, s.max_depth)
-        self._sorted_rows = (p.values, p.labels, p.order, p.position)
+        self._sorted_rows = (p.values, p.labels, p.order, p.position, p.columns, y)
         self._path = np.empty(s.max_depth + 1, dtype=np.int64)  # the nodes a walk passed
 
     def grow(self, rows: np.ndarray) -> Tree:

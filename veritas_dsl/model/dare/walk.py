@@ -68,10 +68,12 @@ def walk(
             if node >= slots.shape[0] or slots[node, 1] < 0:
                 return CHOOSE_AGAIN, node, depth, passed, -1, 0.0
             a0, na, c0, nc = slots[node, 0], slots[node, 1], slots[node, 2], slots[node, 3]
+            end = nodes[node, END]
+            subtree = (held, nodes[node:end, KIND], nodes[node:end, ROWS], nodes[node:end, COUNT])
             status, a, t = follow_deletion(
                 attrs[a0 : a0 + na], bound[a0 : a0 + na], cand[c0 : c0 + nc],
                 cand_values[c0 : c0 + nc], row, label, n, positives, k, m, nodes[node, SEED],
-                presorted, leaf_of, node, nodes[node, END], r,
+                presorted, leaf_of, node, end, subtree, r,
             )  # fmt: skip
             if status != DECIDED:
                 return CHOOSE_AGAIN, node, depth, passed, -1, 0.0
