@@ -61,6 +61,7 @@ class Families(DerivedModels):
                 )
             base = self.base_forest(decl, later)
             sets = self.deletion_sets(decl, base)
+            base.warm(sorted({r for ids in sets for r in ids}))  # shared by the variants
             members = []
             for k, ids in enumerate(sets):
                 name = f"{decl.name}[{k}]"
