@@ -8,7 +8,9 @@ everywhere: the optimum under a few of the constraints usually satisfies all the
 So an engine first answers the *relaxed* query, without the output constraints (goal and other
 constraints unchanged); the witness is checked on every constraint left out (the reference
 semantics, :mod:`veritas_dsl.ir.evaluate`), and the ones it breaks, most broken first, join the
-query: one in the first round, then two, four, ... . Why it stays exact: the relaxed query's
+query: one a round while fewer than four were added, then half as many as were added before (a
+round's cost grows with the constraints it carries, and an optimum usually needs few; measured in
+docs/reductions.md). Why it stays exact: the relaxed query's
 inputs include the original's, so a bound on the relaxed optimum on the goal's own side (lower
 for a minimisation, upper for a maximisation) bounds the original's, and an infeasible relaxation
 proves the original infeasible. The other side comes only from witnesses that meet every
@@ -101,7 +103,7 @@ def solve_lazily(
         if not broken:  # the relaxed optimum, reached where every constraint holds
             result = dataclasses.replace(answer, witnesses=met, trace=[])
             break
-        added += broken[: 2 ** (rounds - 1)]
+        added += broken[: max(1, len(added) // 2)]
     result.time_s = time.monotonic() - start
     result.trace = bounds.points
     if result.lower is not None or result.upper is not None:
