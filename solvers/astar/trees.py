@@ -39,11 +39,8 @@ def fill_trees(
     ``"always"``) merges pairs of trees first (:func:`pair_trees`; only for a single term, the
     objective). Returns the unit exponent ``q`` and the largest leaf count and depth of a tree."""
     n_vars = problem.n_vars
-    leaf_values = _leaf_values(compacted[0], compacted[4], compacted[5], copies, n_terms)
     if pairing != "never" and n_terms == 1:
-        compacted = pair_trees(
-            compacted, leaf_values[:, 0], problem.root, n_vars, pairing == "always"
-        )
+        compacted = pair_trees(compacted, copies, problem.root, n_vars, pairing == "always")
     nd_var, nd_rank, nd_left, nd_right, src_a, src_b, tree_roots, tree_sizes = compacted
     leaf_values = _leaf_values(nd_var, src_a, src_b, copies, n_terms)
     q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)
@@ -244,17 +241,17 @@ def compact(query, copies, rows, split_rank, var, root, n_vars):
     )
 
 
-def pair_trees(compacted, value, root, n_vars: int, always: bool) -> tuple:
+def pair_trees(compacted, copies, root, n_vars: int, always: bool) -> tuple:
     """``compacted`` (:func:`compact`'s arrays) with pairs of trees merged into product trees
     (the second grafted under each leaf of the first, cut to its box), which bound the sum of
     the two by the best pair of leaves that can be reached together instead of by their two
     best leaves (Chen et al. 2019's merging). The pairs are a greedy matching on what that saves
-    at the root box (``K.pair_gains`` on ``value``, float64 per node, the leaves' contributions
-    to the maximised term); a product over :data:`PAIR_NODES` nodes is left as two trees. Only
-    for copies without products (one instance), and, unless ``always``, trees of depth
-    :data:`PAIR_MIN_DEPTH` or more, at most :data:`PAIR_MAX_TREES` of them; otherwise
-    ``compacted`` is returned unchanged.
-    The merged trees compute the same function: leaf sources point at the original leaves."""
+    at the root box (``K.pair_gains`` on the leaves' contributions to the one term of
+    ``copies``, the maximised one); a product over :data:`PAIR_NODES` nodes is left as two
+    trees. Only for copies without products (one instance), and, unless ``always``, trees of
+    depth :data:`PAIR_MIN_DEPTH` or more, at most :data:`PAIR_MAX_TREES` of them; otherwise
+    ``compacted`` is returned unchanged. The merged trees compute the same function: leaf
+    sources point at the original leaves."""
     nd_var, nd_rank, nd_left, nd_right, src_a, src_b, tree_roots, tree_sizes = compacted
     n = len(tree_roots)
     leaf = nd_var < 0
@@ -263,6 +260,7 @@ def pair_trees(compacted, value, root, n_vars: int, always: bool) -> tuple:
     max_depth = int(K.node_depth(nd_left, nd_right).max())
     if not always and (max_depth < PAIR_MIN_DEPTH or n > PAIR_MAX_TREES):
         return compacted
+    value = _leaf_values(nd_var, src_a, src_b, copies, 1)[:, 0]
     tree_of = np.repeat(np.arange(n), tree_sizes)
     n_leaves = np.bincount(tree_of[leaf], minlength=n)
     leaves = np.nonzero(leaf)[0]
