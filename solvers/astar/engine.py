@@ -98,13 +98,19 @@ class AStarEngine:
     #: Searches maximise and find: prove and minimise are rewritten, disjunctions expanded.
     chain = Chain((ProveToFind(), MinimizeToMaximize(), ToDNF(MAX_BRANCHES)))
 
-    def __init__(self, linf_distance: str = "bisect") -> None:
+    def __init__(self, linf_distance: str = "bisect", pair_trees: str = "auto") -> None:
         """``linf_distance``: how to answer an L-inf closest example to a row: ``"bisect"``
         (bisection over the exact candidate radii, each probe a find inside a ball; faster on
-        the benchmark) or ``"search"`` (best-first on the distance, as for L1)."""
+        the benchmark) or ``"search"`` (best-first on the distance, as for L1).
+        ``pair_trees``: whether a maximisation (or minimisation) of one term searches pairs of
+        trees merged into product trees, for a tighter bound: ``"auto"`` (when a tree is at least
+        ``trees.PAIR_MIN_DEPTH`` deep), ``"always"`` or ``"never"``."""
         if linf_distance not in ("bisect", "search"):
             raise ValueError(f"linf_distance must be 'bisect' or 'search', not {linf_distance!r}")
+        if pair_trees not in ("auto", "always", "never"):
+            raise ValueError(f"pair_trees must be 'auto', 'always' or 'never', not {pair_trees!r}")
         self.linf_distance = linf_distance
+        self.pair_trees = pair_trees
 
     def available(self) -> Availability:
         try:
@@ -164,7 +170,7 @@ class AStarEngine:
 
     def _solve(self, query: Query, limits: Limits, start: float, progress) -> Result:
         deadline = Deadline.after(limits.timeout_s, start)
-        plan = _plan(query)
+        plan = replace(_plan(query), pair_trees=self.pair_trees)
         problems = []
         for branch in branches(query):
             deadline.check()

@@ -53,26 +53,33 @@ _MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def search_trees(problem, query, copies, lo, hi, n_terms: int) -> tuple[int, int, int]:
+def search_trees(
+    problem, query, copies, lo, hi, n_terms: int, pairing: str = "never"
+) -> tuple[int, int, int]:
     """Fill ``problem``'s cells, root box, search trees and units (:func:`.cells.cells`,
-    :func:`.trees.compact` and :func:`.trees.fill_trees` on the splits of ``copies``), from the
-    memo where an earlier problem had the same key. Returns ``(q, max_leaves, max_depth)`` as
-    :func:`.trees.fill_trees` does."""
+    :func:`.trees.compact` and :func:`.trees.fill_trees` on the splits of ``copies``, with
+    ``pairing``), from the memo where an earlier problem had the same key. Returns
+    ``(q, max_leaves, max_depth)`` as :func:`.trees.fill_trees` does."""
     structure = cells_and_trees(problem, query, copies, lo, hi)
     for name, value in structure.cells.items():
         setattr(problem, name, value)
     if not copies:
-        return fill_trees(problem, structure.compacted, copies, n_terms)
+        return fill_trees(problem, structure.compacted, copies, n_terms, pairing)
 
     values = np.concatenate([np.asarray(v, dtype=np.float64) for v in copies.values()])
-    digest = (values.shape, n_terms, hashlib.blake2b(values.tobytes(), digest_size=16).digest())
+    digest = (
+        values.shape,
+        n_terms,
+        pairing,
+        hashlib.blake2b(values.tobytes(), digest_size=16).digest(),
+    )
     with _LOCK:
         units = structure.units.get(digest)
     if units is not None and np.array_equal(units.values, values):
         for name, value in units.fields.items():
             setattr(problem, name, value)
         return units.shape
-    shape = fill_trees(problem, structure.compacted, copies, n_terms)
+    shape = fill_trees(problem, structure.compacted, copies, n_terms, pairing)
     units = _Units(values, {name: getattr(problem, name) for name in _UNITS}, shape)
     with _LOCK:
         structure.units[digest] = units

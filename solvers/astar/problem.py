@@ -72,13 +72,16 @@ class Plan:
     minimisation reaches the engine as the maximisation of the negated term:
     ``ir.reductions.MinimizeToMaximize``); with ``worst_of``, the least of it and those terms
     (:class:`~veritas_dsl.ir.query.MaximizeMin`). ``distance`` is the goal of a
-    closest-example query.
+    closest-example query. ``pair_trees`` (``"auto"``, ``"always"``, ``"never"``) says whether a
+    maximisation of one term merges pairs of trees into product trees
+    (:func:`.trees.pair_trees`; ``"auto"``: deep trees only).
     """
 
     mode: int
     objective: OutputTerm | None = None
     distance: MinimizeDistance | None = None
     worst_of: tuple[OutputTerm, ...] = ()
+    pair_trees: str = "auto"
 
     @property
     def objectives(self) -> tuple[OutputTerm, ...]:
@@ -142,7 +145,10 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     constraints = query.constraints
     var, n_vars, integral = problem.var, problem.n_vars, problem.integral
     lo, hi, terms, signs, strict, rhs, searched, copies = read
-    q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms))
+    # pairs of trees merge for a maximisation of one term only: it is what they bound
+    single = plan.mode == K.MODE_MAXIMIZE and not plan.worst_of and len(terms) == 1
+    pairing = plan.pair_trees if single else "never"
+    q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms), pairing)
     cell_ptr, cell_lo, cell_hi = problem.cell_ptr, problem.cell_lo, problem.cell_hi
     fill_terms(problem, terms, signs, strict, rhs, q)
 

@@ -67,7 +67,10 @@ def _run_canned_queries() -> None:
         (OutputConstraint(value, ">=", 3.0),),
         MinimizeDistance("l1", "x", Row((0.0, 0.0))),
     )
-    plans = (Plan(K.MODE_MAXIMIZE, objective=value), Plan(K.MODE_DISTANCE, distance=closest.goal))
+    plans = (
+        Plan(K.MODE_MAXIMIZE, objective=value, pair_trees="always"),  # compiles pair_gains
+        Plan(K.MODE_DISTANCE, distance=closest.goal),
+    )
     for query, plan in zip((maximize, closest), plans, strict=True):
         reduced, _ = Chain((MergeTies(), StaticBounds())).apply(query)
         problem = build_problem(reduced, plan)

@@ -16,14 +16,31 @@ from veritas_dsl.solvers.astar import kernels as K
 PRODUCT_GROWTH = 4
 #: Units are exact when every sum of leaf units stays below this.
 UNIT_LIMIT = 2.0**61
+#: Largest product of two trees of one instance (:func:`pair_trees`) worth building, in nodes:
+#: on ``bench/anytime_big.py`` larger products tightened the bound less per second, as each
+#: expansion of one makes as many children as it has reachable leaves.
+PAIR_NODES = 1000
+#: ``pair_trees="auto"`` merges pairs of trees when some tree is at least this deep (after
+#: compaction): deep trees, whose sum of best leaves is loose, as on the big models of
+#: ``bench/anytime_big.py`` (depth 8); shallower models are searched as they are, so their
+#: queries pay nothing for it.
+PAIR_MIN_DEPTH = 7
+#: ... and at most this many trees: choosing the pairs compares every two trees (about 20 ms
+#: for 300 trees of depth 8), inside the query's time limit.
+PAIR_MAX_TREES = 1000
 
 
-def fill_trees(problem, compacted, copies, n_terms: int) -> tuple[int, int, int]:
+def fill_trees(
+    problem, compacted, copies, n_terms: int, pairing: str = "never"
+) -> tuple[int, int, int]:
     """Fill the search trees of ``problem`` (ordered, leaf contributions attached) from the
     ``compacted`` trees of ``copies`` (:func:`compact`), and its units (``scale``,
-    ``exact_units``, ``u_base``, ``n_trees``). Returns the unit exponent ``q`` and the largest
-    leaf count and depth of a tree."""
+    ``exact_units``, ``u_base``, ``n_trees``). ``pairing`` (``"never"``, ``"auto"`` or
+    ``"always"``) merges pairs of trees first (:func:`pair_trees`; only for a single term, the
+    objective). Returns the unit exponent ``q`` and the largest leaf count and depth of a tree."""
     n_vars = problem.n_vars
+    if pairing != "never" and n_terms == 1:
+        compacted = pair_trees(compacted, copies, problem.root, n_vars, pairing == "always")
     nd_var, nd_rank, nd_left, nd_right, src_a, src_b, tree_roots, tree_sizes = compacted
     leaf_values = _leaf_values(nd_var, src_a, src_b, copies, n_terms)
     q, exact = _scale(leaf_values, nd_var, tree_roots, tree_sizes)
@@ -221,6 +238,83 @@ def compact(query, copies, rows, split_rank, var, root, n_vars):
         src_b,
         tree_roots,
         tree_sizes,
+    )
+
+
+def pair_trees(compacted, copies, root, n_vars: int, always: bool) -> tuple:
+    """``compacted`` (:func:`compact`'s arrays) with pairs of trees merged into product trees
+    (the second grafted under each leaf of the first, cut to its box), which bound the sum of
+    the two by the best pair of leaves that can be reached together instead of by their two
+    best leaves (Chen et al. 2019's merging). The pairs are a greedy matching on what that saves
+    at the root box (``K.pair_gains`` on the leaves' contributions to the one term of
+    ``copies``, the maximised one); a product over :data:`PAIR_NODES` nodes is left as two
+    trees. Only for copies without products (one instance), and, unless ``always``, trees of
+    depth :data:`PAIR_MIN_DEPTH` or more, at most :data:`PAIR_MAX_TREES` of them; otherwise
+    ``compacted`` is returned unchanged. The merged trees compute the same function: leaf
+    sources point at the original leaves."""
+    nd_var, nd_rank, nd_left, nd_right, src_a, src_b, tree_roots, tree_sizes = compacted
+    n = len(tree_roots)
+    leaf = nd_var < 0
+    if n < 2 or np.any(src_b[leaf] >= 0):
+        return compacted
+    max_depth = int(K.node_depth(nd_left, nd_right).max())
+    if not always and (max_depth < PAIR_MIN_DEPTH or n > PAIR_MAX_TREES):
+        return compacted
+    value = _leaf_values(nd_var, src_a, src_b, copies, 1)[:, 0]
+    tree_of = np.repeat(np.arange(n), tree_sizes)
+    n_leaves = np.bincount(tree_of[leaf], minlength=n)
+    leaves = np.nonzero(leaf)[0]
+    by_value = np.lexsort((-value[leaves], tree_of[leaves]))
+    t_leaf = np.ascontiguousarray(leaves[by_value], dtype=np.int32)
+    t_ptr = np.concatenate([[0], np.cumsum(n_leaves)]).astype(np.int64)
+    roots = np.ascontiguousarray(tree_roots, dtype=np.int32)
+    boxes = K.leaf_boxes(roots, nd_var, nd_rank, nd_left, nd_right, max_depth)
+    gains = K.pair_gains(t_ptr, t_leaf, np.ascontiguousarray(value, dtype=np.float64), *boxes,
+                         n_vars)  # fmt: skip
+    first, second = np.nonzero(gains > 0)
+    used = np.zeros(n, dtype=bool)
+    pairs = []
+    for i in np.argsort(-gains[first, second], kind="stable"):
+        a, b = first[i], second[i]
+        if not (used[a] or used[b]):
+            used[a] = used[b] = True
+            pairs.append((a, b))
+    if not pairs:
+        return compacted
+    root_lo = np.ascontiguousarray(root[:n_vars])
+    root_hi = np.ascontiguousarray(root[n_vars:])
+
+    def run(job_a, job_b, job_cap):
+        job_cap = np.array(job_cap, dtype=np.int64)
+        return K.compact_trees(
+            nd_var, nd_rank, nd_left, nd_right, np.array(job_a, dtype=np.int32),
+            np.array(job_b, dtype=np.int32), root_lo, root_hi, job_cap, int(job_cap.sum()),
+        )  # fmt: skip
+
+    firsts, seconds = (roots[[pair[i] for pair in pairs]] for i in (0, 1))
+    trial = run(firsts, seconds, [PAIR_NODES] * len(pairs))
+    kept = [pair for pair, r in zip(pairs, trial[6], strict=True) if r >= 0]
+    if not kept:
+        return compacted
+    merged = np.zeros(n, dtype=bool)
+    for a, b in kept:
+        merged[a] = merged[b] = True
+    alone = np.nonzero(~merged)[0]
+    job_a = np.concatenate([roots[[a for a, _ in kept]], roots[alone]])
+    job_b = np.concatenate([roots[[b for _, b in kept]], np.full(len(alone), -1, np.int32)])
+    job_cap = [PAIR_NODES] * len(kept) + tree_sizes[alone].tolist()
+    o_var, o_rank, o_left, o_right, o_src_a, o_src_b, job_root, n_out = run(job_a, job_b, job_cap)
+    o_src_a, o_src_b = o_src_a[:n_out], o_src_b[:n_out]
+    new_roots = np.sort(job_root.astype(np.int64))
+    return (
+        np.ascontiguousarray(o_var[:n_out]),
+        np.ascontiguousarray(o_rank[:n_out]),
+        np.ascontiguousarray(o_left[:n_out]),
+        np.ascontiguousarray(o_right[:n_out]),
+        np.where(o_src_a >= 0, src_a[np.maximum(o_src_a, 0)], -1),
+        np.where(o_src_b >= 0, src_a[np.maximum(o_src_b, 0)], -1),
+        new_roots,
+        np.diff(np.append(new_roots, n_out)),
     )
 
 

@@ -44,6 +44,7 @@ from veritas_dsl.solvers.astar.kernels.compaction import (
     compact_trees,
     leaf_boxes,
     node_depth,
+    pair_gains,
     subtree_max,
 )
 from veritas_dsl.solvers.astar.kernels.exact import decode_distance, encode_distance
@@ -59,6 +60,7 @@ __all__ = [
     "eval_margins",
     "leaf_boxes",
     "node_depth",
+    "pair_gains",
     "repair",
     "search",
     "subtree_max",
