@@ -178,9 +178,10 @@ class DareForest:
         deleting some of these rows follow them instead of each choosing again from rows. A
         cache is a function of its node's rows and seed: no answer changes."""
         self._fitted()
+        ids = _ids(indices, len(self._X)).tolist()
         grower = self._grower()
         for tree in self._trees:
-            for r in _ids(indices, len(self._X)).tolist():
+            for r in ids:
                 grower.warm(tree, r)
 
     def add(self, X, y) -> DareForest:
