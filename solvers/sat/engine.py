@@ -110,13 +110,21 @@ class SatEngine:
         search = _Search(query, limits, progress, start)
         try:
             search.build()
+            search.stats["build_s"] = time.monotonic() - start
             result = search.run()
         except OutOfTime:
             result = search.stopped(Termination.TIME_LIMIT)
         except KeyboardInterrupt:
             result = search.stopped(Termination.INTERRUPTED)
         finally:
+            closing = time.monotonic()
             search.close()
+        # Where a solve's time went, so that a late stop says which phase overran.
+        result.stats.update(
+            build_s=search.stats.get("build_s", closing - start),
+            solver_s=search.stats["solver_s"],
+            close_s=time.monotonic() - closing,
+        )
         result.time_s = time.monotonic() - start
         return within_trivial(query, result)
 
@@ -138,7 +146,12 @@ class _Search(SolverCalls, Maximizing, Distances):
         self.sums: dict[tuple[OutputTerm, bool], tuple[GroupSum, Fraction]] = {}
         self.flushed = 0
         self.trace: list[TracePoint] = []
-        self.stats = {"solver_calls": 0, "excluded_by_rounding": 0, "excluded_ties": 0}
+        self.stats = {
+            "solver_calls": 0,
+            "excluded_by_rounding": 0,
+            "excluded_ties": 0,
+            "solver_s": 0.0,  # in CaDiCaL, whose deadline rests on its calls to the propagator
+        }
 
     def build(self) -> None:
         """The encoding, the solver and its propagator; :class:`OutOfTime` at the deadline."""

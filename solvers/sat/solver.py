@@ -9,6 +9,7 @@ clause over its leaves, and the call repeats.
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -130,7 +131,11 @@ class SolverCalls:
             self.interrupted = True
             self.propagator.expired = True
 
-        return run_interruptible(call, interrupt)
+        started = time.monotonic()
+        try:
+            return run_interruptible(call, interrupt)
+        finally:
+            self.stats["solver_s"] += time.monotonic() - started
 
     def _witness(self, assumptions: list[int], budget: int | None = None):
         """A model under ``assumptions`` turned into inputs that satisfy the query in float64.

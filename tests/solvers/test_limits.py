@@ -166,7 +166,9 @@ def stops_in_time(engine, query: Query, limit: float) -> Result:
     fed = elapsed / max(time.process_time() - cpu, 1e-3)
     starved = min(max(1.0, fed, os.getloadavg()[0] / (os.cpu_count() or 1)), 4.0)
     assert result.termination == Termination.TIME_LIMIT, result.message
-    phases = {k: result.stats.get(k) for k in ("build_s", "solver_s", "prepare_s", "nodes")}
+    phases = {
+        k: result.stats.get(k) for k in ("build_s", "solver_s", "close_s", "prepare_s", "nodes")
+    }
     assert elapsed <= 1.1 * limit + 0.5 * starved, (elapsed, starved, phases)
     return result
 
