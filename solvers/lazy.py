@@ -103,7 +103,7 @@ def solve_lazily(
         if not broken:  # the relaxed optimum, reached where every constraint holds
             result = dataclasses.replace(answer, witnesses=met, trace=[])
             break
-        added += broken[: max(1, len(added) // 2)]
+        added += next_batch(broken, len(added))
     result.time_s = time.monotonic() - start
     result.trace = bounds.points
     if result.lower is not None or result.upper is not None:
@@ -122,6 +122,19 @@ def _relaxed(query: Query, dropped: set[int]) -> Query:
     return dataclasses.replace(relaxed, models=models)
 
 
+def next_batch(broken: list[int], added: int) -> list[int]:
+    """The constraints to add of ``broken`` (most broken first) when ``added`` were added
+    before: one while fewer than four were, then half as many as before."""
+    return broken[: max(1, added // 2)]
+
+
+def broken_by(constraints, inputs, margins, candidates: list[int]) -> list[int]:
+    """The ``candidates`` (indices in ``constraints``) that ``inputs`` break, most broken
+    first (``margins``: the model outputs at ``inputs``)."""
+    misses = [i for i in candidates if not holds(constraints[i], inputs, margins)]
+    return sorted(misses, key=lambda i: -_shortfall(constraints[i], margins))
+
+
 def _check(query: Query, witnesses: list[Witness], candidates: list[int]):
     """The constraints of ``candidates`` the first witness breaks, most broken first, and the
     witnesses that meet every one of them."""
@@ -129,11 +142,11 @@ def _check(query: Query, witnesses: list[Witness], candidates: list[int]):
     feasible = []
     for n, witness in enumerate(witnesses):
         margins = model_outputs(query, witness.inputs)
-        misses = [i for i in candidates if not holds(query.constraints[i], witness.inputs, margins)]
+        misses = broken_by(query.constraints, witness.inputs, margins, candidates)
         if not misses:
             feasible.append(witness)
         if n == 0:
-            broken = sorted(misses, key=lambda i: -_shortfall(query.constraints[i], margins))
+            broken = misses
     return broken, feasible
 
 

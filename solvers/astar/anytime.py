@@ -31,6 +31,7 @@ from veritas_dsl.solvers.astar.search import (
     state_bytes,
 )
 from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
+from veritas_dsl.solvers.lazy import broken_by, next_batch
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
 CALL_SECONDS = 0.005
@@ -104,6 +105,7 @@ class Run:
         self.floor = [0.0] * len(problems)  # bisection: no point is closer than this
         self.probe_found = False
         self.retired = {"expanded": 0, "created": 0, "pruned": 0, "peak": 0}
+        self.switched: dict[int, tuple[int, int]] = {}  # branch: constraints on, of those off
         self.best: float | None = None  # max form for optimisation, distance for distance goals
         self.witness: Witness | None = None
         self.found = False
@@ -287,7 +289,13 @@ class Run:
             self.retired["created"] += int(search.ctx[K.C_PUSHED])
             self.retired["pruned"] += int(search.ctx[K.C_PRUNED])
             self.retired["peak"] = max(self.retired["peak"], search.live_peak)
+            self._note_switched(b, search)
             self.searches[b] = None
+
+    def _note_switched(self, b: int, search: BranchSearch) -> None:
+        lazy = len(search.problem.lazy)
+        if lazy:
+            self.switched[b] = (lazy - len(search.off_constraints()), lazy)
 
     # -- solutions ------------------------------------------------------------------------
 
@@ -299,6 +307,16 @@ class Run:
         if not inside(problem, solution.row, inputs):
             raise InternalError(f"query {problem.query.name}: the point {inputs} leaves its box")
         margins = self._margins(problem, inputs)
+        if solution.state >= 0:  # output constraints are off: a point of the box, not the box
+            off = search.off_constraints()
+            broken = broken_by(problem.constraints, inputs, margins, off)
+            if broken:
+                # Switched on only from the best open state (the optimum of the constraints on,
+                # as a round of solvers/lazy.py would): a dive's end breaks more, needlessly.
+                if solution.top:
+                    search.switch_on(next_batch(broken, len(problem.lazy) - len(off)))
+                return
+            search.settle(solution)
         if not inputs_hold(problem, inputs, margins):
             if solution.verified:
                 raise InternalError(
@@ -479,6 +497,12 @@ class Run:
             "kernel_calls": self.calls,
             "exact_units": int(all(p.exact_units for p in self.problems)),
         }
+        for b, search in enumerate(self.searches):
+            if search is not None:
+                self._note_switched(b, search)
+        if self.switched:  # the output constraints switched on, of those the searches began without
+            on, lazy = (sum(n) for n in zip(*self.switched.values(), strict=True))
+            stats["lazy_constraints"] = f"{on}/{lazy}"
         return Outcome(termination, self.witness, self.trace, stats, lower, upper)
 
 

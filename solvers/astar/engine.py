@@ -93,7 +93,11 @@ class AStarEngine:
 
     name = "astar"
     capabilities = Capabilities(
-        constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True, limits=LIMITS
+        constructs=CONSTRUCTS - {"hard_vote"},
+        exact=True,
+        anytime=True,
+        limits=LIMITS,
+        lazy=False,  # its searches switch output constraints on themselves (BranchSearch)
     )
     #: Searches maximise and find: prove and minimise are rewritten, disjunctions expanded.
     chain = Chain((ProveToFind(), MinimizeToMaximize(), ToDNF(MAX_BRANCHES)))

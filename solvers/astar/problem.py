@@ -62,6 +62,7 @@ from veritas_dsl.solvers.astar.terms import (
     plan_terms,
     term_copies,
 )
+from veritas_dsl.solvers.lazy import LAZY_FROM
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,10 @@ class Problem:
     ``var[i, f]`` is the variable of instance ``i``, feature ``f``. ``cell_lo``/``cell_hi`` are the
     float32 bounds of cells (see :mod:`kernels`). ``term_constant[k]`` is term ``k``'s constant
     part (its own constant and the models' base scores) as an exact rational, and
-    ``scale = 2**q`` turns units into term values. ``infeasible`` is True when the static box is
+    ``scale = 2**q`` turns units into term values. ``lazy`` maps the output constraints a
+    search starts without (their index in ``constraints``) to their terms: all of them when
+    there are :data:`~veritas_dsl.solvers.lazy.LAZY_FROM` or more, as the points found usually
+    meet most (:class:`~.search.BranchSearch`). ``infeasible`` is True when the static box is
     empty; nothing else is then filled in.
     """
 
@@ -124,6 +128,7 @@ class Problem:
     resources: tuple[Resource, ...] = ()
     linear: tuple[tuple[tuple[tuple[int, float], ...], float], ...] = ()
     n_trees: int = 0
+    lazy: dict[int, int] = field(default_factory=dict)
 
     @property
     def n_terms(self) -> int:
@@ -151,6 +156,10 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms), pairing)
     cell_ptr, cell_lo, cell_hi = problem.cell_ptr, problem.cell_lo, problem.cell_hi
     fill_terms(problem, terms, signs, strict, rhs, q)
+    outputs = [i for i, c in enumerate(constraints) if isinstance(c, OutputConstraint)]
+    if len(outputs) >= LAZY_FROM:
+        first = len(plan.objectives)  # terms: the objectives, then the output constraints
+        problem.lazy = {i: first + j for j, i in enumerate(outputs)}
 
     groups = groups_of(query, constraints, var)
     resources = resources_of(query, constraints, plan, var, groups)

@@ -23,25 +23,30 @@ SOLUTION_CAPACITY = 32
 @dataclass(frozen=True)
 class Solution:
     """A complete state: its box, term bounds (its values), key, whether the bounds alone prove
-    the output constraints (``verified``), and the goal distance in distance mode."""
+    the output constraints (``verified``), the goal distance in distance mode, the state kept
+    open until the caller settles it (:meth:`BranchSearch.settle`) or -1, and whether it was
+    the best open state (``top``; else the end of a dive)."""
 
     row: np.ndarray
     units: np.ndarray
     key: int
     verified: bool
     cost: float
+    state: int = -1
+    top: bool = True
 
 
 def state_bytes(problem: Problem) -> int:
-    """Arena bytes per state: its box, term bounds, tree pointer, free slot and heap entry."""
-    return 4 * 2 * problem.n_vars + 8 * problem.n_terms + 4 + 4 + 8 + 8 + 4
+    """Arena bytes per state: its box, term bounds, tree pointer, epoch, free slot and heap
+    entry."""
+    return 4 * 2 * problem.n_vars + 8 * problem.n_terms + 4 + 4 + 4 + 8 + 8 + 4
 
 
 def planned_bytes(problem: Problem, capacity: int) -> int:
     """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
     and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
-    solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8
-    scratch = 12 * n_columns(problem) + problem.n_trees * (8 + 8 + 4)
+    solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8 + 4 + 1
+    scratch = 12 * n_columns(problem) + problem.n_trees * (8 + 8 + 4 + 1) + problem.n_terms
     return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
 
 
@@ -77,7 +82,10 @@ def scratch_arrays(problem: Problem) -> tuple[np.ndarray, ...]:
 
 
 class BranchSearch:
-    """Best-first search with dives over one :class:`Problem`; see :func:`kernels.search`."""
+    """Best-first search with dives over one :class:`Problem`; see :func:`kernels.search`.
+
+    The output constraints of ``problem.lazy`` start off (:meth:`switch_on` adds them as the
+    points found break them; they stay on across :meth:`restart`)."""
 
     def __init__(self, problem: Problem, capacity: int = INITIAL_CAPACITY) -> None:
         self.problem = problem
@@ -85,7 +93,13 @@ class BranchSearch:
         self.capacity = 0
         width = 2 * problem.n_vars
         n_terms = problem.n_terms
+        thr, sure, cons, u_base = problem.terms
+        term_ep = np.zeros(n_terms, dtype=np.int64)
+        term_ep[list(problem.lazy.values())] = -1
+        tr_ep = np.zeros(problem.n_trees, dtype=np.int64)
+        self.terms = (thr, sure, cons.copy(), u_base, term_ep, tr_ep)
         self.ctx = np.zeros(K.N_CTX, dtype=np.int64)
+        self._switched()
         self.ctx[K.C_DIVE] = -1
         self.ctx[K.C_INC] = K.NO_INCUMBENT
         self.solutions = (
@@ -94,6 +108,8 @@ class BranchSearch:
             np.zeros(SOLUTION_CAPACITY, dtype=np.int64),
             np.zeros(SOLUTION_CAPACITY, dtype=np.int8),
             np.zeros(SOLUTION_CAPACITY, dtype=np.float64),
+            np.zeros(SOLUTION_CAPACITY, dtype=np.int32),
+            np.zeros(SOLUTION_CAPACITY, dtype=np.int8),
         )
         self.dynamic = (
             np.zeros((0, width), dtype=np.int32),
@@ -102,6 +118,7 @@ class BranchSearch:
             np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.int64),
             np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.int32),
         )
         self.scratch = scratch_arrays(problem)
@@ -114,8 +131,10 @@ class BranchSearch:
         pushed by the next :meth:`run`, which returns ``STATUS_EXHAUSTED`` when it is dead.
         Cheaper than a new search: a bisection's probes differ only in their root. The stamp
         counter goes on, as the scratch arrays keep the stamps of the search before."""
-        stamp = self.ctx[K.C_STAMP]
+        stamp, epoch = self.ctx[K.C_STAMP], self.ctx[K.C_EPOCH]
         self.ctx[:] = 0
+        self.ctx[K.C_EPOCH] = epoch  # constraints switched on stay on, at their epochs
+        self._switched()
         self.ctx[K.C_DIVE] = -1
         self.ctx[K.C_INC] = K.NO_INCUMBENT
         self.ctx[K.C_STAMP] = stamp
@@ -133,7 +152,7 @@ class BranchSearch:
     def grow(self, capacity: int) -> None:
         """Enlarge the arena to ``capacity`` states, keeping every state and the heap."""
         old = self.capacity
-        box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = self.dynamic
+        box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = self.dynamic
         n_free = int(self.ctx[K.C_FREE])
 
         def larger(a, shape):
@@ -155,6 +174,7 @@ class BranchSearch:
             larger(hp_key, capacity),
             larger(hp_tie, capacity),
             larger(hp_state, capacity),
+            larger(st_ep, capacity),
         )
         self.ctx[K.C_FREE] = n_free + added
         self.capacity = capacity
@@ -165,20 +185,66 @@ class BranchSearch:
         """Up to ``budget`` expansions; returns a kernel ``STATUS_*``."""
         p = self.problem
         return int(
-            K.search(p.trees, p.lifted, p.terms, p.params, self.root, self.dynamic, self.solutions,
-                     self.scratch, self.ctx, int(budget))
+            K.search(p.trees, p.lifted, self.terms, p.params, self.root, self.dynamic,
+                     self.solutions, self.scratch, self.ctx, int(budget))
         )  # fmt: skip
 
     def take_solutions(self) -> list[Solution]:
         """The complete states recorded since the last call, oldest first."""
         n = int(self.ctx[K.C_NSOL])
-        rows, units, keys, flags, costs = self.solutions
+        rows, units, keys, flags, costs, states, tops = self.solutions
         found = [
-            Solution(rows[i].copy(), units[i].copy(), int(keys[i]), bool(flags[i]), float(costs[i]))
+            Solution(
+                rows[i].copy(),
+                units[i].copy(),
+                int(keys[i]),
+                bool(flags[i]),
+                float(costs[i]),
+                int(states[i]),
+                bool(tops[i]),
+            )
             for i in range(n)
         ]
         self.ctx[K.C_NSOL] = 0
         return found
+
+    # -- output constraints switched on as they are needed --------------------------------
+
+    def off_constraints(self) -> list[int]:
+        """Indices (in ``problem.constraints``) of the output constraints still off."""
+        term_ep = self.terms[4]
+        return [i for i, k in self.problem.lazy.items() if term_ep[k] < 0]
+
+    def switch_on(self, constraints: list[int]) -> None:
+        """Switch these output constraints on: every open state is stale from now on, and has
+        their bounds added before it is expanded (``kernels.search``)."""
+        self.ctx[K.C_EPOCH] += 1
+        for i in constraints:
+            self.terms[4][self.problem.lazy[i]] = self.ctx[K.C_EPOCH]
+        self._switched()
+
+    def settle(self, solution: Solution) -> None:
+        """Drop the state a solution kept open: its point met every constraint (nothing in
+        its box is better) or broke one that is on (so does every point of the box). One whose
+        point breaks an off constraint stays open: stale once :meth:`switch_on` switched some
+        on, else taken again as it is."""
+        self.dynamic[7][solution.state] = K.DEAD
+
+    def _switched(self) -> None:
+        """``term_cons``, ``tr_ep`` and ``ctx[C_OFF]`` after constraints were switched on (or
+        the search restarted)."""
+        cons, term_ep, tr_ep = self.terms[2], self.terms[4], self.terms[5]
+        off = term_ep < 0
+        cons[:] = np.where(off, K.TERM_OFF, self.problem.terms[2])
+        self.ctx[K.C_OFF] = int(off.sum())
+        trees = self.problem.trees
+        if trees:  # a tree's epoch: the last its columns' terms went on
+            tr_col, col_ptr, col_term = trees[14], trees[15], trees[16]
+            col_ep = np.full(len(col_ptr) - 1, -1, dtype=np.int64)
+            np.maximum.at(col_ep, np.repeat(np.arange(len(col_ep)), np.diff(col_ptr)),
+                          term_ep[col_term])  # fmt: skip
+            tr_ep[:] = -1
+            np.maximum.at(tr_ep, np.repeat(np.arange(len(tr_ep)), np.diff(tr_col)), col_ep)
 
     def raise_incumbent(self, key: int) -> None:
         """Let the kernel cut every state whose key is at most ``key``."""

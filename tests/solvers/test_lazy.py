@@ -1,9 +1,10 @@
-"""Queries of many output constraints answered in rounds (``solvers.lazy``): on random small
-DaRE forests and families of 12 deletion variants, A*, MILP and SAT add the constraints as their
-witnesses break them, and agree with each other and with every variant's ``predict_proba`` on
-every cell of the input space (the brute force here: the oracle engine refuses 13 models, and it
-never solves in rounds). And a round stopped by a limit never lends the original query a bound
-it has not earned."""
+"""Queries of many output constraints answered with the constraints added as they are needed:
+in rounds (``solvers.lazy``: MILP and SAT) or switched on inside one search (A*:
+``astar.search.BranchSearch``). On random small DaRE forests and families of 12 deletion
+variants, the engines agree with each other and with every variant's ``predict_proba`` on every
+cell of the input space (the brute force here: the oracle engine refuses 13 models, and it never
+solves lazily). And a round stopped by a limit never lends the original query a bound it has not
+earned."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ ENGINES = "astar, milp, sat"
 FRACTION, COUNT = 0.1, 12
 FEATURES = "features {\n f0 : int in [0, 4]\n f1 : int in [0, 4]\n f2 : int in [0, 4]\n}\n"
 ROUNDS: list[int] = []  # rounds of every lazy answer, for the test that they were needed
+SWITCHED: list[tuple[int, int]] = []  # A*: constraints switched on, of those it started without
 
 
 def setup(tmp_path, seed: int):
@@ -60,7 +62,11 @@ def run(tmp_path, seed: int, body: str, engines: str = ENGINES):
         assert [r.engine for r in result.results] == engines.split(", ")
         for r in result.results:
             assert r.termination in (Termination.OPTIMAL, Termination.INFEASIBLE), (r.engine, r)
-            ROUNDS.append(r.stats["lazy_rounds"])
+            if r.engine == "astar":
+                on, total = r.stats["lazy_constraints"].split("/")
+                SWITCHED.append((int(on), int(total)))
+            else:
+                ROUNDS.append(r.stats["lazy_rounds"])
     return results
 
 
@@ -96,13 +102,14 @@ def test_lazy_rounds_agree_with_every_variant_on_every_cell(tmp_path, seed):
             assert granted(variants, np.atleast_2d(x))[0], r.engine
 
 
+@pytest.mark.parametrize("norm", ["l1", "linf"])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_lazy_robust_counterfactual_is_closest_and_holds_on_every_variant(tmp_path, seed):
+def test_a_lazy_robust_counterfactual_is_closest_and_holds_on_every_variant(tmp_path, seed, norm):
     _, variants = setup(tmp_path, seed)
-    engines = "astar, milp"  # SAT measures no L1 distance
+    engines = "astar, milp"  # SAT measures no distance
     body = (
         "query cf for r in test[0:3] {\n input x\n where class(m, x) == 1 for m in V\n"
-        f" minimize l1(x, r)\n solve with {engines}\n}}\n"
+        f" minimize {norm}(x, r)\n solve with {engines}\n}}\n"
     )
     results = run(tmp_path, seed, body, engines)
     ok = granted(variants, CELLS)
@@ -112,7 +119,9 @@ def test_a_lazy_robust_counterfactual_is_closest_and_holds_on_every_variant(tmp_
             if not ok.any():
                 assert r.termination is Termination.INFEASIBLE, r.engine
                 continue
-            assert r.lower == pytest.approx(np.abs(CELLS[ok] - row).sum(axis=1).min()), r.engine
+            gaps = np.abs(CELLS[ok] - row)
+            closest = (gaps.sum(axis=1) if norm == "l1" else gaps.max(axis=1)).min()
+            assert r.lower == pytest.approx(closest), r.engine
             (x,) = r.witnesses[0].inputs.values()
             assert granted(variants, np.atleast_2d(x))[0], (r.engine, k)
 
@@ -122,6 +131,14 @@ def test_the_rounds_were_needed():
     constraints went untested); this test runs after them in file order."""
     assert ROUNDS, "no lazy answer was recorded"
     assert max(ROUNDS) >= 2, ROUNDS
+
+
+def test_the_astar_searches_switched_constraints_on():
+    """Some A* searches above switched constraints on (else that path went untested), and some
+    finished with constraints still off (else nothing was saved)."""
+    assert SWITCHED, "no A* answer was recorded"
+    assert any(on > 0 for on, _ in SWITCHED), SWITCHED
+    assert any(on < total for on, total in SWITCHED), SWITCHED
 
 
 def lowered_query(tmp_path, goal: str):
@@ -134,10 +151,11 @@ def lowered_query(tmp_path, goal: str):
 def test_only_queries_of_many_output_constraints_are_lazy(tmp_path):
     query = lowered_query(tmp_path, "maximize before(x)")
     assert len(query.constraints) >= LAZY_FROM
-    astar, oracle = registry.get("astar"), registry.get("oracle")
-    assert lazily(astar, query, Limits())
+    milp, oracle, astar = registry.get("milp"), registry.get("oracle"), registry.get("astar")
+    assert lazily(milp, query, Limits())
     assert not lazily(oracle, query, Limits())
-    assert not lazily(astar, query, Limits(max_steps=100))
+    assert not lazily(astar, query, Limits())  # its searches switch constraints on themselves
+    assert not lazily(milp, query, Limits(max_steps=100))
 
 
 def test_a_stopped_round_lends_only_the_bound_on_the_goals_side(tmp_path):

@@ -6,7 +6,12 @@ import numpy as np
 
 from veritas_dsl.jit import inlined, internal
 from veritas_dsl.solvers.astar.kernels.exact import encode_distance
-from veritas_dsl.solvers.astar.kernels.layout import MODE_FIND, MODE_MAXIMIZE
+from veritas_dsl.solvers.astar.kernels.layout import (
+    MODE_FIND,
+    MODE_MAXIMIZE,
+    TERM_CONSTRAINT,
+    TERM_OBJECTIVE,
+)
 
 
 @inlined
@@ -15,7 +20,7 @@ def terms_slack(u, term_thr, term_cons):
     slack = np.int64(2**62)
     found = False
     for k in range(u.shape[0]):
-        if term_cons[k]:
+        if term_cons[k] == TERM_CONSTRAINT:
             found = True
             d = u[k] - term_thr[k]
             if d < slack:
@@ -30,7 +35,7 @@ def terms_verdict(u, term_thr, term_sure, term_cons):
     checks those on the point)."""
     verdict = 1
     for k in range(u.shape[0]):
-        if term_cons[k]:
+        if term_cons[k] == TERM_CONSTRAINT:
             if u[k] < term_thr[k]:
                 return -1
             if u[k] < term_sure[k]:
@@ -46,7 +51,7 @@ def state_key(mode, u, goal_cost, depth, term_thr, term_cons):
     if mode == MODE_MAXIMIZE:
         least = u[0]
         for k in range(1, u.shape[0]):
-            if term_cons[k] == 0 and u[k] < least:
+            if term_cons[k] == TERM_OBJECTIVE and u[k] < least:
                 least = u[k]
         return least, np.int64(depth)
     if mode == MODE_FIND:

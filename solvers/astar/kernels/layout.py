@@ -42,7 +42,9 @@ C_LIVE_PEAK = 11  # most live states at once
 C_PRUNED = 12  # children cut by a bound or a constraint
 C_DIVE_KEY = 13  # key of the state being dived into
 C_STARTED = 14  # 1 once the root state was pushed (or found dead)
-N_CTX = 16
+C_EPOCH = 15  # output constraints switched on so far: a state of an older epoch is stale
+C_OFF = 16  # output constraints still off (complete states are then checked by the caller)
+N_CTX = 18
 
 # params slots (int64)
 P_MODE = 0
@@ -55,6 +57,14 @@ P_MAX_DEPTH = 6
 N_PARAMS = 8
 
 NO_INCUMBENT = np.int64(-(2**62))
+DEAD = -1
+"""``st_ep`` of a state the caller dropped (epochs count from 0)."""
+
+# what a term is (``term_cons``)
+TERM_OBJECTIVE = 0
+TERM_CONSTRAINT = 1
+TERM_OFF = 2
+"""An output constraint the search does not bound yet (see ``search.search``)."""
 FLT_MAX = 3.4028234663852886e38
 N_PARTIALS = 128
 """Slots of an exact sum's partials (``exact.msum_add``)."""

@@ -20,6 +20,7 @@ from veritas_dsl.solvers.astar.kernels.layout import (
     C_DIVE,
     C_DIVE_KEY,
     C_DIVE_STEPS,
+    C_EPOCH,
     C_EXPANDED,
     C_FREE,
     C_HAVE_INC,
@@ -27,10 +28,12 @@ from veritas_dsl.solvers.astar.kernels.layout import (
     C_INC,
     C_LIVE_PEAK,
     C_NSOL,
+    C_OFF,
     C_PRUNED,
     C_PUSHED,
     C_STAMP,
     C_STARTED,
+    DEAD,
     MODE_DISTANCE,
     MODE_FIND,
     P_DIVE_DEN,
@@ -55,7 +58,7 @@ from veritas_dsl.solvers.astar.kernels.trees import (
     tree_max,
 )
 
-# what _cut_to_ball decided
+# what _refresh decided
 _DROPPED = 0
 _REQUEUED = 1
 _KEPT = 2
@@ -75,6 +78,18 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
     expanded (:func:`incumbent_ball`) and its bounds recomputed. Everything persists in
     ``dynamic``, ``scratch`` and ``ctx`` between calls.
 
+    Output constraints may start **off** (``term_cons[k]`` ``TERM_OFF``, ``ctx[C_OFF]`` of
+    them; trees feeding only off terms have ``tr_ep`` -1 and are neither split nor bounded): a
+    complete state is then a solution of the constraints that are on, handed to the caller
+    with ``sol_state`` its row and kept on the heap. The caller checks its point on every
+    constraint and drops it (``st_ep`` ``DEAD``) when the point meets them all (nothing in the
+    box is better) or breaks one that is on (so does the whole box); when the point breaks off
+    ones, it switches some on (``term_ep``, ``tr_ep``: the epoch they went on) and bumps
+    ``ctx[C_EPOCH]`` if the state was the best open one (``sol_top``), and otherwise leaves it
+    on the heap. A state of an older epoch is stale: the bounds of the terms switched on since
+    are added when it is next taken, before it is expanded. Off constraints only relax the
+    search, so every bound stays a bound.
+
     Parameters
     ----------
     trees : tuple
@@ -86,19 +101,25 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
     problem : tuple
         The lifted input constraints, as :func:`box_alive` reads them.
     terms : tuple
-        ``term_thr, term_sure, term_cons, u_base`` (int64, int64, int8, int64; one per term): a
-        constraint term ``k`` (``term_cons[k]``) surely fails below ``term_thr[k]`` units and
-        surely holds from ``term_sure[k]`` on; ``u_base`` is what trees fixed everywhere add.
+        ``term_thr, term_sure, term_cons, u_base, term_ep, tr_ep`` (int64, int64, int8, int64,
+        int64 per term; int64 per tree): a term is an objective, a constraint or an off
+        constraint (``term_cons``, ``TERM_*``); a constraint surely fails below ``term_thr[k]``
+        units and surely holds from ``term_sure[k]`` on; ``u_base`` is what trees fixed
+        everywhere add; ``term_ep[k]`` the epoch term ``k`` went on (-1: off), ``tr_ep[t]`` the
+        last epoch a term tree ``t`` feeds went on (-1: none is on).
     params : int64 array
         ``P_*`` slots.
     root : int32 array
         The root box.
     dynamic : tuple
-        ``box, st_u, st_ptr, free, hp_key, hp_tie, hp_state``: the state arena, its free rows
-        (``free[:ctx[C_FREE]]``) and the heap (``ctx[C_HEAP]`` entries).
+        ``box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep``: the state arena, its free
+        rows (``free[:ctx[C_FREE]]``), the heap (``ctx[C_HEAP]`` entries) and each state's
+        epoch.
     solutions : tuple
-        ``sol_box, sol_u, sol_key, sol_flag, sol_cost``: complete states found (flag 1 when the
-        bounds prove the output constraints, 0 when the caller must check them on the point).
+        ``sol_box, sol_u, sol_key, sol_flag, sol_cost, sol_state, sol_top``: complete states
+        found (flag 1 when the bounds prove the output constraints, 0 when the caller must
+        check them on the point; ``sol_state`` the state kept for the caller to settle, or -1;
+        ``sol_top`` 1 when it was the best open state, not the end of a dive).
     scratch : tuple
         Work arrays, see ``search.py``'s ``scratch_arrays``.
     ctx : int64 array
@@ -112,7 +133,7 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         ctx[C_STARTED] = 1
         if not _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
             return STATUS_EXHAUSTED
-    free, hp_key, hp_tie, hp_state = dynamic[3:7]
+    free, hp_key, hp_tie, hp_state, st_ep = dynamic[3:8]
     ball_lo, ball_hi = scratch[11:13]
     mode = params[P_MODE]
     goal = params[P_GOAL]
@@ -140,14 +161,19 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
                 return STATUS_OPTIMAL
             diving = ctx[C_DIVE_STEPS] * params[P_DIVE_DEN] <= ctx[C_BF_STEPS] * params[P_DIVE_NUM]
             s, ctx[C_HEAP] = heap_pop(hp_key, hp_tie, hp_state, ctx[C_HEAP])
-        if use_ball and have_inc:
-            if ball_key != ctx[C_INC]:
-                ball_key = ctx[C_INC]
-                incumbent_ball(
-                    decode_distance(-ball_key), goal, problem, ball_lo, ball_hi, scratch[2]
-                )
-            cut = _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx)
-            if cut != _KEPT:
+        if st_ep[s] == DEAD:
+            _release(free, ctx, s)
+            continue
+        stale = st_ep[s] != ctx[C_EPOCH]
+        to_ball = use_ball and have_inc
+        if to_ball and ball_key != ctx[C_INC]:
+            ball_key = ctx[C_INC]
+            incumbent_ball(decode_distance(-ball_key), goal, problem, ball_lo, ball_hi, scratch[2])
+        if stale or to_ball:
+            kept = _refresh(
+                s, diving, stale, to_ball, trees, problem, terms, params, dynamic, scratch, ctx
+            )  # fmt: skip
+            if kept != _KEPT:
                 continue
         steps += 1
         ctx[C_EXPANDED] += 1
@@ -175,13 +201,13 @@ def _release(free, ctx, s):
 def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
     """Create the root state (box ``root``) and push it when it is alive; return whether it
     was."""
-    term_thr, term_sure, term_cons, u_base = terms
-    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+    term_thr, term_sure, term_cons, u_base, term_ep, tr_ep = terms
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = dynamic
     stack, _, parts, out, u, arg = scratch[0:6]
     alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts, scratch[13])
     if not alive:
         return False
-    full_bounds(trees, root, problem[0], u_base, u, out, arg, stack)
+    full_bounds(trees, root, problem[0], u_base, tr_ep, term_ep, -1, u, out, arg, stack)
     if terms_verdict(u, term_thr, term_sure, term_cons) < 0:
         return False
     ctx[C_FREE] -= 1
@@ -189,6 +215,7 @@ def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
     copy_into(box[s], root)
     copy_into(st_u[s], u)
     st_ptr[s] = 0
+    st_ep[s] = ctx[C_EPOCH]
     key, tie = state_key(params[P_MODE], u, goal_cost, np.int64(0), term_thr, term_cons)
     ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(s))
     ctx[C_PUSHED] += 1
@@ -196,32 +223,40 @@ def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
 
 
 @inlined
-def _cut_to_ball(s, diving, trees, problem, terms, params, dynamic, scratch, ctx):
-    """Narrow state ``s`` to the incumbent's ball (``scratch``'s ``ball_lo``, ``ball_hi``) and
-    recompute its bounds when that changed it. Returns ``_DROPPED`` (nothing left; freed),
-    ``_REQUEUED`` (no longer the best open state: back on the heap) or ``_KEPT``."""
-    term_thr, term_sure, term_cons, u_base = terms
-    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+def _refresh(s, diving, stale, to_ball, trees, problem, terms, params, dynamic, scratch, ctx):
+    """Narrow state ``s`` to the incumbent's ball (``scratch``'s ``ball_lo``, ``ball_hi``) when
+    ``to_ball``, and recompute its bounds when that changed it, or add those of the terms
+    switched on since when it is ``stale`` (of an older epoch). Returns ``_DROPPED`` (nothing
+    left; freed), ``_REQUEUED`` (no longer the best open state: back on the heap) or
+    ``_KEPT``."""
+    term_thr, term_sure, term_cons, u_base, term_ep, tr_ep = terms
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = dynamic
     stack, _, parts, out, _, arg = scratch[0:6]
     ball_lo, ball_hi = scratch[11:13]
     n_vars = problem[0]
     row = box[s]
     changed = False
     empty = False
-    for v in range(n_vars):
+    for v in range(n_vars if to_ball else 0):
         if ball_lo[v] > row[v] or ball_hi[v] < row[n_vars + v]:
             changed = True
             row[v] = max(row[v], ball_lo[v])
             row[n_vars + v] = min(row[n_vars + v], ball_hi[v])
             empty = empty or row[v] > row[n_vars + v]
-    if not changed:
+    if not (changed or stale):
         return _KEPT
     alive = not empty
     goal_cost = 0.0
     if alive:
         alive, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
     if alive:
-        full_bounds(trees, row, n_vars, u_base, st_u[s], out, arg, stack)
+        # a cut box needs every bound again; a stale one, those of the terms switched on since
+        since = -1 if changed else st_ep[s]
+        first = full_bounds(trees, row, n_vars, u_base, tr_ep, term_ep, since, st_u[s], out, arg,
+                            stack)  # fmt: skip
+        if stale:  # trees switched on may have several leaves before the state's first
+            st_ptr[s] = min(st_ptr[s], first)
+            st_ep[s] = ctx[C_EPOCH]
         alive = terms_verdict(st_u[s], term_thr, term_sure, term_cons) >= 0
     if not alive:
         _release(free, ctx, s)
@@ -252,8 +287,9 @@ def _expand(
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
     lf_start, lf_end, lf_var, lf_lo, lf_hi, vs_ptr, vs_rank, vs_tree = trees[6:14]
     tr_col, col_ptr, col_term, tr_val = trees[14:18]
-    term_thr, term_sure, term_cons, _ = terms
-    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state = dynamic
+    term_thr, term_sure, term_cons = terms[0:3]
+    tr_ep = terms[5]
+    box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = dynamic
     stack, leaves, parts, out, u, arg, parent_max, parent_arg = scratch[0:8]
     parent_stamp, child_stamp, affected = scratch[8:11]
     n_vars = problem[0]
@@ -261,16 +297,18 @@ def _expand(
     goal = params[P_GOAL]
     n_trees = tr_root.shape[0]
     row = box[s]
-    # trees before st_ptr[s] have one reachable leaf; skip the ones that got fixed since
+    # trees before st_ptr[s] have one reachable leaf or are off; skip the ones that got fixed
     first = st_ptr[s]
-    while first < n_trees and tree_is_fixed(
-        tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right
+    while first < n_trees and (
+        tr_ep[first] < 0
+        or tree_is_fixed(tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
     ):
         first += 1
     if first == n_trees:
-        status = _complete(s, row, have_inc, floor_key, problem, terms, params, dynamic,
-                           solutions, scratch, ctx)  # fmt: skip
-        _release(free, ctx, s)
+        status, held = _complete(s, row, diving, have_inc, floor_key, problem, terms, params,
+                                 dynamic, solutions, scratch, ctx)  # fmt: skip
+        if not held:
+            _release(free, ctx, s)
         return status
     n_leaves = tree_leaves(
         tr_root[first], row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, stack
@@ -304,7 +342,7 @@ def _expand(
             # it made unreachable
             n_aff = affected_trees(
                 leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree,
-                first, child_stamp, ctx, affected,
+                first, tr_ep, child_stamp, ctx, affected,
             )  # fmt: skip
             copy_into(u, st_u[s])
             for ai in range(n_aff):
@@ -345,6 +383,7 @@ def _expand(
             continue
         copy_into(st_u[c], u)
         st_ptr[c] = child_first
+        st_ep[c] = ctx[C_EPOCH]
         ctx[C_PUSHED] += 1
         if diving:
             # a distance dive heads for the output constraints first, then for closeness
@@ -372,36 +411,43 @@ def _expand(
 
 
 @inlined
-def _complete(s, row, have_inc, floor_key, problem, terms, params, dynamic, solutions, scratch,
-              ctx):  # fmt: skip
+def _complete(s, row, diving, have_inc, floor_key, problem, terms, params, dynamic, solutions,
+              scratch, ctx):  # fmt: skip
     """Record complete state ``s`` (box ``row``) as a solution when it can improve; return a
-    status."""
-    term_thr, term_sure, term_cons, _ = terms
-    sol_box, sol_u, sol_key, sol_flag, sol_cost = solutions
+    status, and whether ``s`` was kept for the caller to settle (output constraints are off)."""
+    term_thr, term_sure, term_cons = terms[0:3]
+    sol_box, sol_u, sol_key, sol_flag, sol_cost, sol_state, sol_top = solutions
     st_u = dynamic[1]
+    hp_key, hp_tie, hp_state = dynamic[4:7]
     parts = scratch[2]
     mode = params[P_MODE]
     u = st_u[s]
     verdict = terms_verdict(u, term_thr, term_sure, term_cons)
     if verdict < 0:
-        return STATUS_BUDGET
+        return STATUS_BUDGET, False
     goal_cost = 0.0
     if mode == MODE_DISTANCE:
         _, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
-    key, _ = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
+    key, tie = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
     if have_inc and key <= floor_key:
-        return STATUS_BUDGET
+        return STATUS_BUDGET, False
+    held = ctx[C_OFF] > 0
     i = ctx[C_NSOL]
     copy_into(sol_box[i], row)
     copy_into(sol_u[i], u)
     sol_key[i] = key
-    sol_flag[i] = verdict
+    sol_flag[i] = 0 if held else verdict
     sol_cost[i] = goal_cost
+    sol_state[i] = s if held else -1
+    sol_top[i] = not diving
     ctx[C_NSOL] = i + 1
+    if held:  # the box may hold points the off constraints reject: kept until settled
+        ctx[C_HEAP] = heap_push(hp_key, hp_tie, hp_state, ctx[C_HEAP], key, tie, np.int64(s))
+        return STATUS_SOLUTIONS, True
     if verdict == 0:
-        return STATUS_SOLUTIONS  # the caller checks it on the point before it counts
+        return STATUS_SOLUTIONS, False  # the caller checks it on the point before it counts
     ctx[C_HAVE_INC] = 1
     ctx[C_INC] = key
     if mode == MODE_FIND:
-        return STATUS_FOUND
-    return STATUS_BUDGET
+        return STATUS_FOUND, False
+    return STATUS_BUDGET, False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import inlined, internal, kernel
-from veritas_dsl.solvers.astar.kernels.arrays import copy_into, lower_bound
+from veritas_dsl.solvers.astar.kernels.arrays import lower_bound
 from veritas_dsl.solvers.astar.kernels.layout import C_STAMP, NO_INCUMBENT
 
 
@@ -122,12 +122,21 @@ def tree_leaves(root, row, n_vars, nd_var, nd_rank, nd_left, nd_right, leaves, s
 
 
 @inlined
-def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
-    """``u`` = every term's bound over box ``row``: ``u_base`` plus each tree's best leaf."""
+def full_bounds(trees, row, n_vars, u_base, tr_ep, term_ep, since, u, out, arg, stack):
+    """``u[k]`` = the bound over box ``row`` of every term that went on after epoch ``since``
+    (``term_ep[k] > since``): ``u_base`` plus each tree's best leaf, walking the trees that feed
+    such a term (``tr_ep[t] > since``). ``since`` -1: every term that is on. Returns the first
+    tree walked (in search order)."""
     tr_root, nd_var, nd_rank, nd_left, nd_right, nd_max = trees[0:6]
     tr_col, col_ptr, col_term, tr_val = trees[14:18]
-    copy_into(u, u_base)
+    for k in range(u.shape[0]):
+        if term_ep[k] > since:
+            u[k] = u_base[k]
+    first = tr_root.shape[0]
     for t in range(tr_root.shape[0]):
+        if tr_ep[t] <= since:
+            continue
+        first = min(first, t)
         c0 = tr_col[t]
         n_cols = tr_col[t + 1] - c0
         tree_max(
@@ -136,17 +145,19 @@ def full_bounds(trees, row, n_vars, u_base, u, out, arg, stack):
         )  # fmt: skip
         for j in range(n_cols):
             for e in range(col_ptr[c0 + j], col_ptr[c0 + j + 1]):
-                u[col_term[e]] += out[j]
+                if term_ep[col_term[e]] > since:
+                    u[col_term[e]] += out[j]
+    return first
 
 
 @internal
 def affected_trees(
-    leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, mark,
-    ctx, affected,
+    leaf, row, crow, n_vars, lf_start, lf_end, lf_var, vs_ptr, vs_rank, vs_tree, t_first, tr_ep,
+    mark, ctx, affected,
 ):  # fmt: skip
-    """Trees (from ``t_first`` on in search order) with a split whose side the step from ``row``
-    to ``crow`` decided: the only ones whose best reachable leaf can change. Written to
-    ``affected``; returns their number."""
+    """Trees (from ``t_first`` on in search order, and on: ``tr_ep`` at least 0) with a split
+    whose side the step from ``row`` to ``crow`` decided: the only ones whose best reachable
+    leaf can change. Written to ``affected``; returns their number."""
     ctx[C_STAMP] += 1
     stamp = ctx[C_STAMP]
     n_aff = 0
@@ -168,7 +179,7 @@ def affected_trees(
             i1 = lower_bound(vs_rank, base, end, hi_r + 1)  # ranks are integers
             for i in range(i0, i1):
                 t = vs_tree[i]
-                if t >= t_first and mark[t] != stamp:
+                if t >= t_first and mark[t] != stamp and tr_ep[t] >= 0:
                     mark[t] = stamp
                     affected[n_aff] = t
                     n_aff += 1
