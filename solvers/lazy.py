@@ -18,8 +18,9 @@ constraint; a relaxed optimum reached at such a witness is the original optimum.
 
 The oracle never solves lazily: it answers the whole query, so the tests compare the rounds with
 an independent answer. A* does not solve in rounds either: its searches switch the constraints
-on themselves, by the same rule (:func:`broken_by`, :func:`next_batch`). Nor does a query with a ``steps`` limit (the rounds would each count from
-zero), or one that proves (its conclusion is a constraint of the search for a counterexample).
+on themselves, by the same rule (:func:`broken_by`, :func:`next_batch`). Nor does a query with
+a ``steps`` limit (the rounds would each count from zero), or one that proves (its conclusion is
+a constraint of the search for a counterexample).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +20,7 @@ from veritas_dsl.ir.evaluate import distance, reference_point, term_value
 from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.bisection import ball_root, bisectable, cell_gaps, find_within
+from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress
 from veritas_dsl.solvers.astar.problem import Plan, Problem
 from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, REPAIR_SHARE, Repairer, repair_bytes
 from veritas_dsl.solvers.astar.search import (
@@ -43,36 +43,6 @@ FIRST_BUDGET = 4
 LONGEST_CALL_SECONDS = 0.1
 #: Shortest interval between two progress reports.
 PROGRESS_SECONDS = 0.1
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What the progress hook receives: bounds in the goal's own sense (None for find and
-    prove), states expanded so far, and the engine's memory."""
-
-    time_s: float
-    lower: float | None
-    upper: float | None
-    expanded: int
-    states_per_s: float
-    memory_bytes: int
-
-
-class InternalError(AssertionError):
-    """A state the kernels proved feasible has no valid point: a bug in the engine."""
-
-
-@dataclass
-class Outcome:
-    """What the loop found: why it stopped, the best witness, the trace and the bounds in the
-    goal's own sense, and statistics."""
-
-    termination: Termination
-    witness: Witness | None = None
-    trace: list[TracePoint] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
-    lower: float | None = None
-    upper: float | None = None
 
 
 class Run:

@@ -126,7 +126,7 @@ class AStarEngine:
     def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
         """Answer ``query`` within ``limits``.
 
-        ``progress``, when given, is called with a :class:`~anytime.Progress` at most ten times
+        ``progress``, when given, is called with a :class:`~outcome.Progress` at most ten times
         a second and once at the end (the CLI shows it as a live line). Raises
         :class:`UnsupportedQuery` for a query outside the engine's reach within its declared
         constructs (checked before, by :func:`veritas_dsl.solvers.solve.solve`); limits are

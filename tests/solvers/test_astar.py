@@ -31,8 +31,8 @@ from veritas_dsl.ir import (
 )
 from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Termination
-from veritas_dsl.solvers.astar.anytime import Progress
 from veritas_dsl.solvers.astar.engine import AStarEngine
+from veritas_dsl.solvers.astar.outcome import Progress
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.solve import solve as solve_checked
