@@ -180,8 +180,10 @@ def killing_build(text, path, row):
 
 def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
     # Dask reruns a dead worker's task elsewhere, up to allowed-failures times; after that the
-    # row is an error, once, and the run goes on. The row is the last one, so that no other
-    # task waits on a dying worker (Dask would count that one as suspicious too).
+    # row is an error, once, and the run goes on. The row is the last one and a worker holds one
+    # task at a time (worker-saturation 1), so that no other task dies with it twice (Dask would
+    # count that one as suspicious too). Once both first workers died, no worker holds anything
+    # of the run: a task rerun then must still find the spec (it travels with each task).
     loaded = parse(spec.read_text(), str(spec))
     lowered = list(loaded.lowered())
     last = len(lowered) - 1
@@ -190,7 +192,12 @@ def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
     again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
     seen = []
     with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        dask.config.set(
+            {
+                "distributed.scheduler.allowed-failures": 1,
+                "distributed.scheduler.worker-saturation": 1.0,
+            }
+        ),
         distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         ) as local,

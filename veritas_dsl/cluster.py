@@ -1,9 +1,11 @@
 """Row tasks on a Dask cluster (``--scheduler ADDRESS`` or ``--scheduler local:N``): the
 :class:`~veritas_dsl.parallel.Pool` that :func:`veritas_dsl.parallel.run_all` hands a batch to.
 
-What workers receive: the spec's text and path, scattered once to every worker (a few
-kilobytes); each worker then loads the models and data from their paths once per run and keeps
-the lowered queries, so a task is an index. Models are loaded from paths, not scattered, because
+What workers receive: with each task, the spec's text and path (a few kilobytes) and the row's
+index; a worker loads the models and data from their paths once per run and keeps the lowered
+queries. The text travels with every task rather than being scattered once: scattered data has
+no recipe, so when every worker that held it dies (a row that crashes them all), Dask forgets it
+and the tasks that needed it never end. Models are loaded from paths, not scattered, because
 an Ensemble holds its library model (a live XGBoost Booster or estimator, which validates every
 witness) and that does not pickle; so the workers must read the spec's files at the same paths
 (one machine, or a shared file system). A worker checks that the bytes it loaded hash to the
@@ -143,13 +145,12 @@ def connected(scheduler: str | Connection | None) -> Iterator[Connection | None]
 
 
 class DaskPool(Pool):
-    """Row tasks on a connected Dask cluster; the spec is scattered to every worker once."""
+    """Row tasks on a connected Dask cluster; each carries the spec's source."""
 
     def __init__(self, connection: Connection, build, expected: str, options: RunOptions) -> None:
         self.client = connection.client
         self.options = options
-        source = Source(uuid.uuid4().hex, build, expected)
-        self.source = self.client.scatter(source, broadcast=True, hash=False)
+        self.source = Source(uuid.uuid4().hex, build, expected)
         self.executor = self.client.get_executor(retries=0, pure=False)
 
     def submit(self, index: int) -> Future:
@@ -160,4 +161,3 @@ class DaskPool(Pool):
 
     def close(self) -> None:
         self.executor.shutdown(wait=False)
-        self.client.cancel([self.source])  # the next run scatters its own spec
