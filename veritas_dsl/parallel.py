@@ -113,10 +113,11 @@ def run_all(
 
     def keep(index: int, run: QueryRun) -> None:
         nonlocal finished
-        runs[index] = run
-        finished += 1
-        if done:
-            done(run, finished, total)
+        with _sigint_deferred():  # a run reported finished is one written whole (``done``)
+            runs[index] = run
+            finished += 1
+            if done:
+                done(run, finished, total)
 
     def record(index: int, run: QueryRun) -> None:
         keep(index, run)
@@ -259,6 +260,25 @@ class _ProcessPool(Pool):
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """A Ctrl-C meanwhile acts at the end of the block instead of inside it (main thread only,
+    as :func:`_sigint_ignored`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and callable(previous):
+        previous(signal.SIGINT, caught[0])
+    elif caught and previous != signal.SIG_IGN:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
