@@ -27,8 +27,9 @@ The steps, in order, each in the module named (this one runs them, :func:`build_
    distances to a reference, including the distance being minimised) and linear inequalities
    become arrays.
 
-Steps 4 to 6 are memoised per model (:mod:`.memo`): the queries and rows of a spec that read a
-model under the same static box with the same leaf contributions share their arrays. Steps 4
+Steps 3 to 6 are memoised per model (:mod:`.memo`): the queries and rows of a spec that read a
+model with the same terms share its leaf contributions and merged trees, and under the same
+static box with the same leaf contributions, its arrays. Steps 4
 and 5 depend on the model and the box only, and :func:`build_structure` builds them ahead of a
 model's first query (``AStarEngine.prepare``).
 
@@ -53,14 +54,12 @@ from veritas_dsl.solvers.astar.lifted import (
     linear_of,
     resources_of,
 )
-from veritas_dsl.solvers.astar.memo import cells_and_trees, search_trees
-from veritas_dsl.solvers.astar.sharing import share_trees
+from veritas_dsl.solvers.astar.memo import cells_and_trees, search_trees, shared_copies
 from veritas_dsl.solvers.astar.terms import (
     constant_part,
     fill_terms,
     level_constants,
     plan_terms,
-    term_copies,
 )
 from veritas_dsl.solvers.lazy import LAZY_FROM
 
@@ -203,10 +202,9 @@ def _read_trees(query: Query, plan: Plan) -> tuple[Problem, tuple]:
         return problem, ()
     outputs = tuple(c for c in query.constraints if isinstance(c, OutputConstraint))
     terms, signs, strict, rhs = plan_terms(plan, outputs)
-    copies = term_copies(query, terms, signs)
     problem.term_constant = tuple(
         constant_part(query, term, sign) for term, sign in zip(terms, signs, strict=True)
     )
-    searched, copies = level_constants(problem, query, copies, len(plan.objectives))
-    searched, copies = share_trees(searched, copies)
+    searched, copies = shared_copies(query, terms, signs)
+    searched, copies = level_constants(problem, searched, copies, len(plan.objectives))
     return problem, (table.lo, table.hi, terms, signs, strict, rhs, searched, copies)

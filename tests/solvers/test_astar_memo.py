@@ -182,3 +182,30 @@ def test_the_fast_linf_distance_is_the_rounded_exact_one(seed):
     b = (rng.normal(size=6) * scale[1]).astype(np.float32)
     b[:2] = a[:2]
     assert distance("linf", a, b) == float(exact_distance("linf", a, b))
+
+
+def test_the_rows_of_a_family_batch_share_the_merged_trees(monkeypatch, tmp_path):
+    # A family's variants merge into one model per query (sharing.share_trees); the memo keeps
+    # it, so that the rows after the first find their cells, trees and units built.
+    from test_sharing import family_query  # a DareForest family, features 0..4
+
+    structures, units = counting(monkeypatch)
+    merges = []
+    share = memo.share_trees
+    monkeypatch.setattr(memo, "share_trees", lambda *a: merges.append(1) or share(*a))
+    query = family_query(tmp_path, "where class(m, x) == 1 for m in V\n maximize before(x)")
+
+    def closest(row):
+        goal = MinimizeDistance("l1", "x", Row(row))
+        return solve(dataclasses.replace(query, goal=goal))
+
+    rows = [(0.0, 0.0, 0.0), (4.0, 0.0, 2.0), (1.0, 3.0, 0.0)]
+    answers = [closest(row) for row in rows]
+    assert (len(merges), len(structures), len(units)) == (1, 1, 1)
+    for row, result in zip(rows, answers, strict=True):
+        memo.clear()
+        alone = closest(row)
+        assert (alone.termination, alone.lower, alone.upper) == (
+            result.termination, result.lower, result.upper,
+        )  # fmt: skip
+    assert len(merges) == 1 + len(rows)
