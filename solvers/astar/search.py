@@ -185,7 +185,7 @@ class BranchSearch:
         """Up to ``budget`` expansions; returns a kernel ``STATUS_*``."""
         p = self.problem
         return int(
-            K.search(p.trees, p.lifted, self.terms, p.params, self.root, self.dynamic,
+            K.search(self.trees, p.lifted, self.terms, p.params, self.root, self.dynamic,
                      self.solutions, self.scratch, self.ctx, int(budget))
         )  # fmt: skip
 
@@ -237,7 +237,7 @@ class BranchSearch:
         off = term_ep < 0
         cons[:] = np.where(off, K.TERM_OFF, self.problem.terms[2])
         self.ctx[K.C_OFF] = int(off.sum())
-        trees = self.problem.trees
+        trees = self.trees = self.problem.trees
         if trees:  # a tree's epoch: the last its columns' terms went on
             tr_col, col_ptr, col_term = trees[14], trees[15], trees[16]
             col_ep = np.full(len(col_ptr) - 1, -1, dtype=np.int64)
@@ -245,6 +245,9 @@ class BranchSearch:
                           term_ep[col_term])  # fmt: skip
             tr_ep[:] = -1
             np.maximum.at(tr_ep, np.repeat(np.arange(len(tr_ep)), np.diff(tr_col)), col_ep)
+        on = tr_ep >= 0
+        if trees and not np.all(on):
+            self.trees = (*trees[:11], *_splits_of(trees, on), *trees[14:])
 
     def raise_incumbent(self, key: int) -> None:
         """Let the kernel cut every state whose key is at most ``key``."""
@@ -273,3 +276,17 @@ class BranchSearch:
     @property
     def live_peak(self) -> int:
         return int(self.ctx[K.C_LIVE_PEAK])
+
+
+def _splits_of(trees, on: np.ndarray) -> tuple:
+    """The index of splits by variable and rank (``vs_ptr``, ``vs_rank``, ``vs_tree``) of the
+    trees that are ``on`` only: a step's affected trees are looked up there, and the splits of
+    trees feeding only constraints that are off would be read and skipped at every step (with
+    50 variants and 5 on, most of them)."""
+    vs_ptr, vs_rank, vs_tree = trees[11:14]
+    keep = on[vs_tree]
+    n_vars = len(vs_ptr) - 1
+    var = np.repeat(np.arange(n_vars), np.diff(vs_ptr))
+    ptr = np.zeros_like(vs_ptr)
+    np.cumsum(np.bincount(var[keep], minlength=n_vars), out=ptr[1:])
+    return ptr, np.ascontiguousarray(vs_rank[keep]), np.ascontiguousarray(vs_tree[keep])

@@ -97,7 +97,8 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         lf_hi, vs_ptr, vs_rank, vs_tree, tr_col, col_ptr, col_term, tr_val``: trees in search
         order, node arrays, each leaf's box (entries ``lf_start[n]:lf_end[n]`` give a variable
         and a cell range), per variable the splits on it sorted by rank (``vs_rank``,
-        ``vs_tree``), and each tree's columns (the kernels' package docstring).
+        ``vs_tree``; those of trees that feed only off terms may be left out), and each tree's
+        columns (the kernels' package docstring).
     problem : tuple
         The lifted input constraints, as :func:`box_alive` reads them.
     terms : tuple
