@@ -60,6 +60,11 @@ def resource_cost(*args):
 
 
 @njit
+def l1_ball_cut(*args):
+    return feasibility.l1_ball_cut(*args)
+
+
+@njit
 def msum_add(*args):
     return exact.msum_add(*args)
 
@@ -137,6 +142,58 @@ def test_box_kernels_match_twins(family):
             exact = twin.resource_cost(problem, r, row)
             assert cost == float(exact)
             assert exceeds == (res.bound != np.inf and exact > Fraction(res.bound))
+
+    run()
+
+
+@pytest.mark.parametrize("family", ["min_l1", "weighted_distance"])
+def test_the_l1_ball_cut_drops_only_cells_with_nothing_closer(family):
+    """Every cell the cut drops holds no point of the box closer than the radius (exact, by
+    the twin), and the cells it keeps at each end hold one (up to its float slack)."""
+
+    @settings(max_examples=examples(1.5))
+    @given(query=queries(family), data=st.data())
+    def run(query, data):
+        problem = problem_of(query)
+        assume(problem is not None)
+        goal = int(problem.params[K.P_GOAL])
+        assume(goal >= 0 and problem.resources[goal].kind == K.KIND_L1)
+        row = random_box(problem, data.draw)
+        assume(twin.one_hot_alive(problem, row))
+        n = problem.n_vars
+
+        def cost_at(v, cell):
+            sub = row.copy()
+            sub[v] = sub[n + v] = cell
+            return twin.resource_cost(problem, goal, sub)
+
+        least = twin.resource_cost(problem, goal, row)
+        # radii at a cell's distance, just above it and between: where a cut can go wrong
+        costs = [cost_at(v, c) for v in range(n) for c in range(row[v], row[n + v] + 1)]
+        near = float(data.draw(st.sampled_from(costs)))
+        radius = data.draw(st.sampled_from([near, np.nextafter(near, np.inf), near + 0.25]))
+        cut = row.copy()
+        parts, spare = np.empty(K.N_PARTIALS), np.empty(K.N_PARTIALS)
+        changed, empty = l1_ball_cut(cut, radius, goal, problem.lifted, parts, spare)
+        rs_ptr, pr_a, pr_b, _, pr_group = problem.lifted[9:14]
+        pairs = range(rs_ptr[goal], rs_ptr[goal + 1])
+        cuttable = {int(pr_a[i]) for i in pairs if pr_b[i] < 0 and pr_group[i] < 0}
+        if empty:
+            assert least >= Fraction(radius)
+            return
+        if cuttable:  # the cut empties a box with nothing closer (up to its slack)
+            assert least < Fraction(radius) * Fraction(1 + 2**-38)
+        assert changed == (not np.array_equal(cut, row))
+
+        for v in range(n):
+            assert row[v] <= cut[v] <= cut[n + v] <= row[n + v]
+            dropped = [*range(row[v], cut[v]), *range(cut[n + v] + 1, row[n + v] + 1)]
+            assert all(cost_at(v, cell) >= Fraction(radius) for cell in dropped)
+            if v in cuttable:  # kept for a reason: its end cells hold closer points
+                for cell in (cut[v], cut[n + v]):
+                    assert cost_at(v, cell) < Fraction(radius) * Fraction(1 + 2**-38)
+            else:
+                assert not dropped
 
     run()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import inlined, internal
+from veritas_dsl.solvers.astar.kernels.arrays import lower_bound
 from veritas_dsl.solvers.astar.kernels.exact import msum_add, msum_round, two_prod, two_sum
 from veritas_dsl.solvers.astar.kernels.layout import FLT_MAX, KIND_CHANGED, KIND_L1, KIND_LINF
 
@@ -330,3 +331,75 @@ def incumbent_ball(radius, goal, problem, ball_lo, ball_hi, parts):
                 last = j
         ball_lo[a] = first
         ball_hi[a] = last
+
+
+@inlined
+def _keeps(c, lo, hi, w, limit, integral):
+    """Whether a cell ``[lo, hi]`` can hold a value whose weighted gap to ``c`` is below
+    ``limit``."""
+    s, _, _ = pair_gap(lo, hi, np.int32(-1), 0.0, 0.0, c, integral)
+    return w * s < limit
+
+
+@internal
+def l1_ball_cut(row, radius, goal, problem, parts, spare):
+    """Narrow box ``row`` in place to the cells of each variable that can hold a point of the
+    box strictly closer than ``radius`` under the L1 goal.
+
+    A point of the box whose variable ``v`` lies in cell ``j`` is at least (the box's least
+    distance ``g``, less ``v``'s own least gap, plus ``j``'s gap) away, as every other pair's
+    gap is least over the box: a cell where that reaches ``radius`` holds nothing better. The
+    global ball (:func:`incumbent_ball`) cuts ``v`` at ``radius``; this cuts it at ``radius -
+    g + own``, which is what narrows states deep in the search. Kept cells are decided in
+    float64 with a relative slack of 2**-40, so a cell is only ever kept wrongly, never
+    dropped. Returns (changed, empty)."""
+    n_vars = problem[0]
+    cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
+    rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
+    pr_w = problem[19]
+    g, _ = resource_cost(goal, np.inf, row, n_vars, cell_ptr, cell_lo, cell_hi, var_int,
+                         problem[5], problem[6], problem[7], rs_ptr, pr_a, pr_b, pr_c, pr_group,
+                         problem[14], pr_w, parts, spare)  # fmt: skip
+    slack = radius - g + (abs(radius) + abs(g)) * 2.0**-40
+    changed = False
+    for i in range(rs_ptr[goal], rs_ptr[goal + 1]):
+        a = pr_a[i]
+        if pr_b[i] >= 0 or pr_group[i] >= 0:
+            continue
+        base = cell_ptr[a]
+        rl = np.int64(row[a])
+        rh = np.int64(row[n_vars + a])
+        c, w, integral = pr_c[i], pr_w[i], var_int[a] != 0
+        own, _, _ = pair_gap(cell_lo[base + rl], cell_hi[base + rh], np.int32(-1), 0.0, 0.0, c,
+                             integral)  # fmt: skip
+        limit = w * own + slack
+        # cells from j on lie above c (gaps grow with j), those before it below (gaps shrink)
+        j = min(max(lower_bound(cell_hi, base + rl, base + rh + 1, c) - base, rl), rh)
+        new_lo, new_hi = rh + 1, rl - 1
+        if _keeps(c, cell_lo[base + j], cell_hi[base + j], w, limit, integral):
+            new_lo = j
+            lo, hi = j, rh  # the last kept cell of j..rh
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                if _keeps(c, cell_lo[base + mid], cell_hi[base + mid], w, limit, integral):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            new_hi = lo
+        if j > rl and _keeps(c, cell_lo[base + j - 1], cell_hi[base + j - 1], w, limit, integral):
+            new_hi = max(new_hi, j - 1)
+            lo, hi = rl, j - 1  # the first kept cell of rl..j-1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if _keeps(c, cell_lo[base + mid], cell_hi[base + mid], w, limit, integral):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            new_lo = lo
+        if new_lo > new_hi:
+            return True, True
+        if new_lo != rl or new_hi != rh:
+            changed = True
+            row[a] = new_lo
+            row[n_vars + a] = new_hi
+    return changed, False

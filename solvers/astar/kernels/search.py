@@ -12,7 +12,7 @@ import numpy as np
 from veritas_dsl.jit import inlined, kernel
 from veritas_dsl.solvers.astar.kernels.arrays import copy_into
 from veritas_dsl.solvers.astar.kernels.exact import decode_distance
-from veritas_dsl.solvers.astar.kernels.feasibility import box_alive, incumbent_ball
+from veritas_dsl.solvers.astar.kernels.feasibility import box_alive, incumbent_ball, l1_ball_cut
 from veritas_dsl.solvers.astar.kernels.heap import better, heap_pop, heap_push
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
 from veritas_dsl.solvers.astar.kernels.layout import (
@@ -34,6 +34,7 @@ from veritas_dsl.solvers.astar.kernels.layout import (
     C_STAMP,
     C_STARTED,
     DEAD,
+    KIND_L1,
     MODE_DISTANCE,
     MODE_FIND,
     P_DIVE_DEN,
@@ -140,6 +141,7 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
     goal = params[P_GOAL]
     use_ball = mode == MODE_DISTANCE and goal >= 0
     ball_key = np.int64(0)  # the incumbent the ball was cut for (0: none yet in this call)
+    radius = np.inf
     steps = 0
     while steps < budget:
         if ctx[C_FREE] < params[P_MAX_LEAVES] + 1:
@@ -169,10 +171,12 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         to_ball = use_ball and have_inc
         if to_ball and ball_key != ctx[C_INC]:
             ball_key = ctx[C_INC]
-            incumbent_ball(decode_distance(-ball_key), goal, problem, ball_lo, ball_hi, scratch[2])
+            radius = decode_distance(-ball_key)
+            incumbent_ball(radius, goal, problem, ball_lo, ball_hi, scratch[2])
         if stale or to_ball:
             kept = _refresh(
-                s, diving, stale, to_ball, trees, problem, terms, params, dynamic, scratch, ctx
+                s, diving, stale, to_ball, radius, trees, problem, terms, params, dynamic,
+                scratch, ctx,
             )  # fmt: skip
             if kept != _KEPT:
                 continue
@@ -224,12 +228,15 @@ def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
 
 
 @inlined
-def _refresh(s, diving, stale, to_ball, trees, problem, terms, params, dynamic, scratch, ctx):
+def _refresh(
+    s, diving, stale, to_ball, radius, trees, problem, terms, params, dynamic, scratch, ctx
+):  # fmt: skip
     """Narrow state ``s`` to the incumbent's ball (``scratch``'s ``ball_lo``, ``ball_hi``) when
-    ``to_ball``, and recompute its bounds when that changed it, or add those of the terms
-    switched on since when it is ``stale`` (of an older epoch). Returns ``_DROPPED`` (nothing
-    left; freed), ``_REQUEUED`` (no longer the best open state: back on the heap) or
-    ``_KEPT``."""
+    ``to_ball``, under an L1 goal further to what the rest of its box leaves of ``radius`` (the
+    incumbent's distance: :func:`l1_ball_cut`), and recompute its bounds when that changed it,
+    or add those of the terms switched on since when it is ``stale`` (of an older epoch).
+    Returns ``_DROPPED`` (nothing left; freed), ``_REQUEUED`` (no longer the best open state:
+    back on the heap) or ``_KEPT``."""
     term_thr, term_sure, term_cons, u_base, term_ep, tr_ep = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = dynamic
     stack, _, parts, out, _, arg = scratch[0:6]
@@ -244,6 +251,9 @@ def _refresh(s, diving, stale, to_ball, trees, problem, terms, params, dynamic, 
             row[v] = max(row[v], ball_lo[v])
             row[n_vars + v] = min(row[n_vars + v], ball_hi[v])
             empty = empty or row[v] > row[n_vars + v]
+    if to_ball and not empty and problem[7][params[P_GOAL]] == KIND_L1:
+        cut, empty = l1_ball_cut(row, radius, params[P_GOAL], problem, parts, scratch[13])
+        changed = changed or cut
     if not (changed or stale):
         return _KEPT
     alive = not empty
