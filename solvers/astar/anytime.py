@@ -19,7 +19,14 @@ import numpy as np
 from veritas_dsl.ir.evaluate import distance, reference_point, term_value
 from veritas_dsl.result import Termination, TracePoint, Witness
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.bisection import ball_root, bisectable, cell_gaps, find_within
+from veritas_dsl.solvers.astar.bisection import (
+    REBUILD_AFTER,
+    ball_root,
+    bisectable,
+    cell_gaps,
+    find_within,
+    probe_for_ball,
+)
 from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress
 from veritas_dsl.solvers.astar.problem import Plan, Problem
 from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, REPAIR_SHARE, Repairer, repair_bytes
@@ -27,10 +34,11 @@ from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
     BranchSearch,
     Solution,
+    grown,
     planned_bytes,
     state_bytes,
 )
-from veritas_dsl.solvers.astar.witness import inputs_hold, inside, point_of
+from veritas_dsl.solvers.astar.witness import inputs_hold, inside, model_margins, point_of
 from veritas_dsl.solvers.lazy import broken_by, next_batch
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
@@ -89,6 +97,7 @@ class Run:
         self.last_progress = -math.inf
         self._eval_arrays: dict[str, tuple] = {}
         self._static_bytes = sum(p.nbytes() for p in problems)  # the problems never change
+        self.probe_bytes = 0  # a bisection probe's own problem (bisection.probe_for_ball)
         self.repairers: dict[int, Repairer] = {}
         self.to_repair: tuple | None = None  # the last new best point (maximum or distance)
 
@@ -163,21 +172,20 @@ class Run:
             root = ball_root(problem, gaps, float(candidates[mid]))
             self.probe_found = False
             if root is not None:
+                self._retire(b)  # the last probe's search, the branch's or its own
                 if search is None:
                     within = find_within(problem, root)
                     if self._memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
                         return Termination.MEMORY_LIMIT
                     search = BranchSearch(within, INITIAL_CAPACITY)
                 else:
-                    self._retire(b)
                     search.restart(root)
                 self.searches[b] = search
-                while search.alive and not self.probe_found:
-                    status, stop = self._call(b, search)
-                    if stop is not None:
-                        return stop
-                    if status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
-                        break
+                stop, rebuilt = self._probe(b, search, root)
+                if stop is not None:
+                    return stop
+                if rebuilt:  # the branch's search was dropped for the probe's own
+                    search = None
             if not self.probe_found:
                 lo = mid + 1
             elif self.best is not None and np.searchsorted(candidates, self.best) > mid:
@@ -188,6 +196,26 @@ class Run:
         self._retire(b)
         self.open[b] = False
         return None
+
+    def _probe(self, b: int, search: BranchSearch, root: np.ndarray) -> tuple:
+        """Run the probe of box ``root`` on branch ``b``'s ``search`` until it finds a point or
+        proves there is none, after :data:`REBUILD_AFTER` expansions on trees built for its
+        ball (:func:`probe_for_ball`). Returns a termination or None, and if it was rebuilt."""
+        rebuilt = False
+        while search.alive and not self.probe_found:
+            if not rebuilt and search.expanded >= REBUILD_AFTER:
+                rebuilt = True
+                probe = probe_for_ball(self.problems[b], root, self.plan.pair_trees)
+                self._retire(b)
+                self.probe_bytes = probe.nbytes()
+                if self._memory() + planned_bytes(probe, INITIAL_CAPACITY) > self.memory_limit:
+                    return Termination.MEMORY_LIMIT, rebuilt
+                search = self.searches[b] = BranchSearch(probe, INITIAL_CAPACITY)
+                continue
+            status, stop = self._call(b, search)
+            if stop is not None or status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
+                return stop, rebuilt
+        return None, rebuilt
 
     def _search_instead(self, b: int) -> Termination | None:
         """Give up bisecting branch ``b``: search it best-first by distance from here on."""
@@ -231,11 +259,11 @@ class Run:
             self._accept(b, search, solution)
         stop = None
         if status == K.STATUS_MEMORY:
-            extra = planned_bytes(search.problem, 2 * search.capacity) - search.nbytes()
+            extra = planned_bytes(search.problem, grown(search.capacity)) - search.nbytes()
             if self._memory() + extra > self.memory_limit:
                 stop = Termination.MEMORY_LIMIT
             else:
-                search.grow(2 * search.capacity)
+                search.grow(grown(search.capacity))
         self._note_bounds()
         finished = status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND)
         unfinished = not (finished or self.found)
@@ -252,7 +280,7 @@ class Run:
         return status, stop
 
     def _retire(self, b: int) -> None:
-        """Fold the statistics of branch ``b``'s finished probe into the totals."""
+        """Fold the statistics of branch ``b``'s finished probe into the totals, and let it go."""
         search = self.searches[b]
         if search is not None:
             self.retired["expanded"] += search.expanded
@@ -261,6 +289,7 @@ class Run:
             self.retired["peak"] = max(self.retired["peak"], search.live_peak)
             self._note_switched(b, search)
             self.searches[b] = None
+        self.probe_bytes = 0
 
     def _note_switched(self, b: int, search: BranchSearch) -> None:
         lazy = len(search.problem.lazy)
@@ -272,11 +301,11 @@ class Run:
     def _accept(
         self, b: int, search: BranchSearch, solution: Solution, repaired: bool = False
     ) -> None:
-        problem = self.problems[b]
+        problem = search.problem  # a probe's cells may be its own
         inputs = point_of(problem, solution.row)
         if not inside(problem, solution.row, inputs):
             raise InternalError(f"query {problem.query.name}: the point {inputs} leaves its box")
-        margins = self._margins(problem, inputs)
+        margins = model_margins(problem.query, inputs, self._eval_arrays)
         if solution.state >= 0:  # output constraints are off: a point of the box, not the box
             off = search.off_constraints()
             broken = broken_by(problem.constraints, inputs, margins, off)
@@ -359,21 +388,6 @@ class Run:
                 slack = math.ceil(_objective_slack(problem) * problem.scale) + 1
                 search.raise_incumbent(math.floor(target) - slack)
 
-    def _margins(self, problem: Problem, inputs) -> dict[tuple[str, str], np.ndarray]:
-        query = problem.query
-        margins = {}
-        for name, model in query.models.items():
-            arrays = self._eval_arrays.get(name)
-            if arrays is None:
-                arrays = (
-                    model.feature, model.threshold, model.left, model.right, model.value,
-                    np.ascontiguousarray(model.roots), model.base_score,
-                )  # fmt: skip
-                self._eval_arrays[name] = arrays
-            for instance in query.instances:
-                margins[name, instance] = K.eval_margins(*arrays, inputs[instance])
-        return margins
-
     # -- bounds ---------------------------------------------------------------------------
 
     def _open_bound(self) -> float | None:
@@ -439,7 +453,7 @@ class Run:
     def _memory(self) -> int:
         repairs = sum(repair_bytes(r.problem) for r in self.repairers.values())
         searches = sum(s.nbytes() for s in self.searches if s is not None)
-        return self._static_bytes + repairs + searches
+        return self._static_bytes + self.probe_bytes + repairs + searches
 
     def _stop(self, termination: Termination) -> Outcome:
         if termination in (Termination.OPTIMAL, Termination.INFEASIBLE):

@@ -73,8 +73,8 @@ class Plan:
     ``ir.reductions.MinimizeToMaximize``); with ``worst_of``, the least of it and those terms
     (:class:`~veritas_dsl.ir.query.MaximizeMin`). ``distance`` is the goal of a
     closest-example query. ``pair_trees`` (``"auto"``, ``"always"``, ``"never"``) says whether a
-    maximisation of one term merges pairs of trees into product trees
-    (:func:`.trees.pair_trees`; ``"auto"``: deep trees only).
+    maximisation of one term, or a find with one output constraint, merges pairs of trees into
+    product trees (:func:`.trees.pair_trees`; ``"auto"``: deep trees only).
     """
 
     mode: int
@@ -149,8 +149,9 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     constraints = query.constraints
     var, n_vars, integral = problem.var, problem.n_vars, problem.integral
     lo, hi, terms, signs, strict, rhs, searched, copies = read
-    # pairs of trees merge for a maximisation of one term only: it is what they bound
-    single = plan.mode == K.MODE_MAXIMIZE and not plan.worst_of and len(terms) == 1
+    # pairs of trees merge for one term only, maximised or, in a find, an output constraint's
+    # slack: it is what they bound
+    single = plan.mode in (K.MODE_MAXIMIZE, K.MODE_FIND) and not plan.worst_of and len(terms) == 1
     pairing = plan.pair_trees if single else "never"
     q, max_leaves, max_depth = search_trees(problem, searched, copies, lo, hi, len(terms), pairing)
     cell_ptr, cell_lo, cell_hi = problem.cell_ptr, problem.cell_lo, problem.cell_hi

@@ -6,7 +6,7 @@ A kernel is compiled on its first call in a process, or loaded from the cache
 or so, and the search itself often milliseconds. A limit bounds the engine's work, so
 :func:`ready` runs every kernel Python calls on two tiny canned queries (a maximisation, and a
 closest example under L1 with an output constraint), and repairs a point of the first, before the
-engine's clock starts.
+engine's clock starts; on a wider model too when a query's boxes need int32.
 
 The canned queries go through the same Python code as a real one (:func:`build_problem` and
 :class:`Run`), and so call each kernel with the very types a real query passes (read-only model
@@ -43,18 +43,22 @@ from veritas_dsl.solvers.astar.repair import Repairer
 _MEMORY_BYTES = 64 << 20
 
 
-def ready() -> float:
-    """Make every kernel the engine calls ready in this process; the seconds this call took
-    (about 0 once they are). Raises ``KeyboardInterrupt`` when Ctrl-C stopped it, and it is then
-    tried again by the next call."""
+def ready(wide: bool = False) -> float:
+    """Make every kernel the engine calls ready in this process, and with ``wide`` also the
+    search over int32 boxes (:func:`.search.box_dtype`: some variable has more than 256 cells;
+    compiling it costs a cold cache another 15 s or so, which most models never need); the
+    seconds this call took (about 0 once they are). Raises ``KeyboardInterrupt`` when Ctrl-C
+    stopped it, and it is then tried again by the next call."""
     start = time.monotonic()
-    _run_canned_queries()
+    _run_canned_queries(False)
+    if wide:
+        _run_canned_queries(True)
     return time.monotonic() - start
 
 
 @functools.cache
-def _run_canned_queries() -> None:
-    model = _canned_model()
+def _run_canned_queries(wide: bool) -> None:
+    model = _widened(_canned_model()) if wide else _canned_model()
     features = (Feature("a"), Feature("b"))
     models = {"m": model}
     value = OutputTerm((OutputAtom(1.0, "m", "x"),))
@@ -79,6 +83,38 @@ def _run_canned_queries() -> None:
             raise KeyboardInterrupt
         if plan.mode == K.MODE_MAXIMIZE:  # the canned search ends before it repairs a point
             Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)}, 1.0)
+
+
+#: Splits of the widening tree: more cells than a uint8 box holds (:func:`.search.box_dtype`).
+_WIDE_SPLITS = 300
+
+
+def _widened(model: Ensemble) -> Ensemble:
+    """``model`` with one more tree, a chain of ``_WIDE_SPLITS`` splits on feature ``a`` (one leaf
+    off each), so that the search holds its boxes as int32."""
+    n, k = model.n_nodes, _WIDE_SPLITS
+    chain = n + 2 * np.arange(k)  # split i at node chain[i]; its leaf at chain[i] + 1
+    feature = np.full(2 * k + 1, -1)
+    feature[::2][:k] = 0
+    threshold = np.zeros(2 * k + 1)
+    threshold[::2][:k] = np.arange(k) + 0.5
+    left = np.full(2 * k + 1, -1)
+    left[::2][:k] = chain + 1
+    right = np.full(2 * k + 1, -1)
+    right[::2][:k] = chain + 2
+    value = np.zeros((2 * k + 1, 1))
+    value[1::2, 0] = np.arange(k) % 3
+    return Ensemble(
+        feature=np.concatenate([model.feature, feature]),
+        threshold=np.concatenate([model.threshold, threshold]),
+        left=np.concatenate([model.left, left]),
+        right=np.concatenate([model.right, right]),
+        value=np.concatenate([model.value, value]),
+        tree_offsets=[*model.tree_offsets, n + 2 * k + 1],
+        base_score=model.base_score,
+        feature_names=model.feature_names,
+        source="canned",
+    )
 
 
 def _canned_model() -> Ensemble:

@@ -36,16 +36,34 @@ class Solution:
     top: bool = True
 
 
+def grown(capacity: int) -> int:
+    """The arena's next capacity: a quarter more. Doubling left up to half of the arena unused
+    at the peak; a grow copies the arena, a memcpy that costs little against the expansions
+    that filled it."""
+    return capacity + max(capacity // 4, INITIAL_CAPACITY)
+
+
+def box_dtype(problem: Problem) -> np.dtype:
+    """The integer type of the arena's boxes: a cell index per end, so one byte when no variable
+    has more than 256 cells (always so for XGBoost's histogram splits), else four. The box is
+    most of a state's bytes; the search kernel is compiled once for each type
+    (:func:`.ready.ready`)."""
+    most = int(np.diff(problem.cell_ptr).max(initial=0))
+    return np.dtype(np.uint8 if most <= 256 else np.int32)
+
+
 def state_bytes(problem: Problem) -> int:
     """Arena bytes per state: its box, term bounds, tree pointer, epoch, free slot and heap
     entry."""
-    return 4 * 2 * problem.n_vars + 8 * problem.n_terms + 4 + 4 + 4 + 8 + 8 + 4
+    box = box_dtype(problem).itemsize * 2 * problem.n_vars
+    return box + 8 * problem.n_terms + 4 + 4 + 4 + 8 + 8 + 4
 
 
 def planned_bytes(problem: Problem, capacity: int) -> int:
     """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
     and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
-    solution = 4 * 2 * problem.n_vars + 8 * problem.n_terms + 8 + 1 + 8 + 4 + 1
+    box = box_dtype(problem).itemsize * 2 * problem.n_vars
+    solution = box + 8 * problem.n_terms + 8 + 1 + 8 + 4 + 1
     scratch = 12 * n_columns(problem) + problem.n_trees * (8 + 8 + 4 + 1) + problem.n_terms
     return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
 
@@ -92,6 +110,7 @@ class BranchSearch:
         self.root = problem.root
         self.capacity = 0
         width = 2 * problem.n_vars
+        boxes = box_dtype(problem)
         n_terms = problem.n_terms
         thr, sure, cons, u_base = problem.terms
         term_ep = np.zeros(n_terms, dtype=np.int64)
@@ -103,7 +122,7 @@ class BranchSearch:
         self.ctx[K.C_DIVE] = -1
         self.ctx[K.C_INC] = K.NO_INCUMBENT
         self.solutions = (
-            np.zeros((SOLUTION_CAPACITY, width), dtype=np.int32),
+            np.zeros((SOLUTION_CAPACITY, width), dtype=boxes),
             np.zeros((SOLUTION_CAPACITY, n_terms), dtype=np.int64),
             np.zeros(SOLUTION_CAPACITY, dtype=np.int64),
             np.zeros(SOLUTION_CAPACITY, dtype=np.int8),
@@ -112,7 +131,7 @@ class BranchSearch:
             np.zeros(SOLUTION_CAPACITY, dtype=np.int8),
         )
         self.dynamic = (
-            np.zeros((0, width), dtype=np.int32),
+            np.zeros((0, width), dtype=boxes),
             np.zeros((0, n_terms), dtype=np.int64),
             np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.int32),
@@ -195,7 +214,7 @@ class BranchSearch:
         rows, units, keys, flags, costs, states, tops = self.solutions
         found = [
             Solution(
-                rows[i].copy(),
+                rows[i].astype(np.int32),  # the problem's own box type
                 units[i].copy(),
                 int(keys[i]),
                 bool(flags[i]),

@@ -1,4 +1,4 @@
-"""A concrete float32 input inside a complete state's box, and its exact check.
+"""A concrete float32 input inside a complete state's box, and its exact check on the models.
 
 Every point of a complete state's box reaches the same leaves, so the outputs are fixed; what
 remains is to choose, inside the box, values that meet the lifted input constraints. The choice
@@ -89,6 +89,22 @@ def inside(problem: Problem, row: np.ndarray, inputs) -> bool:
         if np.any(values < lo[v]) or np.any(values > hi[v]):
             return False
     return True
+
+
+def model_margins(query, inputs, arrays: dict) -> dict[tuple[str, str], np.ndarray]:
+    """Every model's raw outputs at ``inputs``, per (model, instance), as the model adds them
+    (float64, tree order); ``arrays`` keeps each model's arrays for the next point."""
+    margins = {}
+    for name, model in query.models.items():
+        held = arrays.get(name)
+        if held is None:
+            held = arrays[name] = (
+                model.feature, model.threshold, model.left, model.right, model.value,
+                np.ascontiguousarray(model.roots), model.base_score,
+            )  # fmt: skip
+        for instance in query.instances:
+            margins[name, instance] = K.eval_margins(*held, inputs[instance])
+    return margins
 
 
 def inputs_hold(problem: Problem, inputs, margins) -> bool:

@@ -77,6 +77,25 @@ first = AStarEngine().solve(query, Limits(timeout_s=2.0))
 wall_s = time.monotonic() - start
 compiled = signatures()
 second = AStarEngine().solve(query, Limits(timeout_s=2.0))
+# one more tree, of 300 splits on a: more cells than a uint8 box holds, so int32 boxes, whose
+# search compiles only now, off the clock too
+k = 300
+n = model.n_nodes
+split = [i % 2 == 0 and i < 2 * k for i in range(2 * k + 1)]  # node i + 1 is its leaf
+wide_model = Ensemble(
+    feature=[*model.feature, *[0 if s else -1 for s in split]],
+    threshold=[*model.threshold, *[i / (2 * k) if s else 0.0 for i, s in enumerate(split)]],
+    left=[*model.left, *[n + i + 1 if s else -1 for i, s in enumerate(split)]],
+    right=[*model.right, *[n + i + 2 if s else -1 for i, s in enumerate(split)]],
+    value=[*model.value, *[[0.0 if s else 0.01 * (i % 7)] for i, s in enumerate(split)]],
+    tree_offsets=[*model.tree_offsets, n + 2 * k + 1], base_score=[0.0],
+    feature_names=("a", "b", "c"),
+)
+wide_query = Query(
+    "wide", query.features, ("x",), {"m": wide_model}, goal=query.goal
+)
+wide = AStarEngine().solve(wide_query, Limits(timeout_s=2.0))
+compiled_wide = signatures()
 # queries of other kinds (pairs with ties, one-hot groups, int features, change counts, L-inf
 # closest examples by bisection, find) call the kernels with the same types: nothing compiles
 for name in ("fairness", "domains", "dominance", "closest"):
@@ -86,7 +105,12 @@ print(json.dumps({
     "time_s": first.time_s, "wall_s": wall_s, "compile_s": first.stats.get("compile_s"),
     "second_compile_s": second.stats.get("compile_s"),
     "oracle": OracleEngine().solve(query, Limits(timeout_s=60)).upper,
-    "compiled": compiled, "later": signatures(),
+    "wide": {
+        "termination": wide.termination.value, "lower": wide.lower, "upper": wide.upper,
+        "time_s": wide.time_s, "compile_s": wide.stats.get("compile_s"),
+        "oracle": OracleEngine().solve(wide_query, Limits(timeout_s=60)).upper,
+    },
+    "compiled": compiled, "compiled_wide": compiled_wide, "later": signatures(),
 }))
 """
 
@@ -114,8 +138,20 @@ def test_a_short_limit_on_a_cold_cache_is_not_spent_compiling(cold):
     assert cold["second_compile_s"] < 0.05  # once per process
 
 
+def test_a_query_with_int32_boxes_compiles_their_search_off_the_clock(cold):
+    wide = cold["wide"]
+    assert wide["termination"] == "optimal"
+    assert wide["lower"] == wide["upper"] == wide["oracle"]
+    assert wide["time_s"] < 2.0
+    assert wide["compile_s"] > 2.0  # the search over int32 boxes compiled for this query
+
+
 def test_a_real_query_compiles_nothing_the_engine_made_ready(cold):
     public = [getattr(kernels, name) for name in kernels.__all__]
     public = {f"{kernel.py_func.__module__}.{kernel.__name__}" for kernel in public}
     assert all(len(cold["compiled"].get(name, ())) == 1 for name in public), cold["compiled"]
-    assert cold["later"] == cold["compiled"]
+    # int32 boxes add a signature of the search kernel, and of nothing else
+    search = f"{kernels.search.py_func.__module__}.search"
+    for name in public:
+        assert len(cold["compiled_wide"].get(name, ())) == 1 + (name == search), name
+    assert cold["later"] == cold["compiled_wide"]

@@ -6,8 +6,11 @@ Vocabulary shared by every kernel (the Python side in ``problem.py`` builds thes
   ``n_vars``. Each variable's float32 line is cut by the thresholds that matter into **cells**:
   variable ``v`` owns cells ``cell_ptr[v] .. cell_ptr[v + 1] - 1``; cell ``c`` is the closed float32
   interval ``[cell_lo[c], cell_hi[c]]`` (integral for int and bool variables).
-* A **box** is one row of ``2 * n_vars`` int32: ``row[v]`` and ``row[n_vars + v]`` are the first and
-  last cell (ranks, relative to ``cell_ptr[v]``) that variable ``v`` may take.
+* A **box** is one row of ``2 * n_vars`` integers: ``row[v]`` and ``row[n_vars + v]`` are the first
+  and last cell (ranks, relative to ``cell_ptr[v]``) that variable ``v`` may take. The search's
+  arena holds them as uint8 when every variable has at most 256 cells, else int32 (a state's
+  bytes are mostly its box); other boxes are int32. Kernels read box entries into int64 before
+  any arithmetic (uint8 minus uint8 would wrap) and store only ranks of the variable's cells.
 * A **search tree** is a compacted tree over variables: node ``n`` is a split when
   ``nd_var[n] >= 0`` and sends cells ``<= nd_rank[n]`` left (``x < threshold`` goes left). Every
   root-to-leaf path is feasible on its own, so a leaf is reachable in a box exactly when every

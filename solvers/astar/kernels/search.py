@@ -246,11 +246,17 @@ def _refresh(
     changed = False
     empty = False
     for v in range(n_vars if to_ball else 0):
-        if ball_lo[v] > row[v] or ball_hi[v] < row[n_vars + v]:
+        # in int64, and nothing stored when empty: boxes may be uint8 and the ball's empty
+        # range is (n_cells, -1)
+        lo = max(np.int64(row[v]), np.int64(ball_lo[v]))
+        hi = min(np.int64(row[n_vars + v]), np.int64(ball_hi[v]))
+        if lo > hi:
+            empty = True
+            break
+        if lo != row[v] or hi != row[n_vars + v]:
             changed = True
-            row[v] = max(row[v], ball_lo[v])
-            row[n_vars + v] = min(row[n_vars + v], ball_hi[v])
-            empty = empty or row[v] > row[n_vars + v]
+            row[v] = lo
+            row[n_vars + v] = hi
     if to_ball and not empty and problem[7][params[P_GOAL]] == KIND_L1:
         cut, empty = l1_ball_cut(row, radius, params[P_GOAL], problem, parts, scratch[13])
         changed = changed or cut
