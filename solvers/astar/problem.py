@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -132,6 +133,12 @@ class Problem:
     @property
     def n_terms(self) -> int:
         return len(self.term_constant)
+
+    @cached_property
+    def most_cells(self) -> int:
+        """The most cells a variable has (read once the cells are built; the search's memory
+        accounting asks for it between kernel calls)."""
+        return int(np.diff(self.cell_ptr).max(initial=0))
 
     def nbytes(self) -> int:
         """Bytes held by the static arrays."""

@@ -48,8 +48,7 @@ def box_dtype(problem: Problem) -> np.dtype:
     has more than 256 cells (always so for XGBoost's histogram splits), else four. The box is
     most of a state's bytes; the search kernel is compiled once for each type
     (:func:`.ready.ready`)."""
-    most = int(np.diff(problem.cell_ptr).max(initial=0))
-    return np.dtype(np.uint8 if most <= 256 else np.int32)
+    return np.dtype(np.uint8 if problem.most_cells <= 256 else np.int32)
 
 
 def state_bytes(problem: Problem) -> int:
