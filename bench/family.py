@@ -24,6 +24,7 @@ solved to optimality; per row, the constraints the search switched on (of the fa
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -63,6 +64,14 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = forest_and_rows(args.rows, args.trees, args.depth, "family-bench-")
+    try:
+        run(args, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, folder: Path) -> None:
+    """The table, one line per K, each followed by its rows' answers."""
     print(
         f"forest: {args.trees} trees, depth {args.depth}, {args.rows} rows; each variant "
         f"forgets {args.fraction:g} of them; {args.queries} test rows, A*"
