@@ -213,7 +213,7 @@ class BranchSearch:
         rows, units, keys, flags, costs, states, tops = self.solutions
         found = [
             Solution(
-                rows[i].astype(np.int32),  # the problem's own box type
+                rows[i].astype(np.int32),  # int32, as every box outside the arena
                 units[i].copy(),
                 int(keys[i]),
                 bool(flags[i]),
