@@ -58,7 +58,7 @@ def ready(wide: bool = False) -> float:
 
 @functools.cache
 def _run_canned_queries(wide: bool) -> None:
-    model = _widened(_canned_model()) if wide else _canned_model()
+    model = widened(_canned_model()) if wide else _canned_model()
     features = (Feature("a"), Feature("b"))
     models = {"m": model}
     value = OutputTerm((OutputAtom(1.0, "m", "x"),))
@@ -89,9 +89,10 @@ def _run_canned_queries(wide: bool) -> None:
 _WIDE_SPLITS = 300
 
 
-def _widened(model: Ensemble) -> Ensemble:
-    """``model`` with one more tree, a chain of ``_WIDE_SPLITS`` splits on feature ``a`` (one leaf
-    off each), so that the search holds its boxes as int32."""
+def widened(model: Ensemble) -> Ensemble:
+    """``model`` with one more tree, a chain of ``_WIDE_SPLITS`` splits on its first feature (one
+    leaf off each), so that the search holds its boxes as int32
+    (``tests/solvers/test_astar_ready.py`` widens its model the same way)."""
     n, k = model.n_nodes, _WIDE_SPLITS
     chain = n + 2 * np.arange(k)  # split i at node chain[i]; its leaf at chain[i] + 1
     feature = np.full(2 * k + 1, -1)

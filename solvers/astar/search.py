@@ -51,18 +51,20 @@ def box_dtype(problem: Problem) -> np.dtype:
     return np.dtype(np.uint8 if problem.most_cells <= 256 else np.int32)
 
 
+def _box_bytes(problem: Problem) -> int:
+    return box_dtype(problem).itemsize * 2 * problem.n_vars
+
+
 def state_bytes(problem: Problem) -> int:
     """Arena bytes per state: its box, term bounds, tree pointer, epoch, free slot and heap
     entry."""
-    box = box_dtype(problem).itemsize * 2 * problem.n_vars
-    return box + 8 * problem.n_terms + 4 + 4 + 4 + 8 + 8 + 4
+    return _box_bytes(problem) + 8 * problem.n_terms + 4 + 4 + 4 + 8 + 8 + 4
 
 
 def planned_bytes(problem: Problem, capacity: int) -> int:
     """Bytes a search over ``problem`` holds with an arena of ``capacity`` states: the arena
     and heap, the solution buffer, its counters, and the kernels' per-call scratch."""
-    box = box_dtype(problem).itemsize * 2 * problem.n_vars
-    solution = box + 8 * problem.n_terms + 8 + 1 + 8 + 4 + 1
+    solution = _box_bytes(problem) + 8 * problem.n_terms + 8 + 1 + 8 + 4 + 1
     scratch = 12 * n_columns(problem) + problem.n_trees * (8 + 8 + 4 + 1) + problem.n_terms
     return capacity * state_bytes(problem) + SOLUTION_CAPACITY * solution + 8 * K.N_CTX + scratch
 

@@ -33,6 +33,7 @@ from veritas_dsl.ir import Feature, Maximize, OutputAtom, OutputTerm, Query
 from veritas_dsl.model import Ensemble
 from veritas_dsl.solvers.astar import kernels
 from veritas_dsl.solvers.astar.engine import AStarEngine
+from veritas_dsl.solvers.astar.ready import widened
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 
@@ -79,18 +80,7 @@ compiled = signatures()
 second = AStarEngine().solve(query, Limits(timeout_s=2.0))
 # one more tree, of 300 splits on a: more cells than a uint8 box holds, so int32 boxes, whose
 # search compiles only now, off the clock too
-k = 300
-n = model.n_nodes
-split = [i % 2 == 0 and i < 2 * k for i in range(2 * k + 1)]  # node i + 1 is its leaf
-wide_model = Ensemble(
-    feature=[*model.feature, *[0 if s else -1 for s in split]],
-    threshold=[*model.threshold, *[i / (2 * k) if s else 0.0 for i, s in enumerate(split)]],
-    left=[*model.left, *[n + i + 1 if s else -1 for i, s in enumerate(split)]],
-    right=[*model.right, *[n + i + 2 if s else -1 for i, s in enumerate(split)]],
-    value=[*model.value, *[[0.0 if s else 0.01 * (i % 7)] for i, s in enumerate(split)]],
-    tree_offsets=[*model.tree_offsets, n + 2 * k + 1], base_score=[0.0],
-    feature_names=("a", "b", "c"),
-)
+wide_model = widened(model)
 wide_query = Query(
     "wide", query.features, ("x",), {"m": wide_model}, goal=query.goal
 )
