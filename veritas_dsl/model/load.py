@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from veritas_dsl.model import skops_file
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 
@@ -145,19 +146,4 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
             raise
         except Exception as error:  # unpickling a corrupt file raises almost anything
             raise ModelError(f"{path}: cannot unpickle this file ({error!r})") from None
-    try:
-        import skops.io
-    except ImportError:
-        raise ModelError("skops is not installed (pip install 'veritas-dsl[sklearn]')") from None
-    try:
-        untrusted = skops.io.get_untrusted_types(file=path)
-    except Exception as error:  # skops raises many kinds on a corrupt file
-        raise ModelError(f"{path}: not a readable skops file ({error})") from None
-    # Only scikit-learn's and numpy's own types are trusted: they rebuild state, not run code.
-    foreign = [name for name in untrusted if not name.startswith(("sklearn.", "numpy."))]
-    if foreign:
-        raise ModelError(f"{path}: the file holds types we do not trust: {', '.join(foreign)}")
-    try:
-        return skops.io.load(path, trusted=untrusted)
-    except Exception as error:  # as above
-        raise ModelError(f"{path}: not a readable skops file ({error})") from None
+    return skops_file.read(path)
