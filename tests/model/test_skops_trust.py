@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -259,3 +261,52 @@ def test_a_name_hidden_in_data_is_refused(tmp_path):
     with pytest.raises(ModelError, match=r"numpy\.random\.seed"):
         load_model(path)
 
+
+def _crafted_tree(tmp_path) -> Path:
+    """A forest whose leaf has left child -5: we read it as a leaf, scikit-learn as a split."""
+    from sklearn.tree import DecisionTreeClassifier
+    from sklearn.tree._tree import Tree
+
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    fitted = DecisionTreeClassifier(max_depth=1).fit(X, [0, 0, 1, 1])
+    state = fitted.tree_.__getstate__()
+    state["nodes"] = state["nodes"].copy()
+    state["nodes"]["left_child"][2] = -5
+    tree = Tree(*fitted.tree_.__reduce__()[1])
+    tree.__setstate__(state)
+    fitted.tree_ = tree
+    skops_io.dump(fitted, tmp_path / "tree.skops")
+    return tmp_path / "tree.skops"
+
+
+def _crafted_predictor(tmp_path) -> Path:
+    """Histogram boosting whose split points back at the root: a cycle."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X = np.random.default_rng(0).normal(size=(80, 2))
+    fitted = HistGradientBoostingRegressor(max_iter=1, max_depth=2, random_state=0)
+    nodes = fitted.fit(X, X[:, 0])._predictors[0][0].nodes
+    nodes["left"][np.nonzero(nodes["is_leaf"] == 0)[0][-1]] = 0
+    skops_io.dump(fitted, tmp_path / "hist.skops")
+    return tmp_path / "hist.skops"
+
+
+@pytest.mark.parametrize(
+    "craft, reason",
+    [
+        (_crafted_tree, "tree 0, node 2: its left child -5 is not a node"),
+        (_crafted_predictor, "node 2: its child 0 is not a node of the tree, or is reached twice"),
+    ],
+)
+def test_trees_are_checked_before_scikit_learn_follows_them(tmp_path, craft, reason):
+    """skops leaves trees to the caller because scikit-learn's predictors follow their children
+    unchecked; we trust them, so the importer checks them. These crashed `ver inspect` (a
+    segmentation fault) and made it loop for ever. A child process, so that a crash fails the
+    test rather than ending pytest."""
+    path = craft(tmp_path)
+    code = f"from veritas_dsl.cli import main; raise SystemExit(main(['inspect', {str(path)!r}]))"
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == ExitCode.ERROR, child
+    assert reason in child.stderr and "internal error" not in child.stderr

@@ -190,9 +190,14 @@ def _regression_leaves(tree, n_outputs: int) -> np.ndarray:
 def _assemble(cls: type[Ensemble], parts: _Kind, feature_names, task, source, library) -> Ensemble:
     features, thresholds, lefts, rights, values, sizes = [], [], [], [], [], []
     offset = 0
-    for tree, output in parts.trees:
+    for t, (tree, output) in enumerate(parts.trees):
         left = np.asarray(tree.children_left, dtype=np.int64)
-        leaf = left < 0
+        # scikit-learn's rule, which its predictor follows unchecked: a leaf's left child is -1.
+        leaf = left == -1
+        bad = np.nonzero(left < -1)[0]
+        if len(bad):
+            n = bad[0]
+            raise ModelError(f"tree {t}, node {n}: its left child {left[n]} is not a node")
         right = np.asarray(tree.children_right, dtype=np.int64)
         features.append(np.where(leaf, -1, tree.feature))
         thresholds.append(np.where(leaf, np.float32(0), le_threshold_as_lt(tree.threshold)))

@@ -105,13 +105,27 @@ def _tree(nodes: np.ndarray, where: str):
             f"{where}, node {n} splits feature {int(nodes['feature_idx'][n])} by category; "
             "categorical splits are not supported"
         )
+    if not len(nodes):
+        raise ModelError(f"{where} has no nodes")
     old = []  # old node index per new node, parent first
     left, right = [], []
-    stack = [(0, -1, 0)]  # (old node, new parent, side)
+    # scikit-learn's predictor follows children unchecked: each must be a node, reached once.
+    seen = np.zeros(len(nodes), dtype=bool)
+
+    def visit(n: int, parent: int) -> int:
+        if not 0 <= n < len(nodes) or seen[n]:
+            raise ModelError(
+                f"{where}, node {parent}: its child {n} is not a node of the tree, or is reached "
+                "twice"
+            )
+        seen[n] = True
+        return n
+
+    stack = [(visit(0, -1), -1, 0)]  # (old node, new parent, side)
     while stack:
         n, parent, side = stack.pop()
         while not nodes["is_leaf"][n] and nodes["num_threshold"][n] == np.inf:
-            n = int(nodes["left"][n])  # every number goes left
+            n = visit(int(nodes["left"][n]), n)  # every number goes left
         new = len(old)
         old.append(n)
         left.append(-1)
@@ -119,8 +133,8 @@ def _tree(nodes: np.ndarray, where: str):
         if parent >= 0:
             (left if side == 0 else right)[parent] = new
         if not nodes["is_leaf"][n]:
-            stack.append((int(nodes["right"][n]), new, 1))
-            stack.append((int(nodes["left"][n]), new, 0))
+            stack.append((visit(int(nodes["right"][n]), n), new, 1))
+            stack.append((visit(int(nodes["left"][n]), n), new, 0))
     picked = nodes[np.array(old)]
     leaf = picked["is_leaf"] != 0
     bad = np.nonzero(~leaf & ~np.isfinite(picked["num_threshold"]))[0]
