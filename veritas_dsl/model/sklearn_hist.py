@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.forest import skip_left
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
 
 if TYPE_CHECKING:
@@ -105,37 +106,11 @@ def _tree(nodes: np.ndarray, where: str):
             f"{where}, node {n} splits feature {int(nodes['feature_idx'][n])} by category; "
             "categorical splits are not supported"
         )
-    if not len(nodes):
-        raise ModelError(f"{where} has no nodes")
-    old = []  # old node index per new node, parent first
-    left, right = [], []
-    # scikit-learn's predictor follows children unchecked: each must be a node, reached once.
-    seen = np.zeros(len(nodes), dtype=bool)
-
-    def visit(n: int, parent: int) -> int:
-        if not 0 <= n < len(nodes) or seen[n]:
-            raise ModelError(
-                f"{where}, node {parent}: its child {n} is not a node of the tree, or is reached "
-                "twice"
-            )
-        seen[n] = True
-        return n
-
-    stack = [(visit(0, -1), -1, 0)]  # (old node, new parent, side)
-    while stack:
-        n, parent, side = stack.pop()
-        while not nodes["is_leaf"][n] and nodes["num_threshold"][n] == np.inf:
-            n = visit(int(nodes["left"][n]), n)  # every number goes left
-        new = len(old)
-        old.append(n)
-        left.append(-1)
-        right.append(-1)
-        if parent >= 0:
-            (left if side == 0 else right)[parent] = new
-        if not nodes["is_leaf"][n]:
-            stack.append((visit(int(nodes["right"][n]), n), new, 1))
-            stack.append((visit(int(nodes["left"][n]), n), new, 0))
-    picked = nodes[np.array(old)]
+    leaf = nodes["is_leaf"] != 0
+    old, left, right = skip_left(
+        nodes["left"], nodes["right"], leaf, nodes["num_threshold"] == np.inf, where
+    )
+    picked = nodes[old]
     leaf = picked["is_leaf"] != 0
     bad = np.nonzero(~leaf & ~np.isfinite(picked["num_threshold"]))[0]
     if len(bad):
@@ -149,8 +124,8 @@ def _tree(nodes: np.ndarray, where: str):
     return (
         feature,
         threshold,
-        np.array(left),
-        np.array(right),
+        left,
+        right,
         np.asarray(picked["value"], dtype=np.float64),
     )
 
