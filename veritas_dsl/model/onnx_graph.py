@@ -108,6 +108,12 @@ def _attributes(node) -> dict:
     for attribute in node.attribute:
         value = helper.get_attribute_value(attribute)
         if attribute.type == attribute.TENSOR:
+            # onnx would read the file it names, relative to the working directory
+            if value.data_location == value.EXTERNAL:
+                raise ModelError(
+                    f"attribute {attribute.name} keeps its data in another file (external "
+                    "data); a tree ensemble's attributes must be in the model file"
+                )
             value = numpy_helper.to_array(value)
         out[attribute.name] = value
     return out
