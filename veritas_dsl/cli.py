@@ -15,6 +15,7 @@ from veritas_dsl.atomic import write_text
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.model import load_model
+from veritas_dsl.model.load import pickle_option
 from veritas_dsl.model.parity import check_library
 from veritas_dsl.model.summary import ModelSummary, summarize
 from veritas_dsl.outcome import Interrupted
@@ -43,7 +44,7 @@ class ExitCode(enum.IntEnum):
 def main(argv: list[str] | None = None) -> int:
     args = arguments.parser().parse_args(argv)
     arguments.check(args)
-    with _engine_tracebacks(args.debug):
+    with _engine_tracebacks(args.debug), pickle_option("--trust-pickle"):
         return _main(args)
 
 

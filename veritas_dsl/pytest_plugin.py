@@ -18,6 +18,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("veritas-dsl")
     group.addoption("--ver-solver", help="engine for every .ver query (overrides `solve with`)")
     group.addoption("--ver-timeout", type=float, help="time limit per engine and .ver query")
+    group.addoption(
+        "--ver-trust-pickle",
+        action="store_true",
+        help="allow scikit-learn pickle/joblib models, which runs code from the file",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,9 +55,11 @@ class VerWarning(UserWarning):
 class VerFile(pytest.File):
     def collect(self):
         from veritas_dsl import SpecError, load
+        from veritas_dsl.model.load import pickle_option
 
         try:
-            spec = load(self.path)
+            with pickle_option("--ver-trust-pickle"):
+                spec = load(self.path, self.config.getoption("ver_trust_pickle"))
         except SpecError as error:
             yield SpecErrorItem.from_parent(self, name="spec", error=error)
             return

@@ -25,6 +25,7 @@ import pytest
 import xgboost as xgb
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_files import model_end
 
 from veritas_dsl.model import load_model
 
@@ -206,8 +207,15 @@ def test_mutated_model_files_are_located_errors(originals, batch):
             for format, mutations in batch.items()
             for i, m in enumerate(mutations)
         }
-        for name, result in run_specs(folder, models).items():
+        results = run_specs(folder, models)
+        for name, result in results.items():
             assert_located(name, result, folder)
+        # A file cut short is never loaded as a smaller model (see test_truncated_files.py).
+        for format, mutations in batch.items():
+            for i, m in enumerate(mutations):
+                cut = m[1] % len(originals[format]) if m[0] == "truncate" else None
+                if cut is not None and cut < model_end(format, originals[format]):
+                    assert "error[V401]" in results[f"{format}_{i}"]["stderr"], (format, cut)
 
 
 def _replace(data: bytes, old: bytes, new: bytes) -> bytes:

@@ -364,3 +364,25 @@ def test_without_onnxruntime_the_model_loads_without_a_library_model(monkeypatch
     model = Ensemble.from_onnx(regressor())
     assert model.library is None
     assert model.n_trees == 3
+
+
+@pytest.mark.parametrize("location", ["values.bin", "/etc/hostname", "../values.bin"])
+def test_an_attribute_kept_in_another_file_is_refused(tmp_path, monkeypatch, location):
+    """onnx reads external data from the file a tensor names (relative to the working directory):
+    a model file could read another file into its thresholds; other names were an internal
+    error (onnx's ValidationError)."""
+    proto = regressor()
+    n = len(attributes(proto.graph.node[0])["nodes_values"])
+    (tmp_path / "values.bin").write_bytes(np.zeros(n, np.float32).tobytes())
+    tensor = helper.make_tensor("nodes_values_as_tensor", TensorProto.FLOAT, [n], [0.0] * n)
+    tensor.ClearField("float_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    tensor.external_data.add(key="location", value=location)
+    changed = with_attributes(proto, nodes_values_as_tensor=tensor)
+    changed.graph.node[0].attribute.remove(
+        next(a for a in changed.graph.node[0].attribute if a.name == "nodes_values")
+    )
+    (tmp_path / "m.onnx").write_bytes(changed.SerializeToString())
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError, match="nodes_values_as_tensor keeps its data in another file"):
+        load_model("m.onnx")

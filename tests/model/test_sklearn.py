@@ -154,3 +154,58 @@ def test_pickle_needs_the_trust_flag(tmp_path):
     with pytest.raises(ModelError, match="runs code"):
         load_model(path)
     assert load_model(path, trust_pickle=True).n_trees == 1
+
+
+# Trained on data with missing values: a split of the missing values from the rest has threshold
+# +inf, and every number goes left there (scikit-learn sends x <= inf left; only NaN goes right).
+MISSING = RNG.random(len(X)) < 0.3
+X_NAN = np.where(MISSING[:, None] & (np.arange(4) == 1), np.nan, X)
+NAN_TARGETS = {
+    "binary": ((Z[:, 0] > 0) != MISSING).astype(int),
+    "multiclass": Y_CLASS + MISSING * (Y_CLASS == 0),
+    "regression": Z[:, 0] + 2 * MISSING,
+}
+NAN_ESTIMATORS = [
+    (tree.DecisionTreeClassifier(max_depth=5, random_state=0), "binary"),
+    (tree.ExtraTreeClassifier(max_depth=5, random_state=0), "binary"),
+    (ensemble.RandomForestClassifier(n_estimators=7, max_depth=4, random_state=0), "binary"),
+    (ensemble.RandomForestClassifier(n_estimators=7, max_depth=4, random_state=0), "multiclass"),
+    (ensemble.ExtraTreesClassifier(n_estimators=7, max_depth=4, random_state=0), "binary"),
+    (tree.DecisionTreeRegressor(max_depth=5, random_state=0), "regression"),
+    (ensemble.RandomForestRegressor(n_estimators=7, max_depth=4, random_state=0), "regression"),
+    (ensemble.ExtraTreesRegressor(n_estimators=7, max_depth=4, random_state=0), "regression"),
+]
+
+
+@pytest.mark.parametrize(
+    "estimator, task", NAN_ESTIMATORS, ids=[f"{type(e).__name__}-{t}" for e, t in NAN_ESTIMATORS]
+)
+def test_models_trained_on_missing_values_import_with_parity(estimator, task):
+    """Inputs are never NaN: such a split is its left subtree. It was refused ("tree 1, node 9 has
+    threshold inf"). Parity on float32 points on and beside every finite threshold, and at huge
+    numbers, which an inf threshold passes to the left too."""
+    fitted = estimator.fit(X_NAN, NAN_TARGETS[task])
+    model = Ensemble.from_sklearn(fitted)
+    assert model.task == task
+    finite = X[~MISSING]
+    thresholds = [(f, t) for f, t in original_thresholds(fitted) if np.isfinite(t)]
+    points = probe_points(model, finite, extra_thresholds=thresholds)
+    # (scikit-learn's finiteness check sums the input: float32's largest would overflow there)
+    huge = 1e37
+    points["extremes"] = np.array([[huge] * 4, [-huge] * 4, [0, huge, 0, 0]], np.float32)
+    n_classes = len(fitted.classes_) if task != "regression" else 0
+    assert_parity(model, raw_output(fitted, n_classes), points)
+    if task != "regression":
+        for name, P in points.items():
+            assert np.array_equal(model.predict_class(P), fitted.predict(P)), name
+
+
+def test_the_missing_value_splits_are_there_and_are_skipped():
+    """The case above is not vacuous: the forest has +inf splits, and none is left."""
+    fitted = ensemble.RandomForestClassifier(n_estimators=7, max_depth=4, random_state=0)
+    fitted.fit(X_NAN, NAN_TARGETS["binary"])
+    assert any(t == np.inf for _, t in original_thresholds(fitted))
+    model = Ensemble.from_sklearn(fitted)
+    assert np.all(np.isfinite(model.threshold))
+    kept = sum(int(np.sum(m.tree_.threshold != np.inf)) for m in fitted.estimators_)
+    assert len(model.feature) < kept  # each +inf split went with its right subtree

@@ -17,6 +17,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.parser import parse_text
 from veritas_dsl.lang.typed import CheckedSpec
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.model.load import pickle_option
 from veritas_dsl.run import RunOptions, preflight
 from veritas_dsl.spec import Spec
 
@@ -64,7 +65,8 @@ def analyse(text: str, path: str, files: CachedFiles) -> Analysis:
         return Analysis(path, text, _located(error.diagnostics, None, path))
     names = _declared_names(spec, text)
     try:
-        checked = Spec(text, path, trust_pickle=False, files=files)
+        with pickle_option(None):  # an editor never loads a pickle
+            checked = Spec(text, path, trust_pickle=False, files=files)
         found = checked.warnings()
         preflight(list(checked.lowered()), RunOptions())
     except SpecError as error:

@@ -17,7 +17,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.families import Families
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
-from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS
+from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, PickleRefused
 
 DATA_FORMATS = {
     "csv": {},
@@ -63,15 +63,14 @@ class Environment(Families):
                     path, decl.kind, self.trust_pickle, options
                 )
             self.model_paths[decl.name] = str(path)
+        except PickleRefused as error:
+            self.broken.add(decl.name)
+            message = f"cannot load model `{decl.name}`: {error.reason}"
+            self.error("V401", message, decl.path.span, help=error.help)
         except ModelError as error:
             self.broken.add(decl.name)
             message = str(error).replace(f"{path}: ", "")
-            self.error(
-                "V401",
-                f"cannot load model `{decl.name}`: {message}",
-                decl.path.span,
-                help=("trust_pickle" in message and "pass --trust-pickle to `ver`") or "",
-            )
+            self.error("V401", f"cannot load model `{decl.name}`: {message}", decl.path.span)
 
     def feature_space(self, decls: list[ast.ModelDecl | ast.DerivedDecl]) -> None:
         """``decls``: the model declarations (families follow their base)."""

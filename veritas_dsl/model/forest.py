@@ -121,3 +121,48 @@ def reorder(
     tree_of = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     sizes = np.bincount(tree_of[order], minlength=len(offsets) - 1)
     return new_left, new_right, np.concatenate([[0], np.cumsum(sizes)])
+
+
+def skip_left(
+    left: np.ndarray, right: np.ndarray, leaf: np.ndarray, skipped: np.ndarray, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One tree (root 0, children relative to it) without the splits ``skipped`` marks, each
+    replaced by its left subtree: splits every number passes to the left, such as
+    scikit-learn's splits of missing values from the rest (threshold +inf).
+
+    Returns the old index of each node kept, parent first, and their children as new indices
+    (-1 at leaves). Libraries' predictors follow children unchecked, so every child followed
+    must be a node of the tree, reached once; otherwise :class:`ModelError` naming the node.
+    """
+    n = len(left)
+    seen = np.zeros(n, dtype=bool)
+
+    def visit(node: int, parent: int) -> int:
+        if not 0 <= node < n or seen[node]:
+            raise ModelError(
+                f"{where}, node {parent}: its child {node} is not a node of the tree, or is "
+                "reached twice"
+            )
+        seen[node] = True
+        return node
+
+    if n == 0:
+        raise ModelError(f"{where} has no nodes")
+    old: list[int] = []
+    new_left: list[int] = []
+    new_right: list[int] = []
+    stack = [(visit(0, -1), -1, 0)]  # (old node, new parent, side)
+    while stack:
+        node, parent, side = stack.pop()
+        while not leaf[node] and skipped[node]:
+            node = visit(int(left[node]), node)
+        new = len(old)
+        old.append(node)
+        new_left.append(-1)
+        new_right.append(-1)
+        if parent >= 0:
+            (new_left if side == 0 else new_right)[parent] = new
+        if not leaf[node]:
+            stack.append((visit(int(right[node]), node), new, 1))
+            stack.append((visit(int(left[node]), node), new, 0))
+    return np.array(old), np.array(new_left), np.array(new_right)

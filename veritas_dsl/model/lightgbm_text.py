@@ -23,6 +23,7 @@ from veritas_dsl.model.errors import ModelError
 _INT = re.compile(r"[-+]?\d{1,10}")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 MISSING_ZERO = 1
+END_OF_TREES = "end of trees"
 #: More leaves than LightGBM grows in one tree (its num_leaves is at most 131072).
 MAX_LEAVES = 1 << 20
 
@@ -76,6 +77,7 @@ def parse(text: str, where: str) -> Model:
             at += 1
     if not trees:
         raise ModelError(f"{where}: the model has no trees")
+    _check_whole(header, lines[at] if at < len(lines) else "", len(trees), where)
     if len(trees) % per_iteration:
         raise ModelError(f"{where}: {len(trees)} trees is not a whole number of iterations")
     return Model(
@@ -123,7 +125,24 @@ def canonical_text(model: Model) -> str:
             ]
         lines += ["leaf_value=" + row(tree.leaf_value), "is_linear=0", "shrinkage=1", "", ""]
         blocks.append("\n".join(lines))
-    return "\n".join(head) + "\n" + "".join(blocks) + "end of trees\n"
+    return "\n".join(head) + "\n" + "".join(blocks) + END_OF_TREES + "\n"
+
+
+def _check_whole(header: dict[str, str], after: str, n_trees: int, where: str) -> None:
+    """A file cut short reads as fewer trees: LightGBM closes its trees with ``end of trees``,
+    and declares their number in ``tree_sizes=`` (absent from files older than 2.3)."""
+    if "tree_sizes" in header:
+        declared = len(header["tree_sizes"].split())
+        if declared != n_trees:
+            raise ModelError(
+                f"{where}: the file holds {n_trees} trees, but its `tree_sizes=` line declares "
+                f"{declared}: it is cut short or damaged"
+            )
+    if after != END_OF_TREES:
+        raise ModelError(
+            f"{where}: no `{END_OF_TREES}` line after tree {n_trees - 1}: the file is cut short "
+            "or damaged"
+        )
 
 
 def _block(lines: list[str], at: int, stop) -> tuple[dict[str, str], int]:

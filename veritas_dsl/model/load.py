@@ -11,8 +11,11 @@ unpickling runs code), ``catboost`` (JSON files of ``save_model(format="json")``
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from pathlib import Path
 
+from veritas_dsl.model import skops_file
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 
@@ -28,6 +31,8 @@ FORMAT_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 _PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+# How the caller's user allows pickles, as they would write it; None where nothing can.
+_PICKLE_OPTION: ContextVar[str | None] = ContextVar("pickle_option", default="trust_pickle=True")
 # The first key of a CatBoost JSON model (its keys are written in alphabetical order).
 _CATBOOST_KEYS = (b'"ctr_data"', b'"features_info"')
 
@@ -125,13 +130,34 @@ def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]
     raise ModelError(f"unknown model format {format!r}; expected one of {', '.join(FORMATS)}")
 
 
+@contextlib.contextmanager
+def pickle_option(option: str | None):
+    """Meanwhile, a refused pickle names ``option`` as the way to allow it (``--trust-pickle``
+    for the command line; None: the caller has no such option). Python's keyword otherwise."""
+    token = _PICKLE_OPTION.set(option)
+    try:
+        yield
+    finally:
+        _PICKLE_OPTION.reset(token)
+
+
+class PickleRefused(ModelError):
+    """A pickle or joblib file loaded without trust; ``reason`` and ``help`` are the parts of
+    the message that a diagnostic shows apart."""
+
+    def __init__(self, path: Path) -> None:
+        option = _PICKLE_OPTION.get()
+        self.reason = "loading a pickle runs code from the file"
+        self.help = "save the model with skops instead" + (
+            f", or pass {option} if you trust this file" if option else "; it is never loaded here"
+        )
+        super().__init__(f"{path}: {self.reason}; {self.help}")
+
+
 def _load_sklearn(path: Path, trust_pickle: bool) -> object:
     if path.suffix.lower() in _PICKLE_SUFFIXES:
         if not trust_pickle:
-            raise ModelError(
-                f"{path}: loading a pickle runs code from the file; save the model with skops "
-                "instead, or pass trust_pickle=True if you trust this file"
-            )
+            raise PickleRefused(path)
         try:
             if path.suffix.lower() == ".joblib":
                 import joblib
@@ -145,19 +171,4 @@ def _load_sklearn(path: Path, trust_pickle: bool) -> object:
             raise
         except Exception as error:  # unpickling a corrupt file raises almost anything
             raise ModelError(f"{path}: cannot unpickle this file ({error!r})") from None
-    try:
-        import skops.io
-    except ImportError:
-        raise ModelError("skops is not installed (pip install 'veritas-dsl[sklearn]')") from None
-    try:
-        untrusted = skops.io.get_untrusted_types(file=path)
-    except Exception as error:  # skops raises many kinds on a corrupt file
-        raise ModelError(f"{path}: not a readable skops file ({error})") from None
-    # Only scikit-learn's and numpy's own types are trusted: they rebuild state, not run code.
-    foreign = [name for name in untrusted if not name.startswith(("sklearn.", "numpy."))]
-    if foreign:
-        raise ModelError(f"{path}: the file holds types we do not trust: {', '.join(foreign)}")
-    try:
-        return skops.io.load(path, trusted=untrusted)
-    except Exception as error:  # as above
-        raise ModelError(f"{path}: not a readable skops file ({error})") from None
+    return skops_file.read(path)

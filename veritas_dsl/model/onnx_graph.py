@@ -55,6 +55,14 @@ class Trees:
 def tree_node(proto) -> Found:
     """The one tree-ensemble node of ``proto``, fed by the graph's input through Cast/Identity."""
     graph = proto.graph
+    # Protobuf has no end marker: a file cut after its graph parses, without its opset imports.
+    imported = {_domain(o.domain) for o in proto.opset_import}
+    missing = sorted({_domain(n.domain) for n in graph.node} - imported)
+    if missing:
+        raise ModelError(
+            f"the graph uses the operator set {missing[0]!r}, which the model does not import "
+            "(a file cut short loses its imports)"
+        )
     trees = [n for n in graph.node if n.domain == "ai.onnx.ml" and n.op_type in _TREE_OPS]
     if len(trees) != 1:
         raise ModelError(
@@ -89,6 +97,10 @@ def tree_node(proto) -> Found:
     return Found(trees[0], kind, n_features)
 
 
+def _domain(name: str) -> str:
+    return "ai.onnx" if name in ("", "ai.onnx") else name
+
+
 def _attributes(node) -> dict:
     from onnx import helper, numpy_helper
 
@@ -96,6 +108,12 @@ def _attributes(node) -> dict:
     for attribute in node.attribute:
         value = helper.get_attribute_value(attribute)
         if attribute.type == attribute.TENSOR:
+            # onnx would read the file it names, relative to the working directory
+            if value.data_location == value.EXTERNAL:
+                raise ModelError(
+                    f"attribute {attribute.name} keeps its data in another file (external "
+                    "data); a tree ensemble's attributes must be in the model file"
+                )
             value = numpy_helper.to_array(value)
         out[attribute.name] = value
     return out

@@ -7,6 +7,10 @@ trees, so leaf values are divided by the number of trees. A classifier's raw out
 ``predict_proba`` (class 1's probability for two classes), a gradient-boosting model's is its
 ``decision_function``, a regressor's its ``predict``. ``HistGradientBoosting*`` estimators are
 read by :mod:`veritas_dsl.model.sklearn_hist`.
+
+A tree trained on data with NaN can split the missing values from the rest: threshold ``+inf``,
+missing values right. Inputs are never NaN, so every input goes left there, and the split is
+replaced by its left subtree.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.forest import skip_left
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
 from veritas_dsl.model.sklearn_hist import ESTIMATORS, from_hist_gradient_boosting
 
@@ -162,6 +167,27 @@ def _tree_votes(members):
     return votes
 
 
+def _nodes(tree, parts: _Kind, where: str) -> tuple[np.ndarray, ...]:
+    """A tree's nodes as (leaf, feature, threshold, left, right, leaf values), children relative
+    to the tree; a leaf's threshold is 0. A split of the missing values from the rest (threshold
+    +inf: every number goes left) is replaced by its left subtree."""
+    left = np.asarray(tree.children_left, dtype=np.int64)
+    # scikit-learn's rule, which its predictor follows unchecked: a leaf's left child is -1.
+    leaf = left == -1
+    bad = np.nonzero(left < -1)[0]
+    if len(bad):
+        raise ModelError(f"{where}, node {bad[0]}: its left child {left[bad[0]]} is not a node")
+    right = np.asarray(tree.children_right, dtype=np.int64)
+    feature = np.asarray(tree.feature, dtype=np.int64)
+    threshold = np.where(leaf, 0.0, np.asarray(tree.threshold, dtype=np.float64))
+    per_node = parts.leaf_values(tree, parts.n_outputs) * parts.scale
+    skipped = ~leaf & (threshold == np.inf)
+    if not np.any(skipped):
+        return leaf, feature, threshold, left, right, per_node
+    kept, left, right = skip_left(left, right, leaf, skipped, where)
+    return leaf[kept], feature[kept], threshold[kept], left, right, per_node[kept]
+
+
 def _default_names(n: int) -> tuple[str, ...]:
     return tuple(f"f{i}" for i in range(n))
 
@@ -190,15 +216,12 @@ def _regression_leaves(tree, n_outputs: int) -> np.ndarray:
 def _assemble(cls: type[Ensemble], parts: _Kind, feature_names, task, source, library) -> Ensemble:
     features, thresholds, lefts, rights, values, sizes = [], [], [], [], [], []
     offset = 0
-    for tree, output in parts.trees:
-        left = np.asarray(tree.children_left, dtype=np.int64)
-        leaf = left < 0
-        right = np.asarray(tree.children_right, dtype=np.int64)
-        features.append(np.where(leaf, -1, tree.feature))
-        thresholds.append(np.where(leaf, np.float32(0), le_threshold_as_lt(tree.threshold)))
+    for t, (tree, output) in enumerate(parts.trees):
+        leaf, feature, threshold, left, right, per_node = _nodes(tree, parts, f"tree {t}")
+        features.append(np.where(leaf, -1, feature))
+        thresholds.append(np.where(leaf, np.float32(0), le_threshold_as_lt(threshold)))
         lefts.append(np.where(leaf, -1, left + offset))
         rights.append(np.where(leaf, -1, right + offset))
-        per_node = parts.leaf_values(tree, parts.n_outputs) * parts.scale
         value = np.zeros((len(left), parts.n_outputs))
         if per_node.shape[1] == parts.n_outputs:
             value[leaf] = per_node[leaf]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.forest import skip_left
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
 
 if TYPE_CHECKING:
@@ -105,23 +106,11 @@ def _tree(nodes: np.ndarray, where: str):
             f"{where}, node {n} splits feature {int(nodes['feature_idx'][n])} by category; "
             "categorical splits are not supported"
         )
-    old = []  # old node index per new node, parent first
-    left, right = [], []
-    stack = [(0, -1, 0)]  # (old node, new parent, side)
-    while stack:
-        n, parent, side = stack.pop()
-        while not nodes["is_leaf"][n] and nodes["num_threshold"][n] == np.inf:
-            n = int(nodes["left"][n])  # every number goes left
-        new = len(old)
-        old.append(n)
-        left.append(-1)
-        right.append(-1)
-        if parent >= 0:
-            (left if side == 0 else right)[parent] = new
-        if not nodes["is_leaf"][n]:
-            stack.append((int(nodes["right"][n]), new, 1))
-            stack.append((int(nodes["left"][n]), new, 0))
-    picked = nodes[np.array(old)]
+    leaf = nodes["is_leaf"] != 0
+    old, left, right = skip_left(
+        nodes["left"], nodes["right"], leaf, nodes["num_threshold"] == np.inf, where
+    )
+    picked = nodes[old]
     leaf = picked["is_leaf"] != 0
     bad = np.nonzero(~leaf & ~np.isfinite(picked["num_threshold"]))[0]
     if len(bad):
@@ -135,8 +124,8 @@ def _tree(nodes: np.ndarray, where: str):
     return (
         feature,
         threshold,
-        np.array(left),
-        np.array(right),
+        left,
+        right,
         np.asarray(picked["value"], dtype=np.float64),
     )
 
