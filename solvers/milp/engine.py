@@ -52,10 +52,16 @@ from veritas_dsl.solvers.base import (
     within_trivial,
 )
 from veritas_dsl.solvers.milp import gurobi, highs
-from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
+from veritas_dsl.solvers.milp.formulation import (
+    Formulation,
+    check_weights,
+    formulate,
+    hull_size,
+    used_pairs,
+)
 from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Infeasible, Program
-from veritas_dsl.solvers.milp.progress import BOUND_SLACK, Live, Progress
+from veritas_dsl.solvers.milp.progress import Live, Progress
 from veritas_dsl.solvers.milp.witness import Cuts
 
 logger = logging.getLogger("veritas_dsl")
@@ -150,6 +156,7 @@ class MilpEngine:
     # -- the solve loop -------------------------------------------------------------------------
 
     def _solve(self, query: Query, limits: Limits, budget: _Budget, live) -> Result:
+        check_weights(query)
         goal = query.goal
         if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
             return self._solve_by_radius(query, goal, limits, budget, live)
@@ -167,8 +174,10 @@ class MilpEngine:
         above ``r`` is solved once more in the box of radius ``d``.
         """
         radius = _first_radius(query, goal)
-        # Beyond twice the hull, a box holds every input that matters: the last box is none.
-        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints)
+        # A box whose every feature reaches twice the hull around the centre holds every input
+        # that matters: the last box is none. Radii are weighted, as the distance is.
+        heaviest = max(goal.weights or (1.0,))
+        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints) * heaviest
         known = 0.0  # the optimum is known to lie beyond this
         trace: list[TracePoint] = []
         phases = 0
@@ -287,8 +296,9 @@ class MilpEngine:
                     f"continued with HiGHS: {gurobi.size_message(attempt.program)}"
                 )
             if live is not None:
-                live.sense = form.sense
+                live.sense, live.unit = form.sense, form.unit
             outcome = self._run(attempt.driver, attempt.program, budget, limits, live)
+            outcome = outcome.in_units(form.unit)
             attempt.nodes += int(outcome.stats.get("nodes", 0))
             attempt.solver_s += float(outcome.stats.get("solver_s", 0.0))
             budget.spend(int(outcome.stats.get("nodes", 0)))
@@ -327,38 +337,33 @@ def _read(
     reading = progress.read(outcome.solution)
     if isinstance(reading, Cuts) and reading.undecided:
         return Outcome(Termination.ERROR, message=f"{reading.reason}; the answer is unknown")
-    if isinstance(reading, Witness) and not progress.attains(reading):
-        return Outcome(
-            Termination.ERROR,
-            message="the closest float32 point found lies beyond the solver's bound "
-            "(variables with value columns); the bounds hold, the optimum is unknown",
-        )
     if isinstance(reading, Witness):
+        problem = progress.check_bound(reading, outcome)
+        if problem is not None:
+            return Outcome(Termination.ERROR, message=problem)
         previous, progress.final = progress.final, reading
         if previous is not None and reading.value >= previous.value:
-            progress.final = previous  # the check found nothing closer
-            return outcome
-        if form.step is None:
-            return outcome
-        # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
-        # confirms the answer, a solution improves it. A step below the solver's tolerance cannot
-        # be asked for: then a point above the solver's optimum by more than its slack may not be
-        # the closest (two instances a float32 step apart across a threshold, where 0 is).
-        target = reading.value - form.step / 2
-        if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
-            slack = BOUND_SLACK * max(1.0, abs(reading.value))
-            if outcome.objective is None or reading.value <= outcome.objective + slack:
-                return outcome
-            progress.final = previous
+            # The confirming solve's point lies below the target by the solver's count, and
+            # not by exact arithmetic: its numbers cannot confirm anything.
+            progress.final = None
             return Outcome(
                 Termination.ERROR,
-                message="a float32 point closer than the one found may lie below the solver's "
-                "resolution; the bounds hold, the optimum is unknown",
+                message="the solver's check for a closer point returned one that is not "
+                "closer; the bounds hold, the optimum is unknown",
             )
+        if form.step is None or reading.value == 0.0:  # no distance is below 0
+            return outcome
+        # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
+        # confirms the answer, a solution improves it. A step below the solver's resolution
+        # cannot be asked for: the bound check (Progress.check_bound) is then all there is.
+        target = reading.value - form.step / 2
+        if reading.value - target < CHECK_RESOLUTION * max(form.unit, reading.value):
+            return outcome
         if not _checks_distances(attempt.driver):
             return outcome
         attempt.checks += 1
-        attempt.program = attempt.program.with_rows([_objective_row(attempt.program, target)])
+        row = _objective_row(attempt.program, target / form.unit)
+        attempt.program = attempt.program.with_rows([row])
         return None
     attempt.repairs += 1
     attempt.reasons.append(reading.reason)

@@ -279,12 +279,14 @@ class Predicates:
             return ONE
         return Affine.column(var.cols[self.cut_index[v][t]])
 
-    def lower_end(self, v: int, floor: float = -math.inf) -> Affine:
-        """``max(floor, lower end of v's segment)``, affine in v's predicates."""
+    def lower_end(self, v: int, floor: float = -math.inf, cap: float = math.inf) -> Affine:
+        """``min(cap, max(floor, lower end of v's segment))``, affine in v's predicates
+        (``floor <= cap``)."""
         var = self.vars[v]
-        base = max(floor, var.lo)
+        base = min(cap, max(floor, var.lo))
         terms, const, prev = {}, base, base
         for t, col in zip(var.cuts, var.cols, strict=True):
+            t = min(t, cap)
             if t > prev:
                 step = t - prev
                 const += step  # step * (1 - p_t)
@@ -292,13 +294,14 @@ class Predicates:
                 prev = t
         return Affine(terms, const)
 
-    def upper_end(self, v: int, ceiling: float = math.inf) -> Affine:
-        """``min(ceiling, upper end of v's segment)``, affine in v's predicates."""
+    def upper_end(self, v: int, ceiling: float = math.inf, floor: float = -math.inf) -> Affine:
+        """``max(floor, min(ceiling, upper end of v's segment))``, affine in v's predicates
+        (``floor <= ceiling``)."""
         var = self.vars[v]
-        top = min(ceiling, var.hi)
+        top = max(floor, min(ceiling, var.hi))
         terms, prev = {}, top
         for t, col in zip(reversed(var.cuts), reversed(var.cols), strict=True):
-            below = var.below(t)
+            below = max(floor, var.below(t))
             if below < prev:
                 terms[col] = -(prev - below)
                 prev = below
