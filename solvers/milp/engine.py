@@ -21,7 +21,6 @@ from typing import Literal
 
 import numpy as np
 
-from veritas_dsl.float32 import next_down
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
@@ -30,7 +29,6 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     infeasible_optimum,
-    weight_of,
 )
 from veritas_dsl.ir.reductions import (
     Chain,
@@ -395,17 +393,23 @@ class _Budget:
 
 def _first_radius(query: Query, goal: MinimizeDistance) -> float:
     """The smallest move from the centre that crosses a split of a model: the first box."""
-    center = goal.center.values
-    steps = []
+    center = np.asarray(goal.center.values, dtype=np.float64)
+    weights = np.ones(query.n_features) if goal.weights is None else np.array(goal.weights)
+    least = math.inf
     for model_name, instance in used_pairs(query):
         if instance != goal.instance:
             continue
         model = query.models[model_name]
         inner = model.feature >= 0
-        for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
-            c, t = center[int(f)], float(t)
-            steps.append((t - c if t > c else c - next_down(t)) * weight_of(goal.weights, int(f)))
-    return min(steps) if steps else math.inf
+        f = model.feature[inner]
+        t = model.threshold[inner].astype(np.float64)
+        with np.errstate(over="ignore"):  # below the lowest float32: -inf, as next_down
+            below = np.nextafter(model.threshold[inner], np.float32(-np.inf)).astype(np.float64)
+        c = center[f]
+        steps = np.where(t > c, t - c, c - below) * weights[f]
+        if len(steps):
+            least = min(least, float(steps.min()))
+    return least
 
 
 def _checks_distances(driver: str) -> bool:

@@ -325,6 +325,7 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
     """The MILP of ``query``; raises :class:`Infeasible` when the bounds alone are empty or a
     top-level constraint fails on constants, and :class:`OutOfTime` once ``deadline`` passes."""
     deadline = deadline or Deadline()
+    deadline.check()
     b = _Builder(query, deadline, used_pairs(query))
     b.number_vars()
     b.hull = hull_size(query, b.pairs, b.constraints)

@@ -32,6 +32,10 @@ from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, Infeasible, ProgramBuilder
 
+#: Splits read between two looks at the deadline while the cuts are gathered (one look costs as
+#: much as a few splits; a forest of 400 trees of depth 8 has 100,000).
+CHECK_EVERY = 1024
+
 
 def ceil_int(value: float) -> float:
     """The smallest integer not below ``value`` (infinities stay)."""
@@ -252,13 +256,18 @@ class Predicates:
         cuts: list[set[float]] = [set(extra) for extra in self.extra_cuts]
         for model_name, instance in self.pairs:
             model = self.query.models[model_name]
-            inner = np.nonzero(model.feature >= 0)[0]
-            for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
+            inner = model.feature >= 0
+            # each split once: a forest tests the same thresholds again and again
+            split = np.unique(np.stack([model.feature[inner], model.threshold[inner]]), axis=1)
+            for i, (f, t) in enumerate(split.T):
+                if i % CHECK_EVERY == 0:
+                    self.deadline.check()
                 v = self.var(instance, int(f))
                 cuts[v].add(self.vars[v].cut_of(float(t)))
         for v in range(len(self.vars)):
             self.class_cuts[self.class_of[v]] |= cuts[v]
         for var, root in zip(self.vars, self.class_of, strict=True):
+            self.deadline.check()
             var.cuts = sorted(t for t in self.class_cuts[root] if var.lo < t <= var.hi)
             var.cols = [self.binary() for _ in var.cuts]
             for a, b in zip(var.cols, var.cols[1:], strict=False):

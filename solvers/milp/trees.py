@@ -128,6 +128,7 @@ class Trees(Predicates):
             base = atom.coef * float(model.base_score[atom.output])
             const, lo, hi = const + base, lo + base, hi + base
             for leaves in self.leaves[atom.model, atom.instance]:
+                self.deadline.check()
                 values = atom.coef * model.value[leaves.nodes, atom.output]
                 lo, hi = lo + float(values.min()), hi + float(values.max())
                 if leaves.cols is None:
