@@ -12,6 +12,7 @@ import math
 from fractions import Fraction
 
 from veritas_dsl.float32 import ball_interval
+from veritas_dsl.ir.evaluate import holds
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -27,7 +28,7 @@ from veritas_dsl.ir.query import (
     weight_of,
 )
 from veritas_dsl.solvers.base import Deadline
-from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine
+from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, power_of_two
 from veritas_dsl.solvers.milp.trees import Trees
 
 
@@ -69,14 +70,17 @@ class Constraints(Trees):
             self.at_least(x, low, active)
             self.at_most(x, var.below(high), active)
 
-    def pieces(self, v: int, center: float | int, is_row: bool) -> list[Affine]:
+    def pieces(
+        self, v: int, center: float | int, is_row: bool, reach: float = math.inf
+    ) -> list[Affine]:
         """Affine expressions whose maximum (with 0) is the exact distance from ``v``'s segment
-        to a row value, or to the segment of variable ``center``."""
+        to a row value, or to the segment of variable ``center``; from a row, capped at
+        ``reach`` (the segment's ends clipped to the row value plus or minus it)."""
         var = self.vars[v]
         self.finite(v)
         if is_row:
             c = float(center)
-            found = [self.lower_end(v, c) - c, c - self.upper_end(v, c)]
+            found = [self.lower_end(v, c, c + reach) - c, c - self.upper_end(v, c, c - reach)]
             if var.integral and c != math.floor(c):
                 gap = min(c - math.floor(c), math.ceil(c) - c)
                 found.append(Affine(const=gap))
@@ -139,24 +143,32 @@ class Constraints(Trees):
                         break
         xu, xw = self.vars[u].x, self.vars[w].x
         if xu is not None and xw is not None:
-            diff = Affine({xu: weight, xw: -weight})
-            self.at_most(diff, radius, active)
-            self.at_least(diff, -radius, active)
+            unit = power_of_two(radius)  # in units of the radius, as in ball()
+            diff = Affine({xu: weight / unit, xw: -weight / unit})
+            self.at_most(diff, radius / unit, active)
+            self.at_least(diff, -radius / unit, active)
 
     def distance_column(self, pieces: list[Affine]) -> Affine:
-        """A column ``d >= max(0, pieces)``; the solver keeps it at the maximum when it helps."""
+        """A column ``d >= max(0, pieces)``; the solver keeps it at the maximum when it helps.
+        Constant pieces (a pinned variable) make a constant, not a fixed column: a weight of
+        1e16 on a column fixed at 0 made HiGHS fail."""
+        if all(piece.is_constant for piece in pieces):
+            return Affine(const=max([0.0] + [piece.const for piece in pieces]))
         top = max([0.0] + [self.p.bounds(piece)[1] for piece in pieces])
         d = Affine.column(self.p.column(0.0, top))
         for piece in pieces:
             self.p.row(d - piece, lower=0.0)
         return d
 
-    def feature_pieces(self, instance: str, center) -> list[list[Affine]]:
+    def feature_pieces(self, instance: str, center, reach=None) -> list[list[Affine]]:
+        """Per feature, the :meth:`pieces` of ``instance``'s distance to ``center``; from a row,
+        capped at ``reach[f]`` when given."""
         result = []
         for f in range(self.query.n_features):
             v = self.var(instance, f)
             if isinstance(center, Row):
-                result.append(self.pieces(v, center.values[f], True))
+                cap = math.inf if reach is None else reach[f]
+                result.append(self.pieces(v, center.values[f], True, cap))
             else:
                 result.append(self.pieces(v, self.var(center, f), False))
         return result
@@ -197,6 +209,14 @@ class Constraints(Trees):
             self.at_least(expr, c.rhs, active)
 
     def output(self, c: OutputConstraint, active: Affine, top_level: bool) -> None:
+        outputs = self.constant_outputs(c.term)
+        if outputs is not None:
+            # One leaf per tree: a constant, decided exactly as the witness check will decide
+            # it. As a row, half a grid step beyond rhs could round away (0.5 + 2**-56 == 0.5),
+            # and the program adds in an order of its own.
+            if not holds(c, {}, outputs):
+                self.forbid(active)
+            return
         expr, lo, hi = self.term(c.term)
         margin = self.grid_margin(c)
         if c.op in ("<", "<="):
@@ -304,12 +324,24 @@ class Constraints(Trees):
                     self.finite(w)
                 self.ball_between(u, w, c.radius, active, weight_of(c.weights, f))
             return
-        per_feature = self.feature_pieces(c.instance, c.center)
+        # Around a row, on predicates alone, the ball is written in units of its radius (for
+        # the reason Formulation.unit gives), each feature's distance capped at twice the
+        # radius, which decides the ball as well as the whole distance does: its coefficients
+        # stay near 1 (a weight of 1e16, or a radius of 5e-19 inside a disjunction, made them
+        # 1e20). Value columns and distances between instances span the hull and take no cap:
+        # a radius unit would multiply them; those stay in the features' units.
+        own = self.var_of[self.query.instances.index(c.instance)]
+        capped = isinstance(c.center, Row) and not self.complex.intersection(map(int, own))
+        unit = power_of_two(c.radius) if capped else 1.0
+        reach = [2.0 * c.radius / weight_of(c.weights, f) for f in range(self.query.n_features)]
         total = Affine()
-        for f, pieces in enumerate(per_feature):
+        for f, pieces in enumerate(
+            self.feature_pieces(c.instance, c.center, reach if capped else None)
+        ):
             if pieces:
-                total = total + self.distance_column(pieces) * weight_of(c.weights, f)
-        self.at_most(total, c.radius, active)
+                scale = weight_of(c.weights, f) / unit
+                total = total + self.distance_column([piece * scale for piece in pieces])
+        self.at_most(total, c.radius / unit, active)
 
 
 #: The writer of each constraint class (a disjunction, :class:`AnyOf`, is written by

@@ -21,7 +21,6 @@ from typing import Literal
 
 import numpy as np
 
-from veritas_dsl.float32 import next_down
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
@@ -30,7 +29,6 @@ from veritas_dsl.ir.query import (
     Query,
     Row,
     infeasible_optimum,
-    weight_of,
 )
 from veritas_dsl.ir.reductions import (
     Chain,
@@ -52,10 +50,16 @@ from veritas_dsl.solvers.base import (
     within_trivial,
 )
 from veritas_dsl.solvers.milp import gurobi, highs
-from veritas_dsl.solvers.milp.formulation import Formulation, formulate, hull_size, used_pairs
+from veritas_dsl.solvers.milp.formulation import (
+    Formulation,
+    check_weights,
+    formulate,
+    hull_size,
+    used_pairs,
+)
 from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.program import Infeasible, Program
-from veritas_dsl.solvers.milp.progress import BOUND_SLACK, Live, Progress
+from veritas_dsl.solvers.milp.progress import Live, Progress
 from veritas_dsl.solvers.milp.witness import Cuts
 
 logger = logging.getLogger("veritas_dsl")
@@ -150,6 +154,7 @@ class MilpEngine:
     # -- the solve loop -------------------------------------------------------------------------
 
     def _solve(self, query: Query, limits: Limits, budget: _Budget, live) -> Result:
+        check_weights(query)
         goal = query.goal
         if isinstance(goal, MinimizeDistance) and isinstance(goal.center, Row):
             return self._solve_by_radius(query, goal, limits, budget, live)
@@ -167,8 +172,10 @@ class MilpEngine:
         above ``r`` is solved once more in the box of radius ``d``.
         """
         radius = _first_radius(query, goal)
-        # Beyond twice the hull, a box holds every input that matters: the last box is none.
-        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints)
+        # A box whose every feature reaches twice the hull around the centre holds every input
+        # that matters: the last box is none. Radii are weighted, as the distance is.
+        heaviest = max(goal.weights or (1.0,))
+        everything = 2.0 * hull_size(query, used_pairs(query), query.constraints) * heaviest
         known = 0.0  # the optimum is known to lie beyond this
         trace: list[TracePoint] = []
         phases = 0
@@ -287,8 +294,9 @@ class MilpEngine:
                     f"continued with HiGHS: {gurobi.size_message(attempt.program)}"
                 )
             if live is not None:
-                live.sense = form.sense
+                live.sense, live.unit = form.sense, form.unit
             outcome = self._run(attempt.driver, attempt.program, budget, limits, live)
+            outcome = outcome.in_units(form.unit)
             attempt.nodes += int(outcome.stats.get("nodes", 0))
             attempt.solver_s += float(outcome.stats.get("solver_s", 0.0))
             budget.spend(int(outcome.stats.get("nodes", 0)))
@@ -327,38 +335,33 @@ def _read(
     reading = progress.read(outcome.solution)
     if isinstance(reading, Cuts) and reading.undecided:
         return Outcome(Termination.ERROR, message=f"{reading.reason}; the answer is unknown")
-    if isinstance(reading, Witness) and not progress.attains(reading):
-        return Outcome(
-            Termination.ERROR,
-            message="the closest float32 point found lies beyond the solver's bound "
-            "(variables with value columns); the bounds hold, the optimum is unknown",
-        )
     if isinstance(reading, Witness):
+        problem = progress.check_bound(reading, outcome)
+        if problem is not None:
+            return Outcome(Termination.ERROR, message=problem)
         previous, progress.final = progress.final, reading
         if previous is not None and reading.value >= previous.value:
-            progress.final = previous  # the check found nothing closer
-            return outcome
-        if form.step is None:
-            return outcome
-        # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
-        # confirms the answer, a solution improves it. A step below the solver's tolerance cannot
-        # be asked for: then a point above the solver's optimum by more than its slack may not be
-        # the closest (two instances a float32 step apart across a threshold, where 0 is).
-        target = reading.value - form.step / 2
-        if reading.value - target < CHECK_RESOLUTION * max(1.0, reading.value):
-            slack = BOUND_SLACK * max(1.0, abs(reading.value))
-            if outcome.objective is None or reading.value <= outcome.objective + slack:
-                return outcome
-            progress.final = previous
+            # The confirming solve's point lies below the target by the solver's count, and
+            # not by exact arithmetic: its numbers cannot confirm anything.
+            progress.final = None
             return Outcome(
                 Termination.ERROR,
-                message="a float32 point closer than the one found may lie below the solver's "
-                "resolution; the bounds hold, the optimum is unknown",
+                message="the solver's check for a closer point returned one that is not "
+                "closer; the bounds hold, the optimum is unknown",
             )
+        if form.step is None or reading.value == 0.0:  # no distance is below 0
+            return outcome
+        # Ask once more for anything closer by half a grid step (see highs.OPTIONS); "infeasible"
+        # confirms the answer, a solution improves it. A step below the solver's resolution
+        # cannot be asked for: the bound check (Progress.check_bound) is then all there is.
+        target = reading.value - form.step / 2
+        if reading.value - target < CHECK_RESOLUTION * max(form.unit, reading.value):
+            return outcome
         if not _checks_distances(attempt.driver):
             return outcome
         attempt.checks += 1
-        attempt.program = attempt.program.with_rows([_objective_row(attempt.program, target)])
+        row = _objective_row(attempt.program, target / form.unit)
+        attempt.program = attempt.program.with_rows([row])
         return None
     attempt.repairs += 1
     attempt.reasons.append(reading.reason)
@@ -390,17 +393,23 @@ class _Budget:
 
 def _first_radius(query: Query, goal: MinimizeDistance) -> float:
     """The smallest move from the centre that crosses a split of a model: the first box."""
-    center = goal.center.values
-    steps = []
+    center = np.asarray(goal.center.values, dtype=np.float64)
+    weights = np.ones(query.n_features) if goal.weights is None else np.array(goal.weights)
+    least = math.inf
     for model_name, instance in used_pairs(query):
         if instance != goal.instance:
             continue
         model = query.models[model_name]
         inner = model.feature >= 0
-        for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
-            c, t = center[int(f)], float(t)
-            steps.append((t - c if t > c else c - next_down(t)) * weight_of(goal.weights, int(f)))
-    return min(steps) if steps else math.inf
+        f = model.feature[inner]
+        t = model.threshold[inner].astype(np.float64)
+        with np.errstate(over="ignore"):  # below the lowest float32: -inf, as next_down
+            below = np.nextafter(model.threshold[inner], np.float32(-np.inf)).astype(np.float64)
+        c = center[f]
+        steps = np.where(t > c, t - c, c - below) * weights[f]
+        if len(steps):
+            least = min(least, float(steps.min()))
+    return least
 
 
 def _checks_distances(driver: str) -> bool:

@@ -79,7 +79,7 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.constraints import Constraints
 from veritas_dsl.solvers.milp.predicates import Var
-from veritas_dsl.solvers.milp.program import ONE, Affine, Program
+from veritas_dsl.solvers.milp.program import ONE, Affine, Program, power_of_two
 from veritas_dsl.solvers.milp.trees import TreeLeaves, lowest_bit
 
 
@@ -124,6 +124,11 @@ class Formulation:
         by at least this much.
     notes : list of str
         Caveats to report (a linear constraint on a feature the hull bounded).
+    unit : float
+        The goal value one unit of the program's objective stands for: a power of two, so that
+        the objective is the goal's value (times ``sense``) divided by it exactly. The solvers'
+        tolerances are absolute (1e-9), so the objective is written in units of the goal's own
+        magnitude (:meth:`_Builder.distance_unit`, :meth:`_Builder.terms_in_units`).
     """
 
     program: Program
@@ -140,6 +145,7 @@ class Formulation:
     hull: float
     notes: list[str]
     step: float | None = None
+    unit: float = 1.0
 
 
 def used_pairs(query: Query) -> list[tuple[str, str]]:
@@ -156,8 +162,9 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
     """A power of two ``H`` beyond four times every constant of the query.
 
     Bounds past :data:`MAX_HULL` (a domain such as ``int in [-1e308, 1e308]``) are left out: the
-    hull clamps such a variable like an unbounded one. Any other constant past it (a threshold, a
-    row value, a radius or a linear constraint) is refused: the program could not hold it.
+    hull clamps such a variable like an unbounded one, and so are a ball's reaches past it (its
+    radius over a feature's weight). Any other constant past it (a threshold, a row value or a
+    linear constraint) is refused: the program could not hold it.
     """
     bounds = []
     magnitudes = [1.0]
@@ -176,7 +183,11 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
         if isinstance(reference, Row):
             magnitudes += [abs(v) for v in reference.values if math.isfinite(v)]
         if isinstance(c, Ball) and math.isfinite(c.radius):
-            magnitudes.append(abs(c.radius) / min(c.weights or (1.0,)))
+            # How far the ball reaches along each feature; past MAX_HULL it is left out, as
+            # bounds are: within the hull it then bounds nothing (a closest-example box grows
+            # that far along a feature of weight 1e-16 long before the others need it).
+            reach = [abs(c.radius) / w for w in (c.weights or (1.0,))]
+            bounds += [r for r in reach if r <= MAX_HULL / 8]
         if isinstance(c, Linear):
             smallest = min((abs(t.coef) for t in c.terms if t.coef), default=1.0)
             magnitudes.append(abs(c.rhs) / smallest)
@@ -190,6 +201,29 @@ def hull_size(query: Query, pairs, constraints: tuple[Constraint, ...]) -> float
             f"{largest:g} (at most {MAX_HULL / 8:g}); the astar, sat and oracle engines can"
         )
     return 2.0 ** math.ceil(math.log2(4.0 * largest + 16.0))
+
+
+#: The distance weights (1 / scale) the program holds. Written in units of the goal's own
+#: magnitude (``Formulation.unit``), a feature's weight divided by that unit must stay a float64
+#: with room for the hull's size: past about 2**500 apart the products overflow (weights of
+#: 5.7e289 and 3.8e-137 made a row of NaN). Within these, scales from 1e-100 to 1e100 were
+#: answered as the oracle answers them.
+WEIGHT_RANGE = (2.0**-300, 2.0**300)
+
+
+def check_weights(query: Query) -> None:
+    """Refuse distance weights outside :data:`WEIGHT_RANGE`."""
+    found = [c.weights for c in walk(query.constraints) if isinstance(c, Ball)]
+    if isinstance(query.goal, MinimizeDistance):
+        found.append(query.goal.weights)
+    lo, hi = WEIGHT_RANGE
+    for weights in found:
+        if weights is not None and not all(lo <= w <= hi for w in weights):
+            raise UnsupportedQuery(
+                f"query {query.name}: the MILP engine takes distance scales within "
+                f"[{1 / hi:g}, {1 / lo:g}] (weights 2**-300 to 2**300): past them its "
+                "program cannot hold the weighted distances"
+            )
 
 
 class _Builder(Constraints):
@@ -209,35 +243,63 @@ class _Builder(Constraints):
         # by which the solver may stop short (see highs.OPTIONS).
         return (2.0**low if low is not None else 1.0) * min(goal.weights or (1.0,))
 
-    def epigraph(self, goal: MaximizeMin) -> Affine:
-        """A column ``t <= term`` for every term: maximised, ``t`` is the least term's value.
-        Its bounds, the terms' least bottom and least top, widened by far more than the
-        rounding of those sums, never cut a value ``t`` can take."""
-        rows, lows, highs = [], [], []
-        for term in goal.terms:
-            expr, lo, hi = self.term(term)
-            rows.append(expr)
-            lows.append(lo)
-            highs.append(hi)
-        lo, hi = min(lows), min(highs)
+    def distance_unit(self, goal: MinimizeDistance) -> float:
+        """The power of two the distance is measured in: distances far below the solvers'
+        absolute tolerances (a scale of 1e13, features in tiny units) would otherwise all look
+        alike to them, and far above them (a scale of 1e-13) cost them their precision.
+
+        Around a row, it is the largest weighted distance one feature can contribute within the
+        variables' bounds: inside a box of a closest-example search, about the box's radius,
+        which the optimum exceeds a quarter of. Between two instances nothing tells the
+        optimum's size ahead (two points a float32 step apart are common), so the weights alone
+        are divided out, leaving the features' own units.
+        """
+        if not isinstance(goal.center, Row):
+            return power_of_two(max(goal.weights or (1.0,)))
+        largest = 0.0
+        for f, c in enumerate(goal.center.values):
+            var = self.vars[self.var(goal.instance, f)]
+            extent = max(abs(var.hi - c), abs(c - var.lo))
+            if math.isfinite(extent):
+                largest = max(largest, extent * weight_of(goal.weights, f))
+        return power_of_two(largest)
+
+    def epigraph(self, terms: list[tuple[Affine, float, float]]) -> Affine:
+        """A column ``t <= term`` for every term (expression, bottom, top): maximised, ``t`` is
+        the least term's value. Its bounds, the terms' least bottom and least top, widened by far
+        more than the rounding of those sums, never cut a value ``t`` can take."""
+        lo = min(bottom for _, bottom, _ in terms)
+        hi = min(top for _, _, top in terms)
         t = Affine.column(self.p.column(lo - 1e-6 * (1 + abs(lo)), hi + 1e-6 * (1 + abs(hi))))
-        for expr in rows:
+        for expr, _, _ in terms:
             self.p.row(t - expr, upper=0.0)
         return t
 
+    def terms_in_units(self, terms) -> list[tuple[Affine, float, float]]:
+        """Output terms (expression, bottom, top) divided by :attr:`unit`, a power of two near
+        their largest leaf value, for the reason :meth:`distance_unit` gives."""
+        exprs = [self.term(term) for term in terms]
+        coefs = [abs(c) for expr, _, _ in exprs for c in expr.terms.values()]
+        self.unit = power_of_two(max(coefs, default=0.0))
+        scale = 1.0 / self.unit
+        return [(expr * scale, lo * scale, hi * scale) for expr, lo, hi in exprs]
+
     def goal(self) -> float:
+        """The objective (in units of :attr:`unit`) and its sense."""
         goal = self.query.goal
+        self.unit = 1.0
         if isinstance(goal, Maximize):
-            expr, _, _ = self.term(goal.term)
+            ((expr, _, _),) = self.terms_in_units([goal.term])
             self.p.objective(expr, -1.0)
             return -1.0
         if isinstance(goal, MaximizeMin):
-            self.p.objective(self.epigraph(goal), -1.0)
+            self.p.objective(self.epigraph(self.terms_in_units(goal.terms)), -1.0)
             return -1.0
         if isinstance(goal, MinimizeDistance):
             self.step = self.distance_step(goal)
+            self.unit = self.distance_unit(goal)
             per_feature = [
-                [piece * weight_of(goal.weights, f) for piece in pieces]
+                [piece * (weight_of(goal.weights, f) / self.unit) for piece in pieces]
                 for f, pieces in enumerate(self.feature_pieces(goal.instance, goal.center))
                 if pieces
             ]
@@ -263,6 +325,7 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
     """The MILP of ``query``; raises :class:`Infeasible` when the bounds alone are empty or a
     top-level constraint fails on constants, and :class:`OutOfTime` once ``deadline`` passes."""
     deadline = deadline or Deadline()
+    deadline.check()
     b = _Builder(query, deadline, used_pairs(query))
     b.number_vars()
     b.hull = hull_size(query, b.pairs, b.constraints)
@@ -303,4 +366,5 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
         hull=b.hull,
         notes=sorted(set(b.notes)),
         step=b.step,
+        unit=b.unit,
     )

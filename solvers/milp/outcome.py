@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -13,7 +13,8 @@ from veritas_dsl.result import Termination
 class Outcome:
     """One run of a solver on a :class:`~veritas_dsl.solvers.milp.program.Program`.
 
-    Objective values and bounds are in the program's sense (minimisation, offset included).
+    Objective values and bounds are in the program's sense (minimisation, offset included), in
+    the program's units until :meth:`in_units` turns them into the goal's.
 
     Attributes
     ----------
@@ -41,3 +42,18 @@ class Outcome:
     bounds: list[tuple[float, float]] = field(default_factory=list)
     message: str = ""
     stats: dict[str, float | int | str] = field(default_factory=dict)
+
+    def in_units(self, unit: float) -> Outcome:
+        """This outcome with objectives and bounds multiplied by ``unit`` (a power of two, so
+        exactly): from the program's units into the goal's (``Formulation.unit``)."""
+
+        def scaled(value: float | None) -> float | None:
+            return None if value is None else value * unit
+
+        return replace(
+            self,
+            objective=scaled(self.objective),
+            bound=scaled(self.bound),
+            solutions=[(t, value * unit, x) for t, value, x in self.solutions],
+            bounds=[(t, value * unit) for t, value in self.bounds],
+        )

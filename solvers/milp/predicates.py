@@ -32,6 +32,10 @@ from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, Infeasible, ProgramBuilder
 
+#: Splits read between two looks at the deadline while the cuts are gathered (one look costs as
+#: much as a few splits; a forest of 400 trees of depth 8 has 100,000).
+CHECK_EVERY = 1024
+
 
 def ceil_int(value: float) -> float:
     """The smallest integer not below ``value`` (infinities stay)."""
@@ -252,13 +256,18 @@ class Predicates:
         cuts: list[set[float]] = [set(extra) for extra in self.extra_cuts]
         for model_name, instance in self.pairs:
             model = self.query.models[model_name]
-            inner = np.nonzero(model.feature >= 0)[0]
-            for f, t in zip(model.feature[inner], model.threshold[inner], strict=True):
+            inner = model.feature >= 0
+            # each split once: a forest tests the same thresholds again and again
+            split = np.unique(np.stack([model.feature[inner], model.threshold[inner]]), axis=1)
+            for i, (f, t) in enumerate(split.T):
+                if i % CHECK_EVERY == 0:
+                    self.deadline.check()
                 v = self.var(instance, int(f))
                 cuts[v].add(self.vars[v].cut_of(float(t)))
         for v in range(len(self.vars)):
             self.class_cuts[self.class_of[v]] |= cuts[v]
         for var, root in zip(self.vars, self.class_of, strict=True):
+            self.deadline.check()
             var.cuts = sorted(t for t in self.class_cuts[root] if var.lo < t <= var.hi)
             var.cols = [self.binary() for _ in var.cuts]
             for a, b in zip(var.cols, var.cols[1:], strict=False):
@@ -279,12 +288,14 @@ class Predicates:
             return ONE
         return Affine.column(var.cols[self.cut_index[v][t]])
 
-    def lower_end(self, v: int, floor: float = -math.inf) -> Affine:
-        """``max(floor, lower end of v's segment)``, affine in v's predicates."""
+    def lower_end(self, v: int, floor: float = -math.inf, cap: float = math.inf) -> Affine:
+        """``min(cap, max(floor, lower end of v's segment))``, affine in v's predicates
+        (``floor <= cap``)."""
         var = self.vars[v]
-        base = max(floor, var.lo)
+        base = min(cap, max(floor, var.lo))
         terms, const, prev = {}, base, base
         for t, col in zip(var.cuts, var.cols, strict=True):
+            t = min(t, cap)
             if t > prev:
                 step = t - prev
                 const += step  # step * (1 - p_t)
@@ -292,13 +303,14 @@ class Predicates:
                 prev = t
         return Affine(terms, const)
 
-    def upper_end(self, v: int, ceiling: float = math.inf) -> Affine:
-        """``min(ceiling, upper end of v's segment)``, affine in v's predicates."""
+    def upper_end(self, v: int, ceiling: float = math.inf, floor: float = -math.inf) -> Affine:
+        """``max(floor, min(ceiling, upper end of v's segment))``, affine in v's predicates
+        (``floor <= ceiling``)."""
         var = self.vars[v]
-        top = min(ceiling, var.hi)
+        top = max(floor, min(ceiling, var.hi))
         terms, prev = {}, top
         for t, col in zip(reversed(var.cuts), reversed(var.cols), strict=True):
-            below = var.below(t)
+            below = max(floor, var.below(t))
             if below < prev:
                 terms[col] = -(prev - below)
                 prev = below

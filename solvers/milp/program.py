@@ -142,6 +142,14 @@ ONE = Affine(const=1.0)
 ZERO = Affine()
 
 
+def power_of_two(value: float) -> float:
+    """The largest power of two not above ``value`` (1 for 0 or an infinity): a unit to divide
+    a row or an objective by, exactly."""
+    if not 0.0 < value < math.inf:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(value)[1] - 1)
+
+
 class Infeasible(Exception):
     """A row that holds for no value of its columns: the whole program is infeasible."""
 

@@ -14,8 +14,12 @@ from veritas_dsl.solvers.milp.outcome import Outcome
 from veritas_dsl.solvers.milp.witness import Cuts, read
 
 #: A solver's bound is a floating-point sum with tolerances; it is loosened by this much
-#: (relative, at least absolute) before it is reported, so that it stays a bound.
+#: (relative, and at least this much of the program's unit) before it is reported, so that it
+#: stays a bound.
 BOUND_SLACK = 1e-9
+#: The bound check: an optimum is claimed only when the witness's exact value lies within this
+#: much (relative) of the solver's bound (:meth:`Progress.check_bound`).
+CLAIM_RESOLUTION = 4 * BOUND_SLACK
 
 #: A limit or Ctrl-C: a witness found before it is the best known, not a proven optimum (the
 #: check for anything closer did not finish).
@@ -27,9 +31,11 @@ _STOPPED = (
 )
 
 
-def _loosen(bound: float) -> float:
-    """A solver's lower bound (program sense), moved down by :data:`BOUND_SLACK`."""
-    return bound - BOUND_SLACK * max(1.0, abs(bound))
+def _loosen(bound: float, unit: float) -> float:
+    """A solver's lower bound (program sense, goal units), moved down by :data:`BOUND_SLACK` of
+    the larger of its magnitude and the program's ``unit``: its tolerances are absolute in the
+    program's units."""
+    return bound - BOUND_SLACK * max(unit, abs(bound))
 
 
 class Live:
@@ -43,6 +49,7 @@ class Live:
         self.start = start
         self.progress = progress
         self.sense = 0
+        self.unit = 1.0  # the goal value of one unit of the program's objective
         self.cap: tuple[float, float] | None = None
         self.shown = 0.0
 
@@ -51,6 +58,7 @@ class Live:
         if not self.sense or now - self.shown < 0.1:
             return
         self.shown = now
+        incumbent, bound = incumbent * self.unit, bound * self.unit
         lower, upper = (bound, incumbent) if self.sense > 0 else (-incumbent, -bound)
         if self.cap is not None:
             known, radius = self.cap
@@ -82,24 +90,48 @@ class Progress:
         events += [(t, 1, x) for t, _, x in outcome.solutions]
         for t, kind, payload in sorted(events, key=lambda e: (e[0], e[1])):
             if kind == 0:
-                self.bound = max(self.bound, _loosen(payload))
+                self.bound = max(self.bound, _loosen(payload, self.form.unit))
             else:
                 reading = self.read(payload)
                 if isinstance(reading, Witness):
                     self._offer(reading)
             self._point(offset + t)
         if outcome.bound is not None and outcome.status is not Termination.INFEASIBLE:
-            self.bound = max(self.bound, _loosen(outcome.bound))
+            self.bound = max(self.bound, _loosen(outcome.bound, self.form.unit))
 
-    def attains(self, witness: Witness) -> bool:
-        """Whether ``witness`` can be the optimum: always, unless it is a distance measured on
-        value columns (rounded onto float32, see :mod:`.witness`), which must then meet the
-        solver's bound; either way it is offered as the best so far."""
+    def check_bound(self, witness: Witness, outcome: Outcome) -> str | None:
+        """The bound check of an optimal solution's ``witness``: why it may not be called
+        optimal, or None. Either way it is offered as the best so far.
+
+        The solver's bound for this solve must lie within :data:`CLAIM_RESOLUTION` of the
+        witness's exact value: relative to the value itself for a distance (none is below 0),
+        to the larger of the value and the program's unit for a term (which may be 0). This
+        catches a bound, or an objective, that rests on values the solver accepted within its
+        absolute tolerances and exact arithmetic rejects (a distance column a hair below its
+        pieces made every distance under 1e-9 look like 0), and a float32 point rounded from a
+        real solution (variables with value columns) that lies beyond the solver's optimum. It
+        cannot see a better solution the solver pruned by less than its resolution, 1e-9 of the
+        program's unit: writing the objective in units of the goal's own magnitude
+        (``Formulation.unit``) is what keeps that small.
+        """
         self._offer(witness)
-        if not (isinstance(self.query.goal, MinimizeDistance) and self.form.complex):
-            return True
-        lower, upper = self.bounds()
-        return upper - lower <= 4 * BOUND_SLACK * max(1.0, abs(upper))
+        if not self.form.sense:
+            return None
+        distance = isinstance(self.query.goal, MinimizeDistance)
+        value = self.form.sense * witness.value
+        bound = outcome.bound if outcome.bound is not None else outcome.objective
+        scale = abs(value) if distance else max(self.form.unit, abs(value))
+        if bound is not None and value - bound <= CLAIM_RESOLUTION * scale:
+            return None
+        if distance and self.form.complex:
+            return (
+                "the closest float32 point found lies beyond the solver's bound (variables with "
+                "value columns); the bounds hold, the optimum is unknown"
+            )
+        return (
+            "the exact value of the solver's solution lies beyond its bound by more than the "
+            "solver resolves; the bounds hold, the optimum is unknown"
+        )
 
     def _offer(self, witness: Witness) -> None:
         if self.best is None or (

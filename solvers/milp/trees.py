@@ -128,6 +128,7 @@ class Trees(Predicates):
             base = atom.coef * float(model.base_score[atom.output])
             const, lo, hi = const + base, lo + base, hi + base
             for leaves in self.leaves[atom.model, atom.instance]:
+                self.deadline.check()
                 values = atom.coef * model.value[leaves.nodes, atom.output]
                 lo, hi = lo + float(values.min()), hi + float(values.max())
                 if leaves.cols is None:
@@ -136,6 +137,22 @@ class Trees(Predicates):
                 for col, value in zip(leaves.cols, values, strict=True):
                     terms[int(col)] = terms.get(int(col), 0.0) + float(value)
         return Affine(terms, const), lo, hi
+
+    def constant_outputs(self, term: OutputTerm) -> dict[tuple[str, str], np.ndarray] | None:
+        """The outputs ``term`` reads, when each of their trees has one reachable leaf: added as
+        ``Ensemble.eval`` adds them (float64, the base first, then tree order), so that the
+        term is decided as the semantics decide it. None when a tree has a choice."""
+        outputs = {}
+        for atom in term.atoms:
+            key = (atom.model, atom.instance)
+            if any(leaves.cols is not None for leaves in self.leaves[key]):
+                return None
+            model = self.query.models[atom.model]
+            total = np.array(model.base_score, dtype=np.float64)
+            for leaves in self.leaves[key]:
+                total += model.value[int(leaves.nodes[0])]
+            outputs[key] = total
+        return outputs
 
     def grid_margin(self, constraint: OutputConstraint) -> float:
         """Half the grid step of the values ``constraint.term - rhs`` can take (see module doc)."""
