@@ -33,8 +33,13 @@ from veritas_dsl.validate import WitnessMismatch, validate_witness
 #: Engines tried in order when a query names none: the first that supports the query runs.
 DEFAULT_ENGINES = ("astar", "milp", "sat", "oracle")
 DEFAULT_TIMEOUT_S = 60.0
-#: Exact answers of two engines agree when they differ by at most this, relative above 1.
+#: Exact answers of two engines agree when they differ by at most this, relative to the larger;
+#: values of any size are compared this way (an absolute tolerance below 1 hid a 2.7x
+#: disagreement between distances of order 1e-11).
 AGREEMENT = 1e-6
+#: ... or by at most this, absolutely: engines add the same leaves in different orders, so an
+#: exact 0 may come back as 5.6e-17 from one of them.
+AGREEMENT_FLOOR = 1e-15
 
 
 class EngineDisagreement(SoundnessError, RuntimeError):
@@ -289,7 +294,7 @@ def _same(a: float | None, b: float | None) -> bool:
         return a is b
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return abs(a - b) <= AGREEMENT * max(1.0, abs(a))
+    return abs(a - b) <= max(AGREEMENT * max(abs(a), abs(b)), AGREEMENT_FLOOR)
 
 
 def judge(lowered: Lowered, result: Result) -> list[Check]:

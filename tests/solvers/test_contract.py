@@ -176,6 +176,23 @@ def test_engines_agree_by_what_they_found_not_why_they_stopped():
         cross_check("q", [found_at_limit, none])
 
 
+@pytest.mark.parametrize("scale", [1e-13, 1e-6, 1.0, 1e15])
+def test_engines_disagree_by_a_relative_difference_at_every_scale(scale):
+    def answer(engine, value):
+        return Result("q", engine, Termination.OPTIMAL, value, value, [Witness({"x": None})])
+
+    cross_check("q", [answer("astar", 2.793 * scale), answer("milp", 2.793 * scale * (1 + 1e-9))])
+    with pytest.raises(EngineDisagreement):  # an absolute 1e-6 let 2.8e-13 and 7.5e-13 agree
+        cross_check("q", [answer("astar", 2.793 * scale), answer("milp", 4.855 * scale)])
+
+
+def test_engines_agree_on_zero_summed_in_another_order():
+    def answer(engine, value):
+        return Result("q", engine, Termination.OPTIMAL, value, value, [Witness({"x": None})])
+
+    cross_check("q", [answer("astar", 0.0), answer("milp", 0.1 + 0.2 + 0.3 - 0.1 - 0.2 - 0.3)])
+
+
 SPEC = """model m = ensemble "m.json"
 query big {
     input x
