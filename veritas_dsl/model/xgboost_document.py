@@ -242,4 +242,12 @@ def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
         raise ModelError(f"{where}: `{key}` is missing or not a list of numbers")
     if len(values) != n:
         raise ModelError(f"{where}: `{key}` has {len(values)} entries, not {n}")
-    return values.astype(np.float32)
+    with np.errstate(over="ignore"):
+        narrow = values.astype(np.float32)
+    beyond = np.flatnonzero(np.isfinite(values) & ~np.isfinite(narrow))
+    if len(beyond):  # XGBoost writes float32 values: this one was never written by it
+        raise ModelError(
+            f"{where}: `{key}` holds {values[beyond[0]]:g}, beyond the float32 range that "
+            "XGBoost stores numbers in"
+        )
+    return narrow
