@@ -147,3 +147,19 @@ def test_leakage(folder, capsys, monkeypatch, arguments, message):
     assert main(["leakage", *arguments]) == ExitCode.ERROR
     err = capsys.readouterr().err
     assert message in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("/dev/zero", "it is a device, not a file"),  # was read until MemoryError
+        ("huge.ver", "the file holds 100 MiB, more than the 64 MiB allowed for a spec file"),
+    ],
+)
+def test_the_spec_file_itself(folder, capsys, monkeypatch, command, name, message):
+    monkeypatch.chdir(folder)
+    sparse(folder / "huge.ver", 100 * 2**20)
+    assert main([command, name]) == ExitCode.ERROR
+    out = "".join(capsys.readouterr())
+    assert "error[V001]" in out and message in out and "internal error" not in out
