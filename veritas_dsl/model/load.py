@@ -87,9 +87,8 @@ def load_forest(path: str | Path) -> DareForest:
     """The :class:`DareForest` saved at ``path`` (format ``dare``), for the models derived from
     it; a missing, unreadable or corrupt file is a ``ModelError`` naming the path."""
     path = Path(path)
-    model_size(path, "dare")
     try:
-        return DareForest.load(path)
+        return DareForest.load(path)  # checks the path and the size first
     except OSError as error:
         raise ModelError(
             f"{path}: cannot read the model file ({error.strerror or error})"
