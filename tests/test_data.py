@@ -25,7 +25,7 @@ def test_csv_values_and_columns(tmp_path):
         ("a,b\n1,2,3\n", 2, 1, "3 fields"),
         ("a,b\n1,nan\n", 2, 3, "`nan` is not a number"),
         ("a,b\n-inf,1\n", 2, 1, "`-inf` is not a number"),  # inputs are never infinite
-        ("a,b\n1,1e39\n", 2, 3, "`1e39` is not a number"),  # beyond float32: infinite
+        ("a,b\n1,1e39\n", 2, 3, "`1e39` is beyond the float32 range"),  # would be infinite
         ("", 1, 1, "empty"),
         # Bytes that are not UTF-8, and a field too long for the csv module, were internal errors.
         (b"a,b\n1,2\n3,\xff4\n", 3, 3, "byte 0xff is not UTF-8 text"),

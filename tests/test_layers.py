@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "veritas_dsl.errors",
             "veritas_dsl.atomic",
+            "veritas_dsl.inputs",
             "veritas_dsl.float32",
             "veritas_dsl.jit",
             "veritas_dsl.diagnostics",

@@ -1,20 +1,29 @@
-"""Data sets a spec reads rows from: CSV files and LIBSVM / svmlight files.
+"""Data sets a spec reads rows from: CSV files and LIBSVM / svmlight files; and the files of
+training-row ids that `delete(...)` and `models(...)` read.
 
 Values become float32 exactly as the libraries' own readers round them (once, from the decimal
-text). A malformed file is a :class:`DataError` naming the file, line and column.
+text). A malformed file is a :class:`DataError` naming the file, line and column, quoting at most
+a short excerpt of it (:func:`veritas_dsl.inputs.excerpt`). Files are read a line at a time and
+their values parsed in chunks, so that memory follows the values kept, not the text; a file
+larger than its limit, or a path that names no regular file, is refused before it is read.
 """
 
 from __future__ import annotations
 
+import array
+import contextlib
 import csv
-import io
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from veritas_dsl.float32 import parse_float32
+from veritas_dsl.inputs import checked_size, excerpt
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,14 @@ class Dataset:
 
 #: The largest table a LIBSVM file may expand to (rows are held densely, one float32 per entry).
 MAX_DENSE_BYTES = 4 * 2**30
+#: The largest CSV or LIBSVM file: at about 10 bytes a value, a hundred million values (a million
+#: rows of 100 features), more rows than a batch verifies; and no more than 400 MB as float32.
+MAX_FILE_BYTES = 2**30
+#: The largest file of row ids: about ten million ids, more rows than a deletion request names.
+MAX_ROWS_FILE_BYTES = 64 * 2**20
+#: Values parsed at once (their text is held until then).
+_CHUNK = 1 << 16
+_LARGEST = float(np.finfo(np.float32).max)
 
 
 class DataError(ValueError):
@@ -48,41 +65,45 @@ class DataError(ValueError):
 def read_csv(name: str, path: Path) -> Dataset:
     """A CSV file whose first line names the columns; every value a number."""
     shown = str(path)
-    reader = csv.reader(io.StringIO(_text(path), newline=""))
-    try:
-        lines = list(reader)
-    except csv.Error as error:
-        raise DataError(f"not a readable CSV line ({error})", shown, reader.line_num, 1) from None
-    if not lines or not lines[0]:
+    with _opened(path, MAX_FILE_BYTES, "a data file", newline="") as handle:
+        reader = csv.reader(handle)
+        values = _Values()
+        header: tuple[str, ...] = ()
+        line = 1  # where the next record starts
+        try:
+            for record in reader:
+                number, line = line, reader.line_num + 1
+                if not header:
+                    if not record:
+                        break
+                    header = tuple(h.strip() for h in record)
+                    continue
+                if not record:
+                    continue
+                if len(record) != len(header):
+                    raise DataError(
+                        f"line has {len(record)} fields, the header {len(header)}", shown, number, 1
+                    )
+                column = 1
+                for text in record:
+                    if problem := _number_problem(text):
+                        raise DataError(
+                            f"`{excerpt(text)}` {problem}",
+                            shown,
+                            number,
+                            column,
+                            max(1, len(text)),
+                            help=_NUMBER_HELP[problem],
+                        )
+                    column += len(text) + 1
+                values.add(record)
+        except csv.Error as error:
+            raise DataError(f"not a readable CSV line ({error})", shown, line, 1) from None
+    if not header:
         raise DataError(
             f"data `{name}` is empty", shown, 1, 1, help="the first line names the columns"
         )
-    header = tuple(h.strip() for h in lines[0])
-    texts: list[str] = []
-    n_rows = 0
-    for number, record in enumerate(lines[1:], start=2):
-        if not record:
-            continue
-        if len(record) != len(header):
-            raise DataError(
-                f"line has {len(record)} fields, the header {len(header)}", shown, number, 1
-            )
-        column = 1
-        for text in record:
-            if not _is_number(text):
-                raise DataError(
-                    f"`{text}` is not a number",
-                    shown,
-                    number,
-                    column,
-                    max(1, len(text)),
-                    help="data values are finite numbers; missing values are not supported",
-                )
-            column += len(text) + 1
-        texts += record
-        n_rows += 1
-    values = parse_float32(texts).reshape(n_rows, len(header))
-    return Dataset(name, header, values, shown)
+    return Dataset(name, header, values.array().reshape(-1, len(header)), shown)
 
 
 def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) -> Dataset:
@@ -93,60 +114,59 @@ def read_libsvm(name: str, path: Path, n_features: int, first_index: int = 1) ->
     error, as is anything that is not a number. ``qid:`` entries and ``#`` comments are skipped.
     """
     shown = str(path)
-    labels: list[str] = []
-    rows: list[int] = []
-    columns: list[int] = []
-    texts: list[str] = []
-    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
-        line = raw.split("#", 1)[0].rstrip("\n")
-        stripped = line.strip()
-        if not stripped:
-            continue
-        fields = _fields(line)
-        label, label_column = fields[0]
-        if not _is_number(label):
-            raise DataError(
-                f"the label `{label}` is not a number", shown, number, label_column, len(label)
-            )
-        row = len(labels)
-        labels.append(label)
-        for text, column in fields[1:]:
-            index_text, sep, value = text.partition(":")
-            if index_text == "qid":
+    labels, entries = _Values(), _Values()
+    rows, columns = array.array("q"), array.array("q")  # of each entry: 8 bytes, not 40
+    n_rows = 0
+    with _opened(path, MAX_FILE_BYTES, "a data file", newline=None) as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.split("#", 1)[0].rstrip("\n")
+            if not line.strip():
                 continue
-            if (
-                not sep
-                or not (index_text.isascii() and index_text.isdigit())
-                or not _is_number(value)
-            ):
-                raise DataError(f"`{text}` is not index:value", shown, number, column, len(text))
-            index = int(index_text) - first_index
-            if not 0 <= index < n_features:
-                last = first_index + n_features - 1
+            fields = _fields(line)
+            label, label_column = fields[0]
+            if problem := _number_problem(label):
+                message = f"the label `{excerpt(label)}` {problem}"
+                help = _NUMBER_HELP[problem]
+                raise DataError(message, shown, number, label_column, len(label), help=help)
+            labels.add([label])
+            for text, column in fields[1:]:
+                index_text, sep, value = text.partition(":")
+                if index_text == "qid":
+                    continue
+                problem = _number_problem(value)
+                if not sep or not (index_text.isascii() and index_text.isdigit()) or problem:
+                    message = f"`{excerpt(text)}` is not index:value"
+                    if sep and problem == _BEYOND:
+                        message = f"`{excerpt(value)}` {problem}"
+                    raise DataError(message, shown, number, column, len(text))
+                index = int(index_text) - first_index
+                if not 0 <= index < n_features:
+                    last = first_index + n_features - 1
+                    raise DataError(
+                        f"feature index {excerpt(index_text)} is outside {first_index}..{last}",
+                        shown,
+                        number,
+                        column,
+                        len(index_text),
+                        help="check the declared feature count and first index",
+                    )
+                rows.append(n_rows)
+                columns.append(index)
+                entries.add([value])
+            n_rows += 1
+            size = n_rows * (n_features + 1) * 4
+            if size > MAX_DENSE_BYTES:
                 raise DataError(
-                    f"feature index {index_text} is outside {first_index}..{last}",
+                    f"{n_rows} rows of {n_features} features take {size / 2**30:.1f} GiB as a "
+                    f"dense table, more than the {MAX_DENSE_BYTES / 2**30:.0f} GiB allowed",
                     shown,
                     number,
-                    column,
-                    len(index_text),
-                    help="check the declared feature count and first index",
+                    1,
+                    help="check the declared feature count",
                 )
-            rows.append(row)
-            columns.append(index)
-            texts.append(value)
-    size = len(labels) * (n_features + 1) * 4
-    if size > MAX_DENSE_BYTES:
-        raise DataError(
-            f"{len(labels)} rows of {n_features} features take {size / 2**30:.1f} GiB as a "
-            f"dense table, more than the {MAX_DENSE_BYTES / 2**30:.0f} GiB allowed",
-            shown,
-            1,
-            1,
-            help="check the declared feature count",
-        )
-    values = np.zeros((len(labels), n_features + 1), dtype=np.float32)
-    values[rows, columns] = parse_float32(texts)
-    values[:, n_features] = parse_float32(labels)
+    values = np.zeros((n_rows, n_features + 1), dtype=np.float32)
+    values[np.frombuffer(rows, np.int64), np.frombuffer(columns, np.int64)] = entries.array()
+    values[:, n_features] = labels.array()
     names = (*(f"f{i}" for i in range(n_features)), "label")
     return Dataset(name, names, values, shown)
 
@@ -166,31 +186,32 @@ def read_row_ids(path: Path) -> list[RowId]:
     comments (to the end of a line) are skipped. Anything else is a :class:`DataError`."""
     shown = str(path)
     ids = []
-    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
-        fields = _fields(raw.split("#", 1)[0])
-        if not fields:
-            continue
-        text, column = fields[0]
-        if not (text.isascii() and text.isdigit()):
-            raise DataError(
-                f"`{text}` is not a row id",
-                shown,
-                number,
-                column,
-                len(text),
-                help="a row id is a whole number, 0 for the first training row",
-            )
-        if len(fields) > 1:
-            extra, column = fields[1]
-            raise DataError(
-                "one row id a line",
-                shown,
-                number,
-                column,
-                len(extra),
-                help="put each id on a line of its own",
-            )
-        ids.append(RowId(int(text), number, column, len(text)))
+    with _opened(path, MAX_ROWS_FILE_BYTES, "a file of row ids", newline=None) as handle:
+        for number, raw in enumerate(handle, start=1):
+            fields = _fields(raw.split("#", 1)[0])
+            if not fields:
+                continue
+            text, column = fields[0]
+            if not (text.isascii() and text.isdigit()):
+                raise DataError(
+                    f"`{excerpt(text)}` is not a row id",
+                    shown,
+                    number,
+                    column,
+                    len(text),
+                    help="a row id is a whole number, 0 for the first training row",
+                )
+            if len(fields) > 1:
+                extra, column = fields[1]
+                raise DataError(
+                    "one row id a line",
+                    shown,
+                    number,
+                    column,
+                    len(extra),
+                    help="put each id on a line of its own",
+                )
+            ids.append(RowId(int(text), number, column, len(text)))
     return ids
 
 
@@ -200,44 +221,79 @@ def read_row_sets(path: Path) -> list[list[RowId]]:
     else (an empty field, a field that is not a whole number) is a :class:`DataError`."""
     shown = str(path)
     sets = []
-    for number, raw in enumerate(io.StringIO(_text(path), newline=None), start=1):
-        line = raw.split("#", 1)[0]
-        if not line.strip():
-            continue
-        ids, start = [], 0
-        for field in line.split(","):
-            text = field.strip()
-            column = start + len(field) - len(field.lstrip()) + 1
-            start += len(field) + 1
-            if not (text.isascii() and text.isdigit()):
-                raise DataError(
-                    f"`{text}` is not a row id" if text else "an empty field, not a row id",
-                    shown,
-                    number,
-                    column,
-                    max(1, len(text)),
-                    help="a line is a set of row ids separated by commas, e.g. 3, 17, 42",
-                )
-            ids.append(RowId(int(text), number, column, len(text)))
-        sets.append(ids)
+    with _opened(path, MAX_ROWS_FILE_BYTES, "a file of row ids", newline=None) as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.split("#", 1)[0].rstrip("\n")
+            if not line.strip():
+                continue
+            ids, start = [], 0
+            for field in line.split(","):
+                text = field.strip()
+                column = start + len(field) - len(field.lstrip()) + 1
+                start += len(field) + 1
+                if not (text.isascii() and text.isdigit()):
+                    not_an_id = f"`{excerpt(text)}` is not a row id"
+                    raise DataError(
+                        not_an_id if text else "an empty field, not a row id",
+                        shown,
+                        number,
+                        column,
+                        max(1, len(text)),
+                        help="a line is a set of row ids separated by commas, e.g. 3, 17, 42",
+                    )
+                ids.append(RowId(int(text), number, column, len(text)))
+            sets.append(ids)
     return sets
 
 
-def _text(path: Path) -> str:
-    """The file's text, read as UTF-8 (a leading byte-order mark is dropped)."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        column = len(data[line_start : error.start].decode("utf-8", errors="replace")) + 1
-        raise DataError(
-            f"byte 0x{data[error.start]:02x} is not UTF-8 text",
-            str(path),
-            data.count(b"\n", 0, error.start) + 1,
-            column,
-            help="save the file as UTF-8",
-        ) from None
+@contextlib.contextmanager
+def _opened(path: Path, limit: int, what: str, newline: str | None) -> Iterator[TextIO]:
+    """The file as UTF-8 text (a leading byte-order mark dropped), once :func:`checked_size`
+    allows it; a byte that is not UTF-8, met while reading, is a located :class:`DataError`."""
+    checked_size(path, limit, what)
+    with open(path, encoding="utf-8-sig", newline=newline) as handle:
+        try:
+            yield handle
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
+
+
+def _not_utf8(path: Path) -> DataError:
+    """Where the first byte that is not UTF-8 stands (a line at a time: a character never spans
+    a line end)."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            encoding = "utf-8-sig" if number == 1 else "utf-8"
+            try:
+                raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                before = raw[: error.start].decode(encoding, errors="replace")
+                return DataError(
+                    f"byte 0x{raw[error.start]:02x} is not UTF-8 text",
+                    str(path),
+                    number,
+                    len(before) + 1,
+                    help="save the file as UTF-8",
+                )
+    return DataError("the file changed while it was read", str(path), 1, 1)
+
+
+class _Values:
+    """Decimal texts parsed to float32 a chunk at a time (text takes ten times the memory)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.chunks: list[np.ndarray] = []
+
+    def add(self, texts: list[str]) -> None:
+        self.texts += texts
+        if len(self.texts) >= _CHUNK:
+            self.chunks.append(parse_float32(self.texts))
+            self.texts = []
+
+    def array(self) -> np.ndarray:
+        """Every value added, in order: float32, one dimension."""
+        return np.concatenate([*self.chunks, parse_float32(self.texts)])
 
 
 def _fields(line: str) -> list[tuple[str, int]]:
@@ -245,11 +301,24 @@ def _fields(line: str) -> list[tuple[str, int]]:
     return [(m.group(), m.start() + 1) for m in re.finditer(r"\S+", line)]
 
 
-def _is_number(text: str) -> bool:
-    """A finite float32 value: NaN is a missing value, and inputs are never infinite."""
+_NOT_A_NUMBER = "is not a number"
+_BEYOND = "is beyond the float32 range"
+_NUMBER_HELP = {
+    _NOT_A_NUMBER: "data values are finite numbers; missing values are not supported",
+    _BEYOND: "models read float32 values, at most 3.4028235e38 in magnitude",
+}
+
+
+def _number_problem(text: str) -> str:
+    """What keeps ``text`` from being a value: NaN is a missing value, inputs are never
+    infinite, and a number beyond the float32 range would be read as infinite; "" when none."""
     try:
         value = float(text)
     except ValueError:
-        return False
-    with np.errstate(over="ignore"):
-        return bool(np.isfinite(np.float32(value)))
+        return _NOT_A_NUMBER
+    if not math.isfinite(value):
+        return _NOT_A_NUMBER
+    if abs(value) <= _LARGEST:  # most values: no errstate, which is slow
+        return ""
+    with np.errstate(over="ignore"):  # within half a step above the largest, it rounds to it
+        return _BEYOND if np.isinf(np.float32(value)) else ""

@@ -79,15 +79,27 @@ class SpecError(UserError):
         return (SpecError, (self.diagnostics,))
 
 
+#: The suffix of spec files.
+SPEC_SUFFIX = ".ver"
+
+
 @dataclass
 class Sources:
-    """The text of every file a diagnostic may point into, by the name used in spans."""
+    """The text of every file a diagnostic may point into, by the name used in spans.
+
+    Spec files not given are read when a line of theirs is shown. Lines of other files (a data
+    set, a list of row ids) are never shown: such a file may be anyone's (``/etc/passwd``), and
+    a diagnostic about it quotes what matters in its message, short and escaped
+    (:func:`veritas_dsl.inputs.excerpt`).
+    """
 
     texts: dict[str, str] = field(default_factory=dict)
 
     def line(self, file: str, number: int) -> str | None:
         text = self.texts.get(file)
         if text is None:
+            if not file.endswith(SPEC_SUFFIX):
+                return None
             try:
                 text = Path(file).read_text(encoding="utf-8-sig", errors="replace")
             except OSError:

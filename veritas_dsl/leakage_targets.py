@@ -9,16 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from veritas_dsl.data import DataError, read_row_ids
-from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.diagnostics import SPEC_SUFFIX, Diagnostic, Span, SpecError
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.derive import deleted, id_problems
 from veritas_dsl.spec import load
 from veritas_dsl.unlearning import Leakage, leakage
-
-#: A source with this suffix is a spec; anything else is a saved forest.
-SPEC_SUFFIX = ".ver"
 
 
 class TargetError(UserError):
@@ -54,6 +51,7 @@ class Target:
 
 
 def is_spec(source: str | Path) -> bool:
+    """A source with the spec suffix is a spec; anything else is a saved forest."""
     return Path(source).suffix == SPEC_SUFFIX
 
 

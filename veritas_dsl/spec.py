@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
+from veritas_dsl.inputs import read_bytes
 from veritas_dsl.lang import typed
 from veritas_dsl.lang.check import check
 from veritas_dsl.lang.lower import Lowered, lower
@@ -22,6 +23,10 @@ from veritas_dsl.solvers import registry
 
 if TYPE_CHECKING:
     from veritas_dsl.cluster import Connection
+
+#: The largest spec file: people write specs, and generated ones of 100,000 queries stay under
+#: 10 MB; a device or a sparse file named as a spec is refused before it is read.
+MAX_SPEC_BYTES = 64 * 2**20
 
 
 class Spec:
@@ -156,7 +161,7 @@ def load(path: str | Path, trust_pickle: bool = False) -> Spec:
     """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bytes(path, MAX_SPEC_BYTES, "a spec file")
     except OSError as error:
         raise SpecError(
             [Diagnostic("V001", f"cannot read {path}: {error.strerror or error}")]

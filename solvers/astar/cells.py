@@ -33,9 +33,10 @@ def cells(split_var, split_value, lo, hi, integral, n_vars: int):
 
     cell_ptr = (var_start[:-1] + np.arange(n_vars)).astype(np.int32)
     cell_ptr = np.append(cell_ptr, var_start[-1] + n_vars).astype(np.int32)
-    below = np.where(
-        integral[key_var], key_value - 1.0, np.nextafter(key_value.astype(np.float32), -np.inf)
-    )
+    with np.errstate(over="ignore"):  # below the lowest float32 (a bound there): -inf, no input
+        below = np.where(
+            integral[key_var], key_value - 1.0, np.nextafter(key_value.astype(np.float32), -np.inf)
+        )
     n_cells = int(cell_ptr[-1])
     cell_lo = np.empty(n_cells)
     cell_hi = np.empty(n_cells)

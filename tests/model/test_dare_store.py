@@ -130,7 +130,7 @@ def test_a_corrupt_or_foreign_file_is_a_model_error_naming_it(tmp_path, damage):
 
 
 def test_a_missing_file_is_a_model_error(tmp_path):
-    with pytest.raises(ModelError, match="no such file"):
+    with pytest.raises(ModelError, match="no such model file"):
         DareForest.load(tmp_path / "absent.npz")
 
 

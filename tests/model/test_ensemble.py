@@ -102,7 +102,7 @@ def changed(arrays, **entries):
         (changed(TWO_TREES, feature=(0, 0.5)), "feature holds a value that is not a whole"),
         (changed(TWO_TREES, left=(0, 2**40)), "left holds a value beyond int32"),
         ({**TWO_TREES, "feature_names": ("a", "a")}, "feature name `a` appears twice"),
-        ({**TWO_TREES, "feature_names": ("a", 1)}, "feature name 1 is not a string"),
+        ({**TWO_TREES, "feature_names": ("a", 1)}, "feature name `1` is not a string"),
         (
             dict(
                 TWO_TREES,

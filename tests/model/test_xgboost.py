@@ -267,7 +267,7 @@ def test_nodes_in_any_order_are_renumbered(tmp_path):
         (lambda tree: tree["split_indices"].__setitem__(0, 9), "node 0 splits on feature 9 of 5"),
         (lambda tree: tree["split_type"].__setitem__(0, 1), "node 0 is a categorical split"),
         (lambda tree: tree["split_conditions"].pop(), "has 24 entries, not 25"),
-        (lambda tree: tree["tree_param"].__setitem__("num_nodes", "x"), "`num_nodes` is 'x'"),
+        (lambda tree: tree["tree_param"].__setitem__("num_nodes", "x"), "`num_nodes` is `x`"),
         (lambda tree: tree.__setitem__("id", 3), "is not a tree with id 0"),
         (lambda tree: tree["left_children"].__setitem__(1, 1.5), "not a list of whole numbers"),
     ],

@@ -155,7 +155,7 @@ def test_thresholds_round_once_to_float32():
         # A missing or odd field was a KeyError or TypeError: an internal error.
         (
             '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "children": [{"nodeid": 1, "leaf": 1}]}]',
-            "`no` is None, not a node id",
+            "`no` is `None`, not a node id",
         ),
         (
             '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "no": 2, "children": {}}]',
@@ -165,7 +165,7 @@ def test_thresholds_round_once_to_float32():
             '[{"nodeid": 0, "split": "f0", "split_condition": 1, "yes": 1, "no": 2, "children": [{"nodeid": 1, "leaf": 1}, {"nodeid": 1, "leaf": 0}]}]',
             "two nodes have nodeid 1",
         ),
-        ('[{"nodeid": 0, "leaf": [1]}]', "`leaf` is ['1'], not a number"),
+        ('[{"nodeid": 0, "leaf": [1]}]', "`leaf` is `['1']`, not a number"),
         ('[{"nodeid": 0, "leaf": "x"}]', "could not convert"),
         ('[{"nodeid": 0, "leaf": 1e39}]', "has a leaf value that is not finite"),
         ('[{"nodeid": 1.5, "leaf": 1}]', "not a node id"),

@@ -118,21 +118,39 @@ def _loaded(spec: ast.SpecFile, files: CachedFiles) -> tuple[dict, dict]:
 
 
 def _located(diagnostics, spec: ast.SpecFile | None, path: str) -> tuple[Diagnostic, ...]:
-    """The diagnostics, each with a span in this document: one in a data or model file is shown
-    on the path that names the file (the file's own place is a note), one without a span on the
-    first character."""
+    """The diagnostics, each with a span in this document: one in a data, model or rows file is
+    shown on the path that names the file (the file's own place is a note), one without a span on
+    the first character."""
     files = {}
     if spec is not None:
         base = Path(path).resolve().parent
-        for item in spec.items:
-            if isinstance(item, ast.ModelDecl | ast.DataDecl):
-                files[str((base / item.path.value).resolve())] = item.path.span
+        for text in _paths(spec):
+            files[_resolved(base / text.value)] = text.span
     located = []
     for d in diagnostics:
         if d.span is None:
             d = replace(d, span=Span(path, 1, 1, 1, 1))
         elif d.span.file != path:
-            where = files.get(str(Path(d.span.file).resolve()), Span(path, 1, 1, 1, 1))
+            where = files.get(_resolved(Path(d.span.file)), Span(path, 1, 1, 1, 1))
             d = replace(d, span=where, notes=(*d.notes, f"at {d.span}"))
         located.append(d)
     return tuple(located)
+
+
+def _paths(spec: ast.SpecFile) -> list[ast.Text]:
+    """The paths the spec names: of models, data sets and rows files."""
+    paths = []
+    for item in spec.items:
+        if isinstance(item, ast.ModelDecl | ast.DataDecl):
+            paths.append(item.path)
+        elif isinstance(item, ast.DerivedDecl | ast.FamilyDecl):
+            paths += [arg.value for arg in item.args if isinstance(arg.value, ast.Text)]
+    return paths
+
+
+def _resolved(path: Path) -> str | None:
+    """``path`` resolved, or None when it cannot name a file (a NUL byte in it)."""
+    try:
+        return str(path.resolve())
+    except (OSError, ValueError):
+        return None

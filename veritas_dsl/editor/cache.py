@@ -44,7 +44,10 @@ class CachedFiles(Files):
 
     def latest(self, path: Path) -> Any:
         """What was last read well from ``path`` (a model, a forest or a data set), or None."""
-        return self._latest.get(str(path.resolve()))
+        try:
+            return self._latest.get(str(path.resolve()))
+        except ValueError:  # a NUL byte: nothing was read
+            return None
 
     def summary(self, model: Ensemble) -> ModelSummary:
         """``ver inspect``'s summary of ``model``, computed once per model."""
@@ -56,7 +59,7 @@ class CachedFiles(Files):
     def _read(self, key: tuple, path: Path, read: Callable[[], Any]) -> Any:
         try:
             stat = path.stat()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the path
             return read()  # raises the error the command line reports
         stamp, where = (stat.st_mtime_ns, stat.st_size), str(path.resolve())
         kept = self._kept.get((where, *key))

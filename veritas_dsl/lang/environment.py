@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from pathlib import Path
 
 import numpy as np
 
 from veritas_dsl.data import DataError
 from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.families import Families
@@ -29,10 +29,6 @@ COUNT_LIMITS = {"features": 1_000_000, "classes": 100_000, "first_index": 1}
 
 class Environment(Families):
     """Checks the declarations of models, data, constants and features, recording each name."""
-
-    def resolve_path(self, text: ast.Text) -> Path:
-        path = Path(text.value)
-        return path if path.is_absolute() else self.base / path
 
     def model_decl(self, decl: ast.ModelDecl) -> None:
         if not self.declare(decl.name, decl.span, "model"):
@@ -96,9 +92,9 @@ class Environment(Families):
                 extra = sorted(set(other) - set(names))
                 notes = []
                 if missing:
-                    notes.append(f"`{decl.name}` lacks {', '.join(missing)}")
+                    notes.append(f"`{decl.name}` lacks {_listed(missing)}")
                 if extra:
-                    notes.append(f"`{decl.name}` has {', '.join(extra)} that `{first.name}` lacks")
+                    notes.append(f"`{decl.name}` has {_listed(extra)} that `{first.name}` lacks")
                 self.error(
                     "V404",
                     f"models `{first.name}` and `{decl.name}` have different features",
@@ -163,7 +159,7 @@ class Environment(Families):
             self.broken.add(decl.name)
             self.error(
                 "V407",
-                f"data `{decl.name}` lacks columns for features {', '.join(missing)}",
+                f"data `{decl.name}` lacks columns for features {_listed(missing)}",
                 decl.path.span,
                 help="columns are matched to the models' features by name",
             )
@@ -310,3 +306,9 @@ class Environment(Families):
             features[f] = Feature(member.id, DomainKind.BOOL, 0.0, 1.0)
             indices.append(f)
         self.groups[decl.name] = tuple(indices)
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    """Feature names read from model files, as a message lists them: a few, each short."""
+    shown = ", ".join(excerpt(name) for name in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -17,7 +17,7 @@ from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span, suggest
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.ast import Name, SpecFile
+from veritas_dsl.lang.ast import Name, SpecFile, Text
 from veritas_dsl.lang.files import Files
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
@@ -84,6 +84,11 @@ class Symbols:
         self.feature_index: dict[str, int] = {}
         self.groups: dict[str, tuple[int, ...]] = {}
         self.members: dict[str, tuple[str, int]] = {}
+
+    def resolve_path(self, text: Text) -> Path:
+        """The file a path in the spec names: relative to the spec's folder, or absolute (see
+        "Paths" in docs/language.md)."""
+        return self.base / text.value
 
     # -- reporting --------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, Task, le_threshold_as_lt
+from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -105,10 +106,8 @@ def _check_feature_kinds(model, where: str) -> None:
 
 
 def _read(path: Path) -> dict:
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
     try:
-        document = json.loads(path.read_bytes().decode("utf-8"))
+        document = json.loads(model_bytes(path, "catboost").decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise ModelError(f"{path}: not a CatBoost JSON model ({error})") from None
     if not isinstance(document, dict) or "features_info" not in document:

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets, where
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, Task
+from veritas_dsl.model.limits import model_bytes
 
 #: Tag written into the files of :meth:`Ensemble.save`; :meth:`Ensemble.load` refuses others.
 FILE_FORMAT = "veritas-dsl-ensemble"
@@ -114,7 +116,7 @@ class Ensemble:
         if self.base_score.shape != (self.value.shape[1],):
             raise ModelError("base_score must have one entry per output")
         if self.task not in ("regression", "binary", "multiclass"):
-            raise ModelError(f"unknown task {self.task!r}")
+            raise ModelError(f"unknown task `{excerpt(self.task)}`")
         if self.task == "binary" and self.n_outputs != 1:
             raise ModelError("a binary model has exactly one output")
         if not math.isfinite(self.class_threshold):
@@ -153,11 +155,11 @@ class Ensemble:
             raise ModelError(f"{self.n_features} features is more than {MAX_FEATURES:,}")
         odd = [name for name in self.feature_names if not isinstance(name, str)]
         if odd:
-            raise ModelError(f"feature name {odd[0]!r} is not a string")
+            raise ModelError(f"feature name `{excerpt(odd[0])}` is not a string")
         seen: set[str] = set()
         for name in self.feature_names:
             if name in seen:
-                raise ModelError(f"feature name `{name}` appears twice")
+                raise ModelError(f"feature name `{excerpt(name)}` appears twice")
             seen.add(name)
 
     # -- shape -------------------------------------------------------------------------------
@@ -294,7 +296,7 @@ class Ensemble:
         """Read a file written by :meth:`save`."""
         path = Path(path)
         try:
-            document = json.loads(path.read_bytes().decode("utf-8"))
+            document = json.loads(model_bytes(path, "ensemble").decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             raise ModelError(f"{path}: cannot read an ensemble file ({error})") from None
         return cls.from_document(document, where=str(path))
@@ -305,7 +307,7 @@ class Ensemble:
         if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
             raise ModelError(f"{where}: not a {FILE_FORMAT} file")
         if document.get("version") != FILE_VERSION:
-            raise ModelError(f"{where}: unsupported version {document.get('version')!r}")
+            raise ModelError(f"{where}: unsupported version `{excerpt(document.get('version'))}`")
         missing = [key for key in _DOCUMENT_KEYS if key not in document]
         if missing:
             raise ModelError(f"{where}: the ensemble file lacks `{missing[0]}`")

@@ -58,10 +58,13 @@ def le_threshold_as_lt(threshold: np.ndarray) -> np.ndarray:
     the nearest float32 first would be wrong when it rounds up.
     """
     t = np.asarray(threshold, dtype=np.float64)
-    down = t.astype(np.float32)
-    above = down.astype(np.float64) > t
-    down[above] = np.nextafter(down[above], np.float32(-np.inf))
-    return np.nextafter(down, np.float32(np.inf))
+    # From the largest float32 up, every input goes left: ``s`` is +inf (numpy's overflow warning
+    # says nothing more).
+    with np.errstate(over="ignore"):
+        down = t.astype(np.float32)
+        above = down.astype(np.float64) > t
+        down[above] = np.nextafter(down[above], np.float32(-np.inf))
+        return np.nextafter(down, np.float32(np.inf))
 
 
 def margin_close(expected: np.ndarray, actual: np.ndarray, tolerance: float = 1e-5) -> np.ndarray:

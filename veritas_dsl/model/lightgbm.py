@@ -20,6 +20,7 @@ from veritas_dsl.model import lightgbm_text
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
 from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt
+from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -49,12 +50,8 @@ def from_lightgbm(cls: type[Ensemble], model: object) -> Ensemble:
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         where = str(path)
-        if not path.is_file():
-            raise ModelError(f"{path}: no such model file")
         try:
-            text = path.read_bytes().decode("utf-8")
-        except OSError as error:
-            raise ModelError(f"{path}: cannot read the model file ({error.strerror})") from None
+            text = model_bytes(path, "lightgbm").decode("utf-8")
         except UnicodeDecodeError as error:
             raise ModelError(
                 f"{path}: not a LightGBM text model (byte {error.start} is not UTF-8 text)"

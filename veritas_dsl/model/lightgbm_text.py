@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.model.errors import ModelError
 
 _INT = re.compile(r"[-+]?\d{1,10}")
@@ -70,7 +71,7 @@ def parse(text: str, where: str) -> Model:
     trees = []
     while at < len(lines) and lines[at].startswith("Tree="):
         if lines[at] != f"Tree={len(trees)}":
-            raise ModelError(f"{where}: expected `Tree={len(trees)}`, found `{lines[at][:40]}`")
+            raise ModelError(f"{where}: expected `Tree={len(trees)}`, found `{excerpt(lines[at])}`")
         fields, at = _block(lines, at + 1, stop=lambda line: not line)
         trees.append(_tree(fields, len(names), f"{where}: tree {len(trees)}"))
         while at < len(lines) and not lines[at]:
@@ -164,7 +165,7 @@ def _require(fields: dict[str, str], key: str, where: str) -> str:
 
 def _int(text: str, what: str, where: str) -> int:
     if not _INT.fullmatch(text):
-        raise ModelError(f"{where}: {what} `{text[:40]}` is not a whole number")
+        raise ModelError(f"{where}: {what} `{excerpt(text)}` is not a whole number")
     return int(text)
 
 
@@ -175,7 +176,7 @@ def _numbers(fields, key: str, count: int, pattern, where: str) -> list[str]:
     # One match of the whole line is fast; the token at fault is looked for only on failure.
     if not re.fullmatch(f"(?:(?:{pattern.pattern}) )*(?:{pattern.pattern})?", " ".join(tokens)):
         i, token = next((i, t) for i, t in enumerate(tokens) if not pattern.fullmatch(t))
-        raise ModelError(f"{where}: entry {i} of {key}, `{token[:40]}`, is not a number")
+        raise ModelError(f"{where}: entry {i} of {key}, `{excerpt(token)}`, is not a number")
     return tokens
 
 

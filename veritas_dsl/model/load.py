@@ -18,6 +18,7 @@ from pathlib import Path
 from veritas_dsl.model import skops_file
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
+from veritas_dsl.model.limits import model_size
 
 FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "catboost", "onnx", "ensemble", "dare")
 
@@ -75,10 +76,12 @@ def load_model(
     """
     options = options or {}
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
+    model_size(path, format)  # before anything reads it (detect_format reads its first bytes)
     try:
-        return _load(path, format or detect_format(path), trust_pickle, options)
+        if format is None:
+            format = detect_format(path)
+            model_size(path, format)
+        return _load(path, format, trust_pickle, options)
     except OSError as error:
         raise ModelError(
             f"{path}: cannot read the model file ({error.strerror or error})"
@@ -89,10 +92,8 @@ def load_forest(path: str | Path) -> DareForest:
     """The :class:`DareForest` saved at ``path`` (format ``dare``), for the models derived from
     it; a missing, unreadable or corrupt file is a ``ModelError`` naming the path."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
     try:
-        return DareForest.load(path)
+        return DareForest.load(path)  # checks the path and the size first
     except OSError as error:
         raise ModelError(
             f"{path}: cannot read the model file ({error.strerror or error})"

@@ -33,6 +33,7 @@ from veritas_dsl.model import onnx_graph
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
 from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt
+from veritas_dsl.model.limits import model_bytes
 from veritas_dsl.model.onnx_graph import Trees
 
 if TYPE_CHECKING:
@@ -52,12 +53,9 @@ def from_onnx(cls: type[Ensemble], model: object) -> Ensemble:
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         where = str(path)
-        if not path.is_file():
-            raise ModelError(f"{path}: no such model file")
+        data = model_bytes(path, "onnx")
         try:
-            proto = onnx.load_model_from_string(path.read_bytes())
-        except OSError:
-            raise
+            proto = onnx.load_model_from_string(data)
         except Exception as error:  # DecodeError and others on a file that is not ONNX
             raise ModelError(f"{path}: not an ONNX model ({error})") from None
     elif isinstance(model, onnx.ModelProto):

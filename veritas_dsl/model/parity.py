@@ -15,6 +15,7 @@ from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.library import margin_close
 
 _UP, _DOWN = np.float32(np.inf), np.float32(-np.inf)
+_LARGEST = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,13 @@ class ParityReport:
 
 
 def around(values: np.ndarray) -> np.ndarray:
-    """Each float32 value with its neighbours one and two steps away on both sides."""
+    """Each float32 value with its finite neighbours one and two steps away on both sides (a
+    threshold at the largest float32 has none above: inputs are never infinite)."""
     values = np.asarray(values, dtype=np.float32)
-    down, up = np.nextafter(values, _DOWN), np.nextafter(values, _UP)
-    return np.concatenate([np.nextafter(down, _DOWN), down, values, up, np.nextafter(up, _UP)])
+    with np.errstate(over="ignore"):
+        down, up = np.nextafter(values, _DOWN), np.nextafter(values, _UP)
+        near = np.concatenate([np.nextafter(down, _DOWN), down, values, up, np.nextafter(up, _UP)])
+    return near[np.isfinite(near)]
 
 
 def probe_points(
@@ -67,8 +71,11 @@ def probe_points(
     else:
         rows = np.asarray(data, dtype=np.float32).reshape(-1, model.n_features)
         lo, hi = rows.min(axis=0), rows.max(axis=0)
+    lo, hi = lo.astype(np.float64), hi.astype(np.float64)  # float32 would overflow near 3e38
     span = np.maximum(hi - lo, 1.0)
-    random = rng.uniform(lo - 0.2 * span, hi + 0.2 * span, size=(n_random, model.n_features))
+    low = np.maximum(lo - 0.2 * span, -_LARGEST)
+    high = np.minimum(hi + 0.2 * span, _LARGEST)
+    random = rng.uniform(low, high, size=(n_random, model.n_features))
     random = random.astype(np.float32)
     backgrounds = rows if len(rows) else random
     on_thresholds = []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.model import ubjson, xgboost_document
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
@@ -100,8 +101,6 @@ def _load_file(path: Path) -> object:
     (XGBoost's loader crashes on some corrupt documents)."""
     import xgboost
 
-    if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
     data, document = xgboost_document.read_file(path)
     xgboost_document.forest(document, str(path))
     return _call_xgboost(lambda: xgboost.Booster(model_file=bytearray(data)), str(path))
@@ -185,17 +184,19 @@ def _base_margin(text: object, objective: str, n_outputs: int, where: str) -> np
         with np.errstate(over="ignore"):
             values = [float(np.float32(v)) for v in str(text).strip("[]").split(",") if v.strip()]
     except ValueError:
-        raise ModelError(f"{where}: base score {text!r} is not a number") from None
+        raise ModelError(f"{where}: base score `{excerpt(text)}` is not a number") from None
     if len(values) == 1:
         values = values * n_outputs
     if len(values) != n_outputs:
-        raise ModelError(f"{where}: base score {text!r} does not have {n_outputs} entries")
+        raise ModelError(f"{where}: base score `{excerpt(text)}` does not have {n_outputs} entries")
     link = _LINK[objective]
     if link == "logit":
         return np.array([logit(v) for v in values])
     if link == "log":
         if min(values) <= 0:
-            raise ModelError(f"{where}: base score {text!r} must be positive for {objective}")
+            raise ModelError(
+                f"{where}: base score `{excerpt(text)}` must be positive for {objective}"
+            )
         return np.log(values)
     return np.array(values)
 

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.model import ubjson
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order
 from veritas_dsl.model.library import MAX_FEATURES
+from veritas_dsl.model.limits import model_bytes
 
 #: More classes than any model we know of (the spec language's own limit).
 MAX_CLASSES = 100_000
@@ -51,10 +53,7 @@ def read_file(path: Path) -> tuple[bytes, object]:
     The format is chosen as XGBoost chooses it for a buffer: JSON when the first character after
     the opening ``{`` is a quote, UBJSON when it is a letter.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ModelError(f"{path}: cannot read the model file ({error.strerror})") from None
+    data = model_bytes(path, "xgboost")
     kind = data[1:].lstrip(b" \t\n\r\v\f")[:1] if data[:1] == b"{" else b""
     try:
         if kind == b'"':
@@ -209,7 +208,7 @@ def _count(container: dict, key: str, low: int, high: int, where: str, default=N
     """A whole number XGBoost stores as text, such as ``"num_feature": "7"``."""
     text = container.get(key, default)
     if not isinstance(text, str) or not text.isascii() or not text.isdigit():
-        raise ModelError(f"{where}: `{key}` is {text!r}, not a whole number")
+        raise ModelError(f"{where}: `{key}` is `{excerpt(text)}`, not a whole number")
     value = int(text)
     if not low <= value <= high:
         raise ModelError(f"{where}: `{key}` is {value}, outside {low}..{high}")
@@ -243,4 +242,12 @@ def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
         raise ModelError(f"{where}: `{key}` is missing or not a list of numbers")
     if len(values) != n:
         raise ModelError(f"{where}: `{key}` has {len(values)} entries, not {n}")
-    return values.astype(np.float32)
+    with np.errstate(over="ignore"):
+        narrow = values.astype(np.float32)
+    beyond = np.flatnonzero(np.isfinite(values) & ~np.isfinite(narrow))
+    if len(beyond):  # XGBoost writes float32 values: this one was never written by it
+        raise ModelError(
+            f"{where}: `{key}` holds {values[beyond[0]]:g}, beyond the float32 range that "
+            "XGBoost stores numbers in"
+        )
+    return narrow

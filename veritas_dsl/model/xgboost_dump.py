@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.float32 import parse_float32
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.library import MAX_FEATURES
+from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -127,10 +129,8 @@ def _read(source) -> tuple[list[dict], str]:
 
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        if not path.is_file():
-            raise ModelError(f"{path}: no such model file")
         try:
-            document = load(path.read_bytes().decode("utf-8"))
+            document = load(model_bytes(path, "xgboost_dump").decode("utf-8"))
         except UnicodeDecodeError as error:
             raise ModelError(
                 f"{path}: not a JSON tree dump (byte {error.start} is not UTF-8 text)"
@@ -164,9 +164,11 @@ def _feature_index(nodes: list[dict], names: Sequence[str] | None, where: str) -
         match = _INDEXED.fullmatch(name)
         if not match:
             hint = "it is not among the feature names" if names else "give the feature names"
-            raise ModelError(f"{where}: the dump splits on feature `{name}`; {hint}")
+            raise ModelError(f"{where}: the dump splits on feature `{excerpt(name)}`; {hint}")
         if len(match.group(1)) > 7:  # beyond MAX_FEATURES; int() of a huge text is slow
-            raise ModelError(f"{where}: the dump splits on feature {name}, beyond {MAX_FEATURES:,}")
+            raise ModelError(
+                f"{where}: the dump splits on feature {excerpt(name)}, beyond {MAX_FEATURES:,}"
+            )
         position[name] = int(match.group(1))
     return position
 
@@ -224,12 +226,12 @@ def _whole(node: dict, key: str, where: str) -> int:
     """A node id, parsed as text (see :func:`_read`)."""
     text = node.get(key)
     if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > 9:
-        raise ModelError(f"{where}: `{key}` is {text!r}, not a node id")
+        raise ModelError(f"{where}: `{key}` is `{excerpt(text)}`, not a node id")
     return int(text)
 
 
 def _number(node: dict, key: str, node_id: int, where: str) -> str:
     text = node.get(key)
     if not isinstance(text, str):
-        raise ModelError(f"{where}, node {node_id}: `{key}` is {text!r}, not a number")
+        raise ModelError(f"{where}, node {node_id}: `{key}` is `{excerpt(text)}`, not a number")
     return text

@@ -10,15 +10,20 @@ remaining rows reach, so a corrupt file is a :class:`ModelError` naming it, neve
 from __future__ import annotations
 
 import json
+import math
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.inputs import excerpt, size_text
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM, Tree
 from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets
+from veritas_dsl.model.limits import MAX_BYTES, model_size
 
 FILE_FORMAT = "veritas-dsl-dare"
 FILE_VERSION = 1
@@ -83,19 +88,65 @@ def save(forest, path: str | Path) -> None:
 
 def load(cls, path: str | Path):
     """Read a forest written by :func:`save`; anything else is a ModelError naming ``path``."""
-    if not Path(path).is_file():
-        raise ModelError(f"{path}: no such file")
+    model_size(Path(path), "dare")
     if not zipfile.is_zipfile(path):
         raise ModelError(f"{path}: not a DaRE forest file (not an .npz archive)")
     try:
+        _check_sizes(path)
         with np.load(path, allow_pickle=False) as file:
             arrays = {name: file[name] for name in file.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
+    except ModelError:
+        raise
+    except _DAMAGED as error:
         raise ModelError(f"{path}: not a DaRE forest file ({error})") from None
     try:
         return _forest(cls, arrays)
     except ModelError as error:
         raise ModelError(f"{path}: {error}") from None
+
+
+# What reading a damaged archive raises: zip's own errors, zlib's on damaged compressed data,
+# NotImplementedError and RuntimeError on flags it does not support (another version,
+# encryption), and numpy's on damaged array headers (TokenError, SyntaxError among them).
+_DAMAGED = (
+    OSError,
+    ValueError,
+    EOFError,
+    KeyError,
+    SyntaxError,
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    tokenize.TokenError,
+)
+
+
+def _check_sizes(path: str | Path) -> None:
+    """The archive's arrays, as its directory and their headers declare them, fit in memory and
+    in their members: numpy allocates an array as its header says before reading it."""
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        expanded = sum(member.file_size for member in members)
+        if expanded > MAX_BYTES["dare"]:
+            raise ModelError(
+                f"{path}: its arrays hold {size_text(expanded)}, more than the "
+                f"{size_text(MAX_BYTES['dare'])} allowed for a DaRE forest"
+            )
+        for member in members:
+            with archive.open(member) as stream:
+                version = np.lib.format.read_magic(stream)
+                reader = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0
+                )
+                shape, _, dtype = reader(stream)
+            if math.prod(shape) * dtype.itemsize > member.file_size:
+                raise ModelError(
+                    f"{path}: not a DaRE forest file (the header of {member.filename} "
+                    "claims more than it holds)"
+                )
 
 
 def _forest(cls, arrays: dict):
@@ -130,7 +181,7 @@ def _header(arrays: dict) -> dict:
     if not ok:
         raise ModelError(f"not a {FILE_FORMAT} file")
     if header.get("version") != FILE_VERSION:
-        raise ModelError(f"file version {header.get('version')!r}; we read {FILE_VERSION}")
+        raise ModelError(f"file version `{excerpt(header.get('version'))}`; we read {FILE_VERSION}")
     cost = header.get("last_deletion_cost")
     if not isinstance(cost, int) or cost < 0 or not isinstance(header.get("rng"), dict):
         raise ModelError("the header is damaged")
