@@ -1,10 +1,12 @@
 """`ver lsp` driven through its protocol, in a subprocess: diagnostics as `ver run` reports them
-(on open, on change, cleared once fixed), hover, completion, go-to-definition, formatting, and a
-model that fails to load as a diagnostic rather than a crash."""
+(on open, on change, cleared once fixed), hover, completion, go-to-definition, formatting, a
+model that fails to load as a diagnostic rather than a crash, an answer to every request, and
+huge, deep or never-ending checks."""
 
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -142,14 +144,19 @@ def test_hover_completion_and_definition_answer_from_the_file(client, folder):
     assert older["range"]["start"] == {"line": 2, "character": 6}
 
 
+def formatting(uri: str) -> dict:
+    return {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}}
+
+
 def test_formatting_returns_the_canonical_layout(client, folder):
     uri = open_file(client, folder / "messy.ver", GOOD.replace("    input x", "input   x"))
     client.diagnostics(uri)
-    edits = client.request(
-        "textDocument/formatting",
-        {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}},
-    )
+    edits = client.request("textDocument/formatting", formatting(uri))
     assert [edit["newText"] for edit in edits] == [GOOD]
+    # A document the editor has not opened is not read from disk (it could block: a FIFO).
+    closed = folder / "closed.ver"
+    closed.write_text(GOOD.replace("    input x", "input   x"))
+    assert client.request("textDocument/formatting", formatting(closed.as_uri())) == []
 
 
 _POSITIONS = {"(-1,-1)": (-1, -1), "(3,-5)": (3, -5), "(2^40,2^40)": (2**40, 2**40)}
@@ -214,6 +221,8 @@ def test_huge_and_deep_documents_get_diagnostics(client, folder):
         assert diagnostic["code"] == "V002" and diagnostic["severity"] == 2  # a warning
         assert diagnostic["message"].startswith("file too large for live checking\n")
         assert "help: run `ver check`" in diagnostic["message"]
+        reply = client.call("textDocument/formatting", formatting(uri))
+        assert reply["error"]["code"] == -32803 and "run `ver fmt`" in reply["error"]["message"]
     n = 20_000
     parentheses = GOOD.replace("x.age >= older", "(" * n + "x.age" + ")" * n + " >= older")
     uri = open_file(client, folder / "parentheses.ver", parentheses)
@@ -238,9 +247,32 @@ def test_exit_ends_the_server_while_a_check_never_ends(folder):
         uri = open_file(client, folder / "never.ver", GOOD)
         params = at({"textDocument": {"uri": uri}}, 7, 15)
         assert client.request("textDocument/hover", params) is None  # not checked yet
+        assert client.request("textDocument/formatting", formatting(uri)) == []  # apart
         client.request("shutdown", None)
         assert client.call("textDocument/hover", params)["error"]["code"] == -32600
         client.notify("exit", None)
         assert client.process.wait(timeout=60) == 0  # it never ended at all
     finally:
         client.close()
+
+
+def test_a_document_closed_while_its_check_waits_is_not_checked_from_disk(client, folder):
+    path = folder / "closing.ver"
+    uri = open_file(client, path, GOOD)
+    assert client.diagnostics(uri)["diagnostics"] == []
+    path.write_text(TYPO)  # the editor never saved this: only the disk has it
+    change(client, uri, 2, GOOD.replace("older", "older "))  # a check waits 0.3 s
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri)["diagnostics"] == []  # cleared on close
+    time.sleep(1.0)  # the check waited 0.3 s (server.DEBOUNCE_S): time enough for it
+    seen = []
+
+    def record(message) -> bool:
+        seen.append(message)
+        return message.get("method") == "textDocument/publishDiagnostics" and (
+            message["params"]["uri"] == marker
+        )
+
+    marker = open_file(client, folder / "marker.ver", GOOD)
+    client.wait(record)
+    assert not [m for m in seen if m.get("params", {}).get("uri") == uri]

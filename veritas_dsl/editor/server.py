@@ -23,7 +23,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 
 from veritas_dsl.diagnostics import Diagnostic, Severity, SpecError
 from veritas_dsl.editor import hover as at
-from veritas_dsl.editor.analysis import Analysis, analyse
+from veritas_dsl.editor.analysis import MAX_LIVE_CHARS, Analysis, analyse
 from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.editor.format import format_text
 
@@ -132,6 +132,7 @@ class VerServer(LanguageServer):
         self.parsed: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.worker = _Worker()
+        self.formatter = _Worker()  # apart: a check that never ends must not stop formatting
 
     async def check(self, uri: str, delay: float) -> None:
         """Check the document after ``delay`` seconds, then publish its diagnostics."""
@@ -202,6 +203,9 @@ def server() -> VerServer:
     def did_close(ls: VerServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.parsed.pop(uri, None)
+        pending = ls.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()  # else it would read the closed document from disk
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -239,10 +243,21 @@ def server() -> VerServer:
         return None if span is None else lsp.Location(uri=uri, range=_range(span))
 
     @ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    def on_formatting(ls: VerServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        try:
-            formatted = format_text(document.source, document.path)
+    async def on_formatting(
+        ls: VerServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit]:
+        document = ls.workspace.text_documents.get(params.text_document.uri)
+        if document is None:
+            return []  # not open: reading it from disk here could block the loop (a FIFO)
+        if len(document.source) > MAX_LIVE_CHARS:
+            raise JsonRpcException(
+                f"file too large to format in the editor (more than {MAX_LIVE_CHARS:,} "
+                "characters); run `ver fmt` on it",
+                code=lsp.LSPErrorCodes.RequestFailed,
+            )
+        run = functools.partial(format_text, document.source, document.path)
+        try:  # off the loop, as a check: a long file takes seconds
+            formatted = await asyncio.get_running_loop().run_in_executor(ls.formatter, run)
         except SpecError:
             return []  # the diagnostics already say why
         if formatted == document.source:
