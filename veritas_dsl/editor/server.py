@@ -137,12 +137,15 @@ class VerServer(LanguageServer):
     async def check(self, uri: str, delay: float) -> None:
         """Check the document after ``delay`` seconds, then publish its diagnostics."""
         await asyncio.sleep(delay)
-        document = self.workspace.get_text_document(uri)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return  # never opened (a save alone): only what the editor holds is checked
         version, text = document.version, document.source
         run = functools.partial(analyse, text, document.path, self.files)
         analysis = await asyncio.get_running_loop().run_in_executor(self.worker, run)
-        if self.workspace.get_text_document(uri).version != version:
-            return  # a newer version is on its way
+        now = self.workspace.text_documents.get(uri)
+        if now is None or now.version != version:
+            return  # closed, or a newer version is on its way
         if analysis.spec is not None:
             self.parsed[uri] = analysis
         diagnostics = [_diagnostic(d) for d in analysis.diagnostics]
