@@ -1,9 +1,9 @@
 """The language server (pygls): diagnostics on open, change (debounced) and save; hover,
 completion, go-to-definition and formatting. Every answer comes from :mod:`analysis`, :mod:`hover`
-and :mod:`format`; this module only speaks the protocol. Checking runs on one worker thread, so
-that loading a model never stalls an answer; a result is published only if no newer version of
-the document has arrived meanwhile. Every request gets an answer, an error one when its params do
-not fit the protocol's types."""
+and :mod:`format`; this module only speaks the protocol. Checking runs on one worker thread and
+formatting on another, so that neither stalls an answer; a result is published only if no newer
+version of the document has arrived meanwhile. Every request gets an answer, an error one when
+its params do not fit the protocol's types."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class _Protocol(LanguageServerProtocol):
 
 def _what_is_wrong(error: BaseException, _type) -> str:
     """A field's fault as cattrs words it, or the protocol's own validator's words."""
-    if isinstance(error, ValueError) and not isinstance(error, cattrs.BaseValidationError):
+    if isinstance(error, ValueError):
         return str(error)  # e.g. "Position.line should be in range [0:2147483647], but was -1"
     return format_exception(error, _type)
 
@@ -98,13 +98,13 @@ def _string(value, _type) -> str:
 
 
 class _Worker(Executor):
-    """Runs checks one at a time, in order, on a daemon thread. A check still running when the
-    client says `exit` must not keep the process alive: Python joins a ThreadPoolExecutor's
-    threads at exit, so `exit` waited for the check to end, however long."""
+    """Runs jobs (checks, or formatting) one at a time, in order, on a daemon thread. A check
+    still running when the client says `exit` must not keep the process alive: Python joins a
+    ThreadPoolExecutor's threads at exit, so `exit` waited for the check to end, however long."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="ver-check", daemon=True).start()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         future: Future = Future()
@@ -131,8 +131,9 @@ class VerServer(LanguageServer):
         self.files = CachedFiles()
         self.parsed: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
-        self.worker = _Worker()
-        self.formatter = _Worker()  # apart: a check that never ends must not stop formatting
+        self.worker = _Worker("ver-check")
+        # Apart: a check that never ends (a model file that is a FIFO) must not stop formatting.
+        self.formatter = _Worker("ver-format")
 
     async def check(self, uri: str, delay: float) -> None:
         """Check the document after ``delay`` seconds, then publish its diagnostics."""
