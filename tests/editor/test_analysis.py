@@ -153,3 +153,14 @@ def test_a_fault_of_the_checker_anywhere_is_a_diagnostic(folder, monkeypatch):
             (diagnostic,) = analyse(SPEC, path, CachedFiles()).diagnostics
         assert diagnostic.code == "V000" and "RecursionError" in diagnostic.message, where
         assert diagnostic.span.file == path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_data_file_that_is_not_a_regular_file_is_an_error_not_a_check_that_never_ends(folder):
+    """Reading a FIFO nobody writes never returns: the check, and every check after it on the
+    server's one worker, would wait for ever."""
+    os.remove(folder / "rows.csv")
+    os.mkfifo(folder / "rows.csv")
+    (diagnostic,) = analyse(SPEC, str(folder / "spec.ver"), CachedFiles()).diagnostics
+    assert diagnostic.code == "V406" and "not a regular file" in diagnostic.message
+    assert (diagnostic.span.line, diagnostic.span.column) == (2, 17)  # the path that names it

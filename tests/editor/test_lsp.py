@@ -235,10 +235,9 @@ def test_huge_and_deep_documents_get_diagnostics(client, folder):
 
 
 def test_exit_ends_the_server_while_a_check_never_ends(folder):
-    """A check that never returns (here: the analysis patched to wait for ever; a model file
-    that is a FIFO nobody writes would do the same) must not keep the process alive after
-    `exit`, nor stop the server from answering meanwhile; after `shutdown` a request is
-    answered InvalidRequest, as the protocol says."""
+    """A check that never returns (here: the analysis patched to wait for ever) must not keep
+    the process alive after `exit`, nor stop the server from answering or formatting meanwhile;
+    after `shutdown` a request is answered InvalidRequest, as the protocol says."""
     never = "import threading, veritas_dsl.editor.server as s\n"
     never += "s.analyse = lambda *args: threading.Event().wait()"
     client = Client(folder, prelude=never)

@@ -132,7 +132,7 @@ class VerServer(LanguageServer):
         self.parsed: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.worker = _Worker("ver-check")
-        # Apart: a check that never ends (a model file that is a FIFO) must not stop formatting.
+        # Apart: a check that never ends must not stop formatting.
         self.formatter = _Worker("ver-format")
 
     async def check(self, uri: str, delay: float) -> None:
