@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
 from veritas_dsl.inputs import read_bytes
-from veritas_dsl.lang import typed
+from veritas_dsl.lang import ast, typed
 from veritas_dsl.lang.check import check
 from veritas_dsl.lang.lower import Lowered, lower
 from veritas_dsl.lang.parser import parse_text
@@ -34,18 +34,24 @@ class Spec:
 
     Raises :class:`SpecError` (with located diagnostics) when the spec is wrong. ``files``
     (a :class:`veritas_dsl.lang.files.Files`) reads its models and data; directly when None.
+    ``parsed`` is ``parse_text(text, path)`` when the caller has it already (the editor).
     """
 
     def __init__(
-        self, text: str, path: str = "<string>", trust_pickle: bool = False, files=None
+        self,
+        text: str,
+        path: str = "<string>",
+        trust_pickle: bool = False,
+        files=None,
+        parsed: ast.SpecFile | None = None,
     ) -> None:
         self.path = path
         self.text = text
         self.trust_pickle = trust_pickle
         self.sources = Sources({path: text})
-        self.checked: typed.CheckedSpec = check(
-            parse_text(text, path), registry.ENGINES, trust_pickle, files
-        )
+        if parsed is None:
+            parsed = parse_text(text, path)
+        self.checked: typed.CheckedSpec = check(parsed, registry.ENGINES, trust_pickle, files)
         self._digest = self._hash_files()  # now: the files as they were loaded
 
     @property

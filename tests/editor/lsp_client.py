@@ -14,14 +14,19 @@ TIMEOUT_S = 120.0
 
 
 class Client:
-    def __init__(self, cwd) -> None:
-        command = [sys.executable, "-c", "from veritas_dsl.cli import main; main(['lsp'])"]
+    """``prelude``: Python run in the server's process before it starts (tests patch it so)."""
+
+    def __init__(self, cwd, prelude: str = "") -> None:
+        code = f"{prelude}\nfrom veritas_dsl.cli import main; main(['lsp'])"
+        command = [sys.executable, "-c", code]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
         )
         self.messages: queue.Queue = queue.Queue()
         self.next_id = 0
+        self.log = bytearray()  # the server's standard error, read so that its pipe never fills
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_log, daemon=True).start()
 
     def _read(self) -> None:
         stream = self.process.stdout
@@ -38,6 +43,10 @@ class Client:
                     length = int(value)
             self.messages.put(json.loads(stream.read(length)))
 
+    def _read_log(self) -> None:
+        for line in self.process.stderr:
+            self.log += line
+
     def send(self, message: dict) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
         self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -47,11 +56,15 @@ class Client:
         self.send({"method": method, "params": params})
 
     def request(self, method: str, params: dict):
-        self.next_id += 1
-        self.send({"id": self.next_id, "method": method, "params": params})
-        reply = self.wait(lambda m: m.get("id") == self.next_id and "method" not in m)
+        reply = self.call(method, params)
         assert "error" not in reply, reply
         return reply["result"]
+
+    def call(self, method: str, params) -> dict:
+        """The reply to a request: its ``result`` or its ``error``."""
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        return self.wait(lambda m: m.get("id") == self.next_id and "method" not in m)
 
     def wait(self, matches, timeout: float = TIMEOUT_S) -> dict:
         """The next message ``matches`` accepts (the others are dropped)."""
@@ -83,6 +96,13 @@ class Client:
         try:
             return self.process.wait(timeout=30)
         finally:
-            self.process.stdout.close()
-            self.process.stderr.close()
-            self.process.stdin.close()
+            self.close()
+
+    def close(self) -> None:
+        """End the server if it is still there, and close the pipes."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+        self.process.stderr.close()
+        self.process.stdin.close()

@@ -1,6 +1,6 @@
 """The language server's answers without the protocol: files read once per version, errors in a
-data file shown on the line that names it, hover on declared domains, and `ver lsp` without
-pygls."""
+data file shown on the line that names it, hover on declared domains, `ver lsp` without pygls,
+work linear in the spec, a size cap, and no exception ever escaping."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from veritas_dsl.cli import ExitCode, main
-from veritas_dsl.editor.analysis import analyse
+from veritas_dsl.diagnostics import Severity
+from veritas_dsl.editor.analysis import MAX_LIVE_CHARS, analyse
 from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.editor.hover import completions, definition, hover
 
@@ -86,3 +87,80 @@ def test_ver_lsp_without_pygls_says_what_to_install(monkeypatch, capsys):
     monkeypatch.delitem(sys.modules, "veritas_dsl.editor.server", raising=False)
     assert main(["lsp"]) == ExitCode.ERROR
     assert 'pip install "veritas-dsl[lsp]"' in capsys.readouterr().err
+
+
+def _queries(n: int) -> str:
+    query = "query q{} {{ input x  where x.age >= {}  maximize clf(x) }}\n"
+    lines = [query.format(i, i % 90) for i in range(n)]
+    return 'model clf = xgboost "credit.json"\n' + "".join(lines)
+
+
+def _work(text: str, path: str, files: CachedFiles) -> int:
+    """Lines of our own code (``veritas_dsl``, not lark's) run while checking ``text``: a
+    measure of work that, unlike a clock, does not depend on the machine's load."""
+    ours, count = str(ROOT / "veritas_dsl"), 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        count += event == "line"
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code.co_filename.startswith(ours) else None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        assert analyse(text, path, files).diagnostics == ()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def test_checking_grows_linearly_with_the_spec(folder):
+    """Once, finding each declared name scanned every token: 8,000 queries took 33 s, most of
+    it there (40,000 never ended). Four times the queries must cost about four times the work."""
+    files, path = CachedFiles(), str(folder / "spec.ver")
+    analyse(_queries(1), path, files)  # the model is read, the caches warm
+    small, large = _work(_queries(50), path, files), _work(_queries(200), path, files)
+    assert large < 4.5 * small, (small, large)
+
+
+def test_a_document_too_large_to_check_live_gets_one_warning(folder):
+    path = str(folder / "spec.ver")
+    fits = SPEC + "#" * (MAX_LIVE_CHARS - len(SPEC) - 1) + "\n"
+    assert len(fits) == MAX_LIVE_CHARS and analyse(fits, path, CachedFiles()).diagnostics == ()
+    files = CachedFiles()
+    analysis = analyse(fits + "\n", path, files)
+    (diagnostic,) = analysis.diagnostics
+    assert diagnostic.code == "V002" and diagnostic.severity == Severity.WARNING
+    assert diagnostic.message == "file too large for live checking"
+    assert "ver check" in diagnostic.help
+    assert (diagnostic.span.line, diagnostic.span.column) == (1, 1)
+    assert analysis.spec is None and files.reads == 0  # nothing parsed, nothing read
+
+
+def test_a_fault_of_the_checker_anywhere_is_a_diagnostic(folder, monkeypatch):
+    """`analyse` never raises (a RecursionError once escaped it and nothing was published)."""
+
+    def deep(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    path = str(folder / "spec.ver")
+    for where in ("tokens", "parse_text", "Spec"):
+        with monkeypatch.context() as patch:
+            patch.setattr(f"veritas_dsl.editor.analysis.{where}", deep)
+            (diagnostic,) = analyse(SPEC, path, CachedFiles()).diagnostics
+        assert diagnostic.code == "V000" and "RecursionError" in diagnostic.message, where
+        assert diagnostic.span.file == path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_data_file_that_is_not_a_regular_file_is_an_error_not_a_check_that_never_ends(folder):
+    """Reading a FIFO nobody writes never returns: the check, and every check after it on the
+    server's one worker, would wait for ever."""
+    os.remove(folder / "rows.csv")
+    os.mkfifo(folder / "rows.csv")
+    (diagnostic,) = analyse(SPEC, str(folder / "spec.ver"), CachedFiles()).diagnostics
+    assert diagnostic.code == "V406" and "not a regular file" in diagnostic.message
+    assert (diagnostic.span.line, diagnostic.span.column) == (2, 17)  # the path that names it

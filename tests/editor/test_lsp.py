@@ -1,10 +1,12 @@
 """`ver lsp` driven through its protocol, in a subprocess: diagnostics as `ver run` reports them
-(on open, on change, cleared once fixed), hover, completion, go-to-definition, formatting, and a
-model that fails to load as a diagnostic rather than a crash."""
+(on open, on change, cleared once fixed), hover, completion, go-to-definition, formatting, a
+model that fails to load as a diagnostic rather than a crash, an answer to every request, and
+huge, deep or never-ending checks."""
 
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -142,11 +144,134 @@ def test_hover_completion_and_definition_answer_from_the_file(client, folder):
     assert older["range"]["start"] == {"line": 2, "character": 6}
 
 
+def formatting(uri: str) -> dict:
+    return {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}}
+
+
 def test_formatting_returns_the_canonical_layout(client, folder):
     uri = open_file(client, folder / "messy.ver", GOOD.replace("    input x", "input   x"))
     client.diagnostics(uri)
-    edits = client.request(
-        "textDocument/formatting",
-        {"textDocument": {"uri": uri}, "options": {"tabSize": 4, "insertSpaces": True}},
-    )
+    edits = client.request("textDocument/formatting", formatting(uri))
     assert [edit["newText"] for edit in edits] == [GOOD]
+    # A document the editor has not opened is not read from disk (it could block: a FIFO).
+    closed = folder / "closed.ver"
+    closed.write_text(GOOD.replace("    input x", "input   x"))
+    assert client.request("textDocument/formatting", formatting(closed.as_uri())) == []
+
+
+_POSITIONS = {"(-1,-1)": (-1, -1), "(3,-5)": (3, -5), "(2^40,2^40)": (2**40, 2**40)}
+BAD_PARAMS = {
+    "hover {}": ("textDocument/hover", lambda uri: {}),
+    "hover uri 42": (
+        "textDocument/hover",
+        lambda uri: {"textDocument": {"uri": 42}, "position": {"line": 0, "character": 0}},
+    ),
+    "hover textDocument a string": (
+        "textDocument/hover",
+        lambda uri: {"textDocument": uri, "position": {"line": 0, "character": 0}},
+    ),
+    "hover no position": ("textDocument/hover", lambda uri: {"textDocument": {"uri": uri}}),
+    **{
+        f"{method} {name}": (
+            f"textDocument/{method}",
+            lambda uri, p=p: at({"textDocument": {"uri": uri}}, *p),
+        )
+        for method in ("hover", "completion", "definition")
+        for name, p in _POSITIONS.items()
+    },
+}
+
+
+@pytest.mark.parametrize("case", BAD_PARAMS)
+def test_a_request_with_bad_params_is_answered_invalid_params(client, folder, case):
+    """JSON-RPC's InvalidParams (-32602), saying what is wrong; pygls once dropped these, and
+    the client waited for ever."""
+    uri = open_file(client, folder / "bad_params.ver", GOOD)
+    client.diagnostics(uri)
+    method, params = BAD_PARAMS[case]
+    reply = client.call(method, params(uri))
+    assert reply["error"]["code"] == -32602, reply
+    assert " @ $.params." in reply["error"]["message"]
+    # The server goes on: a good request of the same method is answered.
+    assert "error" not in client.call(method, at({"textDocument": {"uri": uri}}, 7, 15))
+
+
+def test_positions_beyond_the_text_and_unknown_documents_answer_nothing(client, folder):
+    uri = open_file(client, folder / "far.ver", GOOD)
+    client.diagnostics(uri)
+    for document in ({"uri": uri}, {"uri": (folder / "never_opened.ver").as_uri()}):
+        for line, character in ((2**31 - 1, 2**31 - 1), (7, 2**31 - 1), (2**31 - 1, 0)):
+            params = at({"textDocument": document}, line, character)
+            assert client.request("textDocument/hover", params) is None
+            assert client.request("textDocument/definition", params) is None
+            client.request("textDocument/completion", params)
+
+
+def test_huge_and_deep_documents_get_diagnostics(client, folder):
+    """A 2.4 MB spec of 40,000 queries and a 5 MB comment: one V002 at once, instead of no
+    answer for minutes; 20,000 parentheses are fine (they cost no depth), 20,000 `not`s V103."""
+    queries = "".join(
+        f"query q{i} {{ input x  where x.age >= {i % 90}  maximize clf(x) }}\n"
+        for i in range(40_000)
+    )
+    comment = "# " + "x" * 5_000_000 + "\n"
+    for name, text in (("many.ver", GOOD + queries), ("comment.ver", comment + GOOD)):
+        uri = open_file(client, folder / name, text)
+        (diagnostic,) = client.diagnostics(uri)["diagnostics"]
+        assert diagnostic["code"] == "V002" and diagnostic["severity"] == 2  # a warning
+        assert diagnostic["message"].startswith("file too large for live checking\n")
+        assert "help: run `ver check`" in diagnostic["message"]
+        reply = client.call("textDocument/formatting", formatting(uri))
+        assert reply["error"]["code"] == -32803 and "run `ver fmt`" in reply["error"]["message"]
+    n = 20_000
+    parentheses = GOOD.replace("x.age >= older", "(" * n + "x.age" + ")" * n + " >= older")
+    uri = open_file(client, folder / "parentheses.ver", parentheses)
+    assert client.diagnostics(uri)["diagnostics"] == []
+    nots = GOOD.replace("x.age >= older", "not " * n + "x.age >= older")
+    uri = open_file(client, folder / "nots.ver", nots)
+    (diagnostic,) = client.diagnostics(uri)["diagnostics"]
+    assert diagnostic["code"] == "V103"
+    assert diagnostic["range"]["start"]["line"] == 6
+
+
+def test_exit_ends_the_server_while_a_check_never_ends(folder):
+    """A check that never returns (here: the analysis patched to wait for ever) must not keep
+    the process alive after `exit`, nor stop the server from answering or formatting meanwhile;
+    after `shutdown` a request is answered InvalidRequest, as the protocol says."""
+    never = "import threading, veritas_dsl.editor.server as s\n"
+    never += "s.analyse = lambda *args: threading.Event().wait()"
+    client = Client(folder, prelude=never)
+    try:
+        client.start(folder.as_uri())
+        uri = open_file(client, folder / "never.ver", GOOD)
+        params = at({"textDocument": {"uri": uri}}, 7, 15)
+        assert client.request("textDocument/hover", params) is None  # not checked yet
+        assert client.request("textDocument/formatting", formatting(uri)) == []  # apart
+        client.request("shutdown", None)
+        assert client.call("textDocument/hover", params)["error"]["code"] == -32600
+        client.notify("exit", None)
+        assert client.process.wait(timeout=60) == 0  # it never ended at all
+    finally:
+        client.close()
+
+
+def test_a_document_closed_while_its_check_waits_is_not_checked_from_disk(client, folder):
+    path = folder / "closing.ver"
+    uri = open_file(client, path, GOOD)
+    assert client.diagnostics(uri)["diagnostics"] == []
+    path.write_text(TYPO)  # the editor never saved this: only the disk has it
+    change(client, uri, 2, GOOD.replace("older", "older "))  # a check waits 0.3 s
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri)["diagnostics"] == []  # cleared on close
+    time.sleep(1.0)  # the check waited 0.3 s (server.DEBOUNCE_S): time enough for it
+    seen = []
+
+    def record(message) -> bool:
+        seen.append(message)
+        return message.get("method") == "textDocument/publishDiagnostics" and (
+            message["params"]["uri"] == marker
+        )
+
+    marker = open_file(client, folder / "marker.ver", GOOD)
+    client.wait(record)
+    assert not [m for m in seen if m.get("params", {}).get("uri") == uri]

@@ -12,6 +12,9 @@ from functools import partial
 import pytest
 
 from veritas_dsl import SpecError, parse
+from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.editor.analysis import analyse
+from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.lang.parser import MAX_DEPTH
 
 N = 20_000
@@ -128,3 +131,30 @@ def test_the_deepest_accepted_spec_runs_on_every_engine_with_stack_to_spare(head
         # 300 frames already on the stack: a caller deep in a framework still has room.
         (run,) = _with_stack_used(300, partial(_solve, text, engine))
         assert run.result.termination.value == "optimal", engine
+
+
+@pytest.mark.parametrize("case", ["parentheses", "not"])
+def test_every_route_answers_deep_nesting_alike(tmp_path, two_trees, capsys, case):
+    """`ver run`, `ver check`, `ver fmt` and the editor's analysis accept 20,000 parentheses
+    (they cost no depth) and refuse 20,000 `not`s with V103 at one place: the limit is
+    `parse_text`'s alone, and no route walks a tree recursively (`ver fmt` and the editor once
+    did, on the formatter's tree, which keeps the parentheses: a RecursionError)."""
+    two_trees.save(tmp_path / "m.json")
+    condition = "(" * N + "x.x0" + ")" * N + " > 1" if case == "parentheses" else CASES["not"][0]
+    text = f'model m = ensemble "m.json"\nquery q {{ input x  where {condition}  maximize m(x) }}\n'
+    path = tmp_path / "deep.ver"
+    path.write_text(text)
+    refused = case == "not"
+    place = f"{path}:2:{refused_at(text)[1]}" if refused else None
+    for command in (["run", "--solver", "oracle"], ["check"], ["fmt", "--check"]):
+        code = main([*command, str(path)])
+        said = "".join(capsys.readouterr())  # `ver check` reports on stdout
+        assert "internal error" not in said, command
+        if refused:
+            assert code == ExitCode.ERROR and "V103" in said and place in said, command
+        else:
+            assert code in (ExitCode.OK, ExitCode.FAILED), (command, said)  # fmt: would change
+    diagnostics = analyse(text, str(path), CachedFiles()).diagnostics
+    assert [(d.code, d.span.line, d.span.column) for d in diagnostics] == (
+        [("V103", 2, refused_at(text)[1])] if refused else []
+    )

@@ -1,15 +1,17 @@
 """What the language server knows about one version of a document: the diagnostics ``ver run``
 would report before running anything, and the declarations hover, completion and go-to-definition
 read. Nothing here runs an engine: the checks are the parser's, the checker's, the static
-warnings (``Spec.warnings``) and the engine choice (``run.preflight``)."""
+warnings (``Spec.warnings``) and the engine choice (``run.preflight``). A document over
+:data:`MAX_LIVE_CHARS` is not checked at all: one diagnostic says so."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from veritas_dsl.data import Dataset
-from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
+from veritas_dsl.diagnostics import Diagnostic, Severity, Span, SpecError
 from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.editor.format import tokens
 from veritas_dsl.ir.query import Feature
@@ -20,6 +22,11 @@ from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.load import pickle_option
 from veritas_dsl.run import RunOptions, preflight
 from veritas_dsl.spec import Spec
+
+#: The longest document checked as it is typed. A check costs about 0.75 ms of CPU per line of
+#: one-line queries (2,000 of them, 118 KB: 1.5 s; docs/editors.md has the measurements), so this
+#: keeps one under about 3 s; the specs of examples/ stay under 2 KB. Longer ones take `ver check`.
+MAX_LIVE_CHARS = 256 * 1024
 
 #: Declarations a name can be defined by, and what hover calls each.
 DECLARATIONS = {
@@ -59,6 +66,23 @@ class Analysis:
 def analyse(text: str, path: str, files: CachedFiles) -> Analysis:
     """Check ``text`` (the document at ``path``) as ``ver run`` would before solving. Never
     raises: a fault of the checker itself is a diagnostic too."""
+    if len(text) > MAX_LIVE_CHARS:
+        too_large = Diagnostic(
+            "V002",
+            "file too large for live checking",
+            _start(path),
+            f"{len(text):,} characters; the editor checks up to {MAX_LIVE_CHARS:,}",
+            help="run `ver check` on it for its diagnostics",
+            severity=Severity.WARNING,
+        )
+        return Analysis(path, text, (too_large,))
+    try:
+        return _analyse(text, path, files)
+    except Exception as error:  # a bug of ours: say so where the user looks, and go on
+        return Analysis(path, text, (_fault(error, path),))
+
+
+def _analyse(text: str, path: str, files: CachedFiles) -> Analysis:
     try:
         spec = parse_text(text, path)
     except SpecError as error:
@@ -66,19 +90,27 @@ def analyse(text: str, path: str, files: CachedFiles) -> Analysis:
     names = _declared_names(spec, text)
     try:
         with pickle_option(None):  # an editor never loads a pickle
-            checked = Spec(text, path, trust_pickle=False, files=files)
+            checked = Spec(text, path, trust_pickle=False, files=files, parsed=spec)
         found = checked.warnings()
         preflight(list(checked.lowered()), RunOptions())
     except SpecError as error:
         models, datasets = _loaded(spec, files)
         diagnostics = _located(error.diagnostics, spec, path)
         return Analysis(path, text, diagnostics, spec, None, models, datasets, names)
-    except Exception as error:  # a bug of ours: say so where the user looks, and go on
-        fault = Diagnostic("V000", f"internal error while checking: {error!r}")
-        return Analysis(path, text, _located([fault], spec, path), spec, names=names)
+    except Exception as error:  # as in `analyse`, keeping the names for hover
+        return Analysis(path, text, (_fault(error, path),), spec, names=names)
     result = checked.checked
     diagnostics = _located(found, spec, path)
     return Analysis(path, text, diagnostics, spec, result, result.models, result.datasets, names)
+
+
+def _fault(error: Exception, path: str) -> Diagnostic:
+    return Diagnostic("V000", f"internal error while checking: {error!r}", _start(path))
+
+
+def _start(path: str) -> Span:
+    """The first character of the document: where a diagnostic about all of it is shown."""
+    return Span(path, 1, 1, 1, 1)
 
 
 def _declared_names(spec: ast.SpecFile, text: str) -> dict[str, tuple[str, Span]]:
@@ -94,10 +126,10 @@ def _declared_names(spec: ast.SpecFile, text: str) -> dict[str, tuple[str, Span]
         declared += [(decl, "feature") for decl in block.decls]
     for decl, kind in declared:
         span = decl.span
-        after = [p for p in ordered if p >= (span.line, span.column)]
-        if not after:
+        first = bisect.bisect_left(ordered, (span.line, span.column))  # a scan was quadratic
+        if first == len(ordered):
             continue
-        token = starts[after[0]]
+        token = starts[ordered[first]]
         where = Span(span.file, token.line, token.column, token.end_line, token.end_column)
         names.setdefault(decl.name, (kind, where))
     return names
@@ -129,9 +161,9 @@ def _located(diagnostics, spec: ast.SpecFile | None, path: str) -> tuple[Diagnos
     located = []
     for d in diagnostics:
         if d.span is None:
-            d = replace(d, span=Span(path, 1, 1, 1, 1))
+            d = replace(d, span=_start(path))
         elif d.span.file != path:
-            where = files.get(_resolved(Path(d.span.file)), Span(path, 1, 1, 1, 1))
+            where = files.get(_resolved(Path(d.span.file)), _start(path))
             d = replace(d, span=where, notes=(*d.notes, f"at {d.span}"))
         located.append(d)
     return tuple(located)

@@ -3,8 +3,10 @@ keystroke, and a model file is read again only when its modification time or siz
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from veritas_dsl.data import DataError, Dataset
@@ -61,6 +63,8 @@ class CachedFiles(Files):
             stat = path.stat()
         except (OSError, ValueError):  # ValueError: a NUL byte in the path
             return read()  # raises the error the command line reports
+        if not S_ISREG(stat.st_mode):  # reading a FIFO or a device could block the check forever
+            raise OSError(errno.EINVAL, "not a regular file")
         stamp, where = (stat.st_mtime_ns, stat.st_size), str(path.resolve())
         kept = self._kept.get((where, *key))
         if kept is None or kept[0] != stamp:

@@ -51,8 +51,11 @@ def tokens(text: str) -> list[Token]:
     with _lock:
         _comments.clear()
         tree = _keeping_parser().parse(text)
-        found = [*_comments, *tree.scan_values(lambda v: isinstance(v, Token))]
+        found = list(_comments)
         _comments.clear()
+    # A loop over the subtrees, not ``scan_values``, which recurses: this tree keeps the
+    # parentheses, so it is deeper than the one `parse_text` limits (there they cost no depth).
+    found += [c for node in tree.iter_subtrees() for c in node.children if isinstance(c, Token)]
     return sorted(found, key=lambda t: t.start_pos)
 
 

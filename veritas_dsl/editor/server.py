@@ -1,22 +1,29 @@
 """The language server (pygls): diagnostics on open, change (debounced) and save; hover,
 completion, go-to-definition and formatting. Every answer comes from :mod:`analysis`, :mod:`hover`
-and :mod:`format`; this module only speaks the protocol. Checking runs on one worker thread, so
-that loading a model never stalls an answer; a result is published only if no newer version of
-the document has arrived meanwhile."""
+and :mod:`format`; this module only speaks the protocol. Checking runs on one worker thread and
+formatting on another, so that neither stalls an answer; a result is published only if no newer
+version of the document has arrived meanwhile. Every request gets an answer, an error one when
+its params do not fit the protocol's types."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import functools
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from concurrent.futures import Executor, Future
 
+import cattrs
+from cattrs.v import format_exception
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, default_converter
 
 from veritas_dsl.diagnostics import Diagnostic, Severity, SpecError
 from veritas_dsl.editor import hover as at
-from veritas_dsl.editor.analysis import Analysis, analyse
+from veritas_dsl.editor.analysis import MAX_LIVE_CHARS, Analysis, analyse
 from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.editor.format import format_text
 
@@ -36,26 +43,110 @@ _KINDS = {
 }
 
 
+#: What `_Protocol.structure_message` gives for a request it has answered already.
+_ANSWERED = object()
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol, with an error reply where pygls gives none: to a request whose params
+    do not fit its method's types (pygls logs the error and drops the request, and the client
+    waits for ever), and to a request after `shutdown` (pygls drops those too)."""
+
+    def structure_message(self, data: dict):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "id" not in data or "method" not in data:
+                raise  # a notification, or a reply to us: no one waits for an answer
+            cause = error.__cause__
+            if isinstance(cause, cattrs.ClassValidationError):
+                found = cattrs.transform_error(cause, format_exception=_what_is_wrong)
+                error = JsonRpcInvalidParams(f"{error.message}: {'; '.join(found)}")
+            self._send_response(data["id"], error=error.to_response_error())
+            return _ANSWERED
+
+    def handle_message(self, message) -> None:
+        if message is _ANSWERED:
+            return
+        if self._shutdown and getattr(message, "method", lsp.EXIT) != lsp.EXIT:
+            if getattr(message, "id", None) is not None:  # a request, not a notification
+                refused = JsonRpcInvalidRequest("the server is shutting down")
+                self._send_response(message.id, error=refused.to_response_error())
+            return
+        super().handle_message(message)
+
+
+def _what_is_wrong(error: BaseException, _type) -> str:
+    """A field's fault as cattrs words it, or the protocol's own validator's words."""
+    if isinstance(error, ValueError):
+        return str(error)  # e.g. "Position.line should be in range [0:2147483647], but was -1"
+    return format_exception(error, _type)
+
+
+def _converter() -> cattrs.Converter:
+    """pygls' converter, but a string field takes only a string (cattrs calls ``str`` on any
+    value, so a uri of 42 read as the document "42"): a wrong type is InvalidParams."""
+    converter = default_converter()
+    converter.register_structure_hook(str, _string)
+    return converter
+
+
+def _string(value, _type) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, found {type(value).__name__}")
+    return value
+
+
+class _Worker(Executor):
+    """Runs jobs (checks, or formatting) one at a time, in order, on a daemon thread. A check
+    still running when the client says `exit` must not keep the process alive: Python joins a
+    ThreadPoolExecutor's threads at exit, so `exit` waited for the check to end, however long."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, job = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled while it waited: a newer version is on its way
+            try:
+                future.set_result(job())
+            except BaseException as error:
+                future.set_exception(error)
+
+
 class VerServer(LanguageServer):
     """Keeps, per document, the last analysis that parsed (hover and completion read it while
     the text in the editor does not parse) and the pending debounced check."""
 
     def __init__(self) -> None:
-        super().__init__("ver", "0.1.0")
+        super().__init__("ver", "0.1.0", protocol_cls=_Protocol, converter_factory=_converter)
         self.files = CachedFiles()
         self.parsed: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ver-check")
+        self.worker = _Worker("ver-check")
+        # Apart: a check that never ends must not stop formatting.
+        self.formatter = _Worker("ver-format")
 
     async def check(self, uri: str, delay: float) -> None:
         """Check the document after ``delay`` seconds, then publish its diagnostics."""
         await asyncio.sleep(delay)
-        document = self.workspace.get_text_document(uri)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return  # never opened (a save alone): only what the editor holds is checked
         version, text = document.version, document.source
         run = functools.partial(analyse, text, document.path, self.files)
         analysis = await asyncio.get_running_loop().run_in_executor(self.worker, run)
-        if self.workspace.get_text_document(uri).version != version:
-            return  # a newer version is on its way
+        now = self.workspace.text_documents.get(uri)
+        if now is None or now.version != version:
+            return  # closed, or a newer version is on its way
         if analysis.spec is not None:
             self.parsed[uri] = analysis
         diagnostics = [_diagnostic(d) for d in analysis.diagnostics]
@@ -116,6 +207,9 @@ def server() -> VerServer:
     def did_close(ls: VerServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.parsed.pop(uri, None)
+        pending = ls.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()  # else it would read the closed document from disk
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -153,10 +247,21 @@ def server() -> VerServer:
         return None if span is None else lsp.Location(uri=uri, range=_range(span))
 
     @ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    def on_formatting(ls: VerServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        try:
-            formatted = format_text(document.source, document.path)
+    async def on_formatting(
+        ls: VerServer, params: lsp.DocumentFormattingParams
+    ) -> list[lsp.TextEdit]:
+        document = ls.workspace.text_documents.get(params.text_document.uri)
+        if document is None:
+            return []  # not open: reading it from disk here could block the loop (a FIFO)
+        if len(document.source) > MAX_LIVE_CHARS:
+            raise JsonRpcException(
+                f"file too large to format in the editor (more than {MAX_LIVE_CHARS:,} "
+                "characters); run `ver fmt` on it",
+                code=lsp.LSPErrorCodes.RequestFailed,
+            )
+        run = functools.partial(format_text, document.source, document.path)
+        try:  # off the loop, as a check: a long file takes seconds
+            formatted = await asyncio.get_running_loop().run_in_executor(ls.formatter, run)
         except SpecError:
             return []  # the diagnostics already say why
         if formatted == document.source:
