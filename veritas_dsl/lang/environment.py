@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -30,10 +29,6 @@ COUNT_LIMITS = {"features": 1_000_000, "classes": 100_000, "first_index": 1}
 class Environment(Families):
     """Checks the declarations of models, data, constants and features, recording each name."""
 
-    def resolve_path(self, text: ast.Text) -> Path:
-        path = Path(text.value)
-        return path if path.is_absolute() else self.base / path
-
     def model_decl(self, decl: ast.ModelDecl) -> None:
         if not self.declare(decl.name, decl.span, "model"):
             return
@@ -47,8 +42,8 @@ class Environment(Families):
                 help=suggest(decl.kind, FORMATS) or f"formats are {', '.join(FORMATS)}",
             )
             return
-        path = self.resolve_path(decl.path)
         try:
+            path = self.path_of(decl.path, "V401", f"cannot load model `{decl.name}`")
             options = self.options(decl.options, FORMAT_OPTIONS.get(decl.kind, {}))
         except Failed:
             self.broken.add(decl.name)
@@ -127,8 +122,8 @@ class Environment(Families):
                 help=suggest(decl.kind, DATA_FORMATS) or f"formats are {', '.join(DATA_FORMATS)}",
             )
             return
-        path = self.resolve_path(decl.path)
         try:
+            path = self.path_of(decl.path, "V406", f"cannot read data `{decl.name}`")
             options = self.options(decl.options, DATA_FORMATS[decl.kind])
             if decl.kind == "libsvm":
                 if "features" not in options:

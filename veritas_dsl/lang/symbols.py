@@ -17,7 +17,7 @@ from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span, suggest
 from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.ast import Name, SpecFile
+from veritas_dsl.lang.ast import Name, SpecFile, Text
 from veritas_dsl.lang.files import Files
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
@@ -90,6 +90,14 @@ class Symbols:
     def error(self, code, message, span, label="", help="", notes=()) -> Failed:
         self.diagnostics.append(Diagnostic(code, message, span, label, tuple(notes), help))
         return Failed()
+
+    def path_of(self, text: Text, code: str, failure: str) -> Path:
+        """The file ``text`` names, relative to the spec's folder. A name no system can open
+        (a NUL character) is error ``code`` at it, ``failure`` saying what could not be read."""
+        if "\0" in text.value:
+            raise self.error(code, f"{failure}: a file name cannot hold a NUL character", text.span)
+        path = Path(text.value)
+        return path if path.is_absolute() else self.base / path
 
     def declare(self, name: str, span: Span, what: str) -> bool:
         if name in self.declared or name in BUILTINS or name == "inf":
