@@ -34,7 +34,7 @@ import time
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 
-from veritas_dsl.model.dare.kernels import score, threshold_key
+from veritas_dsl.model.dare.kernels import gini, threshold_key
 from veritas_dsl.model.dare.tree import GREEDY, RANDOM
 from veritas_dsl.unlearning import DareForest
 
@@ -63,9 +63,15 @@ def _margin(cache, n, positives, k, seed) -> float:
         rows = np.flatnonzero((cand[:, 0] == a) & (cand[:, 7] == 1))
         keys = [threshold_key(seed, a, (values[c, 0] + values[c, 1]) / 2.0) for c in rows]
         sample = rows[np.argsort(np.array(keys, dtype=np.uint64))][:k]
-        scores += [score(cand[c, 1], cand[c, 2], n, positives) for c in sample]
+        scores += [_score(gini(cand[c, 1], cand[c, 2], n, positives), n) for c in sample]
     scores.sort(reverse=True)
     return scores[0] - scores[1] if len(scores) > 1 else np.inf
+
+
+def _score(g, n) -> float:
+    """Gini's score ``n - 2 G`` of a cut's exact ``G`` (:func:`gini`), as a float."""
+    whole, rest, den = g
+    return n - 2 * (whole + rest / den)
 
 
 def fragile_weight(forest: DareForest, candidates: np.ndarray) -> np.ndarray:

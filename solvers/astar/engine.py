@@ -259,15 +259,22 @@ _EXACT_INTEGERS = 2.0**24
 
 
 def _refuse_large_integers(query: Query) -> None:
-    """Refuse int features split or bounded beyond ``2**24``; the MILP and the oracle take them."""
+    """Refuse int features bounded beyond ``2**24``, or split beyond it inside their domain; the
+    MILP and the oracle take them.
+
+    A split ``x < t`` of an int feature in ``[lo, hi]`` (integers) with ``t <= lo`` or ``t > hi``
+    sends every value of the domain the same way: its cells lie outside the root box (the
+    domain's cells), which every box the search enters is inside, so no witness or bound is read
+    from them and their magnitude does not matter."""
     for f, feature in enumerate(query.features):
         if feature.kind is not DomainKind.INT:
             continue
         bounds = [b for b in (feature.lo, feature.hi) if math.isfinite(b)]
         for model in query.models.values():
-            bounds += model.threshold[model.feature == f].tolist()
+            t = model.threshold[model.feature == f]
+            bounds += t[(t > feature.lo) & (t <= feature.hi)].tolist()
         if any(abs(b) >= _EXACT_INTEGERS for b in bounds):
             raise UnsupportedQuery(
                 f"query {query.name}: engine astar does not take int feature {feature.name} "
-                f"beyond {_EXACT_INTEGERS:.0f}, where float32 skips integers"
+                f"beyond {_EXACT_INTEGERS:.0f} in its domain, where float32 skips integers"
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from veritas_dsl.cli import ExitCode, main
@@ -66,3 +68,29 @@ def test_nesting_and_overflow_exit_2_with_a_located_error(tmp_path, capsys, two_
     printed = captured.out + captured.err  # `ver check` reports spec errors with its checks
     assert f"error[{code}]" in printed and f"--> {path}:2:" in printed
     assert "Traceback" not in printed and "internal error" not in printed
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "what"),
+    [
+        ('model c = xgboost "models/\0credit.json"', "V401", "cannot load model `c`"),
+        ('data d = csv "data/credit_test.csv\0"', "V406", "cannot read data `d`"),
+        ('model a = delete(m, rows = "\0rows.txt")', "V406", "cannot read the rows file"),
+    ],
+    ids=["model", "data", "rows"],
+)
+def test_a_nul_character_in_a_file_name_is_located(tmp_path, capsys, line, code, what):
+    """Found by tests/cli/test_fuzz_specs.py: `internal error: ValueError('embedded null
+    byte')`; no file system opens such a name."""
+    text = f'model m = dare "{EXAMPLES / "models" / "unlearning.dare"}"\n{line}\n'
+    text += "query q { input x  maximize m(x) }\n"
+    path = tmp_path / "spec.ver"
+    path.write_text(text)
+    assert main(["run", str(path)]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert f"error[{code}]: {what}: a file name cannot hold a NUL character" in err
+    assert f"--> {path}:2:" in err
+    assert "internal error" not in err and "Traceback" not in err

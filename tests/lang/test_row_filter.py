@@ -3,12 +3,15 @@ runs, with the meaning an engine gives the same condition on an input equal to t
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
 from veritas_dsl import parse
 from veritas_dsl.ir import Interval
 from veritas_dsl.ir.evaluate import holds
+from veritas_dsl.ir.logic import MIRRORED, compare
 
 from conftest import build
 
@@ -71,6 +74,34 @@ def test_or_not_and_distances_to_other_rows(folder):
     assert kept(folder, "not (r.x0 < 1) or r.label == 1") == [0, 1, 2, 4, 5]
     assert kept(folder, "linf(r, rows[0]) <= 1.5") == [0, 1, 3]
     assert kept(folder, "r == rows[2] except x0") == [2]
+
+
+def _measure(norm: str, a: np.ndarray, b: np.ndarray) -> Fraction:
+    gaps = [abs(Fraction(float(u)) - Fraction(float(v))) for u, v in zip(a, b, strict=True)]
+    if norm == "changed":
+        return Fraction(sum(gap != 0 for gap in gaps))
+    return max(gaps) if norm == "linf" else sum(gaps)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l1", "changed"])
+@pytest.mark.parametrize("op", ["<=", "<", ">", ">=", "==", "!="])
+def test_a_distance_between_rows_is_compared_with_any_operator(folder, norm, op):
+    """Between the filter's row and a data row a distance is a number per row, not a region of
+    inputs: > and not (... <= ...) are fine there (they were V314)."""
+    bound = {"linf": 1.5, "l1": 3.25, "changed": 2}[norm]
+    p = points(folder)
+    want = [i for i in range(len(ROWS)) if compare(_measure(norm, p[i], p[0]), op, bound)]
+    assert kept(folder, f"{norm}(r, rows[0]) {op} {bound}") == want
+    assert kept(folder, f"not ({bound} {MIRRORED[op]} {norm}(rows[0], r))") == [
+        i for i in range(len(ROWS)) if i not in want
+    ]
+
+
+def test_the_issues_negated_distance_filter_runs(folder):
+    body = "query q for r in rows[0:6] where not (linf(r, rows[0]) <= 1.5) { input x  find }"
+    runs = spec(folder, body).run(solver="oracle")
+    assert [run.lowered.row for run in runs] == [2, 4, 5]
+    assert all(run.result.witnesses for run in runs)
 
 
 def test_kept_rows_keep_their_data_row_index_in_their_names(folder):

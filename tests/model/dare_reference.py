@@ -1,7 +1,10 @@
 """A plain numpy reference of a greedy DaRE node's choice, to check the Numba kernel against:
-sort, group equal values, keep the valid thresholds, sample by key, score by Gini."""
+sort, group equal values, keep the valid thresholds, sample by key, score by Gini
+(exactly, in fractions)."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 
@@ -28,7 +31,7 @@ def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf):
     """``(attribute, threshold)`` or None, by the kernel's rules."""
     labels = y[rows]
     n, positives = len(rows), int(labels.sum())
-    best = None  # (-score, attribute, threshold)
+    best = None  # (G, attribute, threshold): Gini's score is n - 2 G, G exact
     taken = 0
     for attribute in np.argsort(attribute_keys(seed, X.shape[1]), kind="stable"):
         if taken == max_features:
@@ -41,11 +44,10 @@ def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf):
             keys = threshold_keys(seed, int(attribute), np.ascontiguousarray(thresholds))
             chosen = np.argsort(keys, kind="stable")[:k]
             thresholds, left_n, left_pos = thresholds[chosen], left_n[chosen], left_pos[chosen]
-        ln, lp = left_n.astype(np.float64), left_pos.astype(np.float64)
-        rn, rp = n - ln, positives - lp
-        scores = (lp * lp + (ln - lp) ** 2) / ln + (rp * rp + (rn - rp) ** 2) / rn
-        for s, t in zip(scores, thresholds, strict=True):
-            candidate = (-float(s), int(attribute), float(t))
+        for ln, lp, t in zip(left_n.tolist(), left_pos.tolist(), thresholds, strict=True):
+            rn, rp = n - ln, positives - lp
+            g = Fraction(lp * (ln - lp), ln) + Fraction(rp * (rn - rp), rn)
+            candidate = (g, int(attribute), float(t))
             if best is None or candidate < best:
                 best = candidate
     return None if best is None else (best[1], best[2])

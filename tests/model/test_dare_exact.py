@@ -96,3 +96,35 @@ def test_fit_returns_the_forest_and_add_gives_new_ids():
     assert forest.n_rows == 4 and forest.remaining().tolist() == [0, 1, 2, 3]
     forest.delete([1])
     assert forest.remaining().tolist() == [0, 2, 3]
+
+
+# Labels 0 1 0 0 0 1 0 0 on x = 0..7: the cuts after the 2nd and after the 6th row both have
+# G = 4/3 exactly (Gini score n - 2G), while their float64 scores differ in the last bit
+# (5.333333333333333 and 5.333333333333334): a float comparison picked the larger threshold.
+TIED_Y = np.array([0, 1, 0, 0, 0, 1, 0, 0])
+
+
+def test_equal_gini_goes_to_the_smaller_threshold():
+    X = np.arange(8, dtype=np.float32)[:, None]
+    forest = DareForest(n_trees=1, max_depth=1, **DETERMINISTIC).fit(X, TIED_Y)
+    assert forest.view().threshold[0] == 1.5
+
+
+def test_equal_gini_goes_to_the_smaller_attribute():
+    # Attribute 0 has only the cut after 2 rows, attribute 1 only the one after 6.
+    X = np.array([[0, 0]] * 2 + [[1, 0]] * 4 + [[1, 1]] * 2, np.float32)
+    forest = DareForest(n_trees=1, max_depth=1, **DETERMINISTIC).fit(X, TIED_Y)
+    assert (forest.view().feature[0], forest.view().threshold[0]) == (0, 0.5)
+
+
+@pytest.mark.parametrize("params", [DETERMINISTIC, dict(k=3, max_features=1, random_depth=0)])
+def test_a_deletion_that_leaves_equal_gini_chooses_as_a_fit(params):
+    """Row 8 (x = 8, positive) breaks the tie; deleting it brings the tie back, and the node,
+    re-choosing from its cache or its rows, must pick what a fit on the 8 rows picks."""
+    X = np.arange(9, dtype=np.float32)[:, None]
+    y = np.append(TIED_Y, 1)
+    forest = DareForest(n_trees=4, max_depth=2, **params).fit(X, y)
+    forest.delete([8])
+    assert_same_forest(forest, X, y)
+    if params is DETERMINISTIC:
+        assert forest.view().threshold[0] == 1.5

@@ -209,3 +209,16 @@ def test_the_missing_value_splits_are_there_and_are_skipped():
     assert np.all(np.isfinite(model.threshold))
     kept = sum(int(np.sum(m.tree_.threshold != np.inf)) for m in fitted.estimators_)
     assert len(model.feature) < kept  # each +inf split went with its right subtree
+
+
+@pytest.mark.parametrize("threshold", [3.5e38, 1e300, float(np.finfo(np.float32).max)])
+def test_a_threshold_beyond_every_float32_sends_every_input_left(threshold):
+    """scikit-learn compares float32 inputs with float64 thresholds: x <= 3.5e38 holds for every
+    float32, as x <= inf does (it was refused as a threshold of inf)."""
+    fitted = tree.DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, Y_BINARY)
+    fitted.tree_.threshold[0] = threshold
+    model = Ensemble.from_sklearn(fitted)
+    assert np.all(np.isfinite(model.threshold))
+    points = probe_points(model, X)
+    points["extremes"] = np.array([[1e37] * 4, [-1e37] * 4], np.float32)
+    assert_parity(model, raw_output(fitted, 2), points)

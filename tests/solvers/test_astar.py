@@ -93,6 +93,33 @@ def test_integers_beyond_float32_precision_are_refused():
         ENGINE.solve(q)
 
 
+FAR = [(0, 2.0**25, (0, 5.0, 1.0, 2.0), 10.0), (0, 7.0, (1, -(2.0**26), -3.0, 0.5), 4.0)]
+FAR += [(1, 2.0**24, (0, -(2.0**24), -8.0, (1, -2.0, 0.25, 1.5)), -6.0)]
+
+
+@pytest.mark.parametrize("hi", [100.0, 2.0**24 - 1])
+def test_integers_split_beyond_float32_precision_outside_their_domain(hi):
+    """Splits of an int feature beyond 2**24 but outside its declared range send every value
+    one way: A* answers as the oracle does (it refused the model)."""
+    model = build(FAR, 2)
+    bounds = [(0.0, hi), (-50.0, 50.0)]
+    x = term(out())
+    asked = [
+        (Maximize(x), ()),
+        (Minimize(x), ()),
+        (MinimizeDistance("l1", "x", Row((3.0, 1.0))), (OutputConstraint(x, ">", 2.2),)),
+        (MinimizeDistance("linf", "x", Row((9.0, -9.0))), (OutputConstraint(x, "<", 1.9),)),
+    ]
+    for goal, constraints in asked:
+        q = query({"m": model}, goal, constraints, kinds=[DomainKind.INT] * 2, bounds=bounds)
+        want = optimum(solve(q, engine=OracleEngine()))
+        assert optimum(solve(q)) == want
+    refused = query({"m": model}, Maximize(x), kinds=[DomainKind.INT] * 2,
+                    bounds=[(0.0, 2.0**24), (-50.0, 50.0)])  # fmt: skip
+    with pytest.raises(UnsupportedQuery, match="beyond 16777216"):
+        ENGINE.solve(refused)
+
+
 @pytest.mark.parametrize("linf", ["bisect", "search"])
 def test_closest_example_linf_and_l1(two_trees, linf):
     engine = AStarEngine(linf_distance=linf)

@@ -266,7 +266,7 @@ class DerivedModels(Expressions):
     def read_rows_file(self, text: ast.Text, reader: Callable[[Path], T]) -> tuple[Path, T]:
         """The rows file ``text`` names (relative to the spec) read by ``reader``; its errors
         located (V408 in the file, V406 at the name)."""
-        path = self.resolve_path(text)
+        path = self.path_of(text, "V406", "cannot read the rows file")
         try:
             return path, reader(path)
         except DataError as error:

@@ -43,8 +43,8 @@ class Environment(Families):
                 help=suggest(decl.kind, FORMATS) or f"formats are {', '.join(FORMATS)}",
             )
             return
-        path = self.resolve_path(decl.path)
         try:
+            path = self.path_of(decl.path, "V401", f"cannot load model `{decl.name}`")
             options = self.options(decl.options, FORMAT_OPTIONS.get(decl.kind, {}))
         except Failed:
             self.broken.add(decl.name)
@@ -122,8 +122,8 @@ class Environment(Families):
                 help=suggest(decl.kind, DATA_FORMATS) or f"formats are {', '.join(DATA_FORMATS)}",
             )
             return
-        path = self.resolve_path(decl.path)
         try:
+            path = self.path_of(decl.path, "V406", f"cannot read data `{decl.name}`")
             options = self.options(decl.options, DATA_FORMATS[decl.kind])
             if decl.kind == "libsvm":
                 if "features" not in options:

@@ -61,6 +61,9 @@ class Expressions(Scales):
                     help="compare outputs with numbers, and features with numbers",
                 )
             return t.LinCompare(diff, op, span)
+        if isinstance(left, t.Distance | t.Changed) and _on_rows(left, scope):
+            self.need_constant(right, span, self.describe(left))
+            return t.MeasureOnRows(left, op, right, span)
         if isinstance(left, t.Distance):
             self.need_constant(right, span, "a distance")
             if op != "<=":
@@ -438,6 +441,16 @@ class Expressions(Scales):
             t.Changed: "a count of changed features",
             t.ClassOf: "a class",
         }.get(type(value), "this")
+
+
+def _on_rows(measure: t.Distance | t.Changed, scope: Scope) -> bool:
+    """Whether a distance or changed count relates bound rows only: a row filter types its row
+    as an instance named like the batch (a query's own instances never are), the other side is
+    that row or a data row. Such a measure is a constant per row, not a region of inputs."""
+    other = measure.other
+    return measure.instance == scope.batch and (
+        not isinstance(other, t.Instance) or other.name == scope.batch
+    )
 
 
 def join(a: Span, b: Span) -> Span:

@@ -17,7 +17,16 @@ import numpy as np
 
 from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.float32 import ceil32_exact, floor32_exact, next_down, next_up
-from veritas_dsl.ir.evaluate import as_point, holds, model_outputs, model_votes, vote_counts
+from veritas_dsl.ir.evaluate import (
+    as_point,
+    changed_units,
+    exact_distance,
+    holds,
+    model_outputs,
+    model_votes,
+    reference_point,
+    vote_counts,
+)
 from veritas_dsl.ir.logic import MIRRORED, NEGATED, compare, drop_infinite, negate
 from veritas_dsl.ir.query import (
     AnyOf,
@@ -212,6 +221,8 @@ class _Lowering:
             k = min(k, len(self.spec.features))  # `changed(x, r) <= 1e300`: an int engines hold
             units = change_units(len(self.spec.features), self.spec.groups.values())
             return [AtMostKChanged(c.changed.instance, self.reference(c.changed.other), k, units)]
+        if isinstance(c, t.MeasureOnRows):
+            return [] if self.measure_holds(c) else [FALSE]
         if isinstance(c, t.ClassCompare):
             return self.class_compare(c)
         if isinstance(c, t.TieAll):
@@ -263,6 +274,21 @@ class _Lowering:
             raise SpecError([Diagnostic("V328", message, c.span, help=help)])
         terms = tuple(LinearTerm(k, i, f) for (_, i, f), k in unknown.items())
         return Linear(terms, op, -constant)
+
+    def measure_holds(self, c: t.MeasureOnRows) -> bool:
+        """A distance or changed count between the filter's row and a row, decided by the IR's
+        reference semantics on their float32 values (exact, as for a Ball or AtMostKChanged)."""
+        bound = self.constant(c.bound, c.span)
+        m = c.measure
+        inputs = {m.instance: as_point(self.batch_row().values, len(self.spec.features))}
+        other = self.reference(m.other)
+        if isinstance(m, t.Changed):
+            units = change_units(len(self.spec.features), self.spec.groups.values())
+            value = changed_units(AtMostKChanged(m.instance, other, 0, units), inputs)
+        else:
+            point = reference_point(other, inputs)
+            value = exact_distance(m.norm, inputs[m.instance], point, m.weights)
+        return compare(value, c.op, bound)  # Fraction and int compare with floats exactly
 
     def class_compare(self, c: t.ClassCompare) -> list[Constraint]:
         left = c.left

@@ -85,16 +85,20 @@ class Symbols:
         self.groups: dict[str, tuple[int, ...]] = {}
         self.members: dict[str, tuple[str, int]] = {}
 
-    def resolve_path(self, text: Text) -> Path:
-        """The file a path in the spec names: relative to the spec's folder, or absolute (see
-        "Paths" in docs/language.md)."""
-        return self.base / text.value
-
     # -- reporting --------------------------------------------------------------------------
 
     def error(self, code, message, span, label="", help="", notes=()) -> Failed:
         self.diagnostics.append(Diagnostic(code, message, span, label, tuple(notes), help))
         return Failed()
+
+    def path_of(self, text: Text, code: str, failure: str) -> Path:
+        """The file ``text`` names: relative to the spec's folder, or absolute (see "Paths" in
+        docs/language.md). A name no system can open (a NUL character) is error ``code`` at it,
+        ``failure`` saying what could not be read."""
+        if "\0" in text.value:
+            raise self.error(code, f"{failure}: a file name cannot hold a NUL character", text.span)
+        path = Path(text.value)
+        return path if path.is_absolute() else self.base / path
 
     def declare(self, name: str, span: Span, what: str) -> bool:
         if name in self.declared or name in BUILTINS or name == "inf":

@@ -171,6 +171,17 @@ class ChangedAtMost:
 
 
 @dataclass(frozen=True)
+class MeasureOnRows:
+    """``measure op bound`` where the distance or count of changed features relates bound rows
+    only (a row filter's row, data rows): decided on the rows' values, so any ``op`` goes."""
+
+    measure: Distance | Changed
+    op: str
+    bound: Lin
+    span: Span
+
+
+@dataclass(frozen=True)
 class ClassCompare:
     """``class(m, a) == class(m2, b)`` or ``class(m, a) == k``, or with ``!=``."""
 
@@ -225,6 +236,7 @@ Condition = (
     LinCompare
     | DistanceAtMost
     | ChangedAtMost
+    | MeasureOnRows
     | ClassCompare
     | TieAll
     | SameAsRow

@@ -14,8 +14,8 @@ from functools import cache
 
 import numpy as np
 
-#: ``G`` closer than this share of the node's rows are treated as equal: the kernel compares
-#: float64 scores, whose rounding is far smaller.
+#: ``G`` closer than this share of the node's rows are treated as equal: this module computes
+#: ``G`` in float64, whose rounding is far smaller (the kernel compares them exactly).
 TOLERANCE = 1e-9
 #: The most deletion patterns (vectors of 8 counts summing to at most k) enumerated per rival
 #: cut; beyond (k > 10), only the cheaper bound decides.
@@ -100,7 +100,7 @@ def can_win(pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: f
     """Whether some deletion of at most k rows lets the rival cut score at least as well as the
     chosen one, given the positives and negatives of the four cells (L, l), (L, r), (R, l),
     (R, r). Equal ``G`` (within ``tol``) go to the rival unless both cuts then have the same
-    sides (counts; so the kernel computes the same float score) and ``chosen_first`` (the
+    sides (counts; so the same ``G``) and ``chosen_first`` (the
     chosen cut wins the kernel's tie-break). True when k is too large to enumerate."""
     patterns = _patterns(k)
     if patterns is None:

@@ -169,8 +169,9 @@ def _tree_votes(members):
 
 def _nodes(tree, parts: _Kind, where: str) -> tuple[np.ndarray, ...]:
     """A tree's nodes as (leaf, feature, threshold, left, right, leaf values), children relative
-    to the tree; a leaf's threshold is 0. A split of the missing values from the rest (threshold
-    +inf: every number goes left) is replaced by its left subtree."""
+    to the tree; a leaf's threshold is 0. A split every float32 passes to the left (threshold at
+    or above float32's largest: +inf splits the missing values from the rest) is replaced by its
+    left subtree."""
     left = np.asarray(tree.children_left, dtype=np.int64)
     # scikit-learn's rule, which its predictor follows unchecked: a leaf's left child is -1.
     leaf = left == -1
@@ -181,7 +182,7 @@ def _nodes(tree, parts: _Kind, where: str) -> tuple[np.ndarray, ...]:
     feature = np.asarray(tree.feature, dtype=np.int64)
     threshold = np.where(leaf, 0.0, np.asarray(tree.threshold, dtype=np.float64))
     per_node = parts.leaf_values(tree, parts.n_outputs) * parts.scale
-    skipped = ~leaf & (threshold == np.inf)
+    skipped = ~leaf & (threshold >= np.finfo(np.float32).max)
     if not np.any(skipped):
         return leaf, feature, threshold, left, right, per_node
     kept, left, right = skip_left(left, right, leaf, skipped, where)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import ALL, key_base, keyed, score, threshold_key
+from veritas_dsl.model.dare.kernels import ALL, better, gini, key_base, keyed, threshold_key
 
 _LEAF = 0  # tree.LEAF (tree imports this module through walk)
 
@@ -171,11 +171,11 @@ def _valid(cand, c, n, min_samples_leaf):
 def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, complete, *best):
     """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``, the valid ones in
     increasing key order) that are no longer valid; the first ``k`` valid ones are the node's
-    sample of ``a``: fold them into ``best`` (attribute, threshold, score) as
+    sample of ``a``: fold them into ``best`` (attribute, threshold, :func:`~.kernels.gini`) as
     :func:`~.kernels.best_split` does. ``ok`` is False when the cache cannot tell the sample
     (fewer than ``k`` valid, and not ``complete``) or ``a`` has no valid threshold left (the
     node takes another attribute)."""
-    best_a, best_t, best_s = best
+    best_a, best_t, best_g = best
     valid = 0
     for c in rows:
         if cand[c, 7] == 1:
@@ -184,7 +184,7 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, comp
             else:
                 cand[c, 7] = 0
     if valid == 0 or (valid < k and not complete):
-        return best_a, best_t, best_s, False
+        return best_a, best_t, best_g, False
     sampled = 0
     for c in rows:
         if cand[c, 7] == 0:
@@ -193,10 +193,10 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, comp
             break
         sampled += 1
         t = (cand_values[c, 0] + cand_values[c, 1]) / 2.0
-        s = score(cand[c, 1], cand[c, 2], n, positives)
-        if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
-            best_a, best_t, best_s = a, t, s
-    return best_a, best_t, best_s, True
+        g = gini(cand[c, 1], cand[c, 2], n, positives)
+        if better(a, t, g, best_a, best_t, best_g):
+            best_a, best_t, best_g = a, t, g
+    return best_a, best_t, best_g, True
 
 
 @kernel
@@ -263,7 +263,7 @@ def follow_deletion(
     (kind 0) rows ``held[offset : offset + count]``, ``r`` still among them. The cache is only
     meaningful after DECIDED."""
     values, labels, order, position, columns, y = presorted
-    best_a, best_t, best_s = -1, 0.0, -np.inf
+    best_a, best_t, best_g = -1, 0.0, (0, 0, 1)
     stop = 0
     for i in range(attrs.shape[0]):
         a = attrs[i]
@@ -333,10 +333,10 @@ def follow_deletion(
                         cand_values[merged, 0] = low_side[1]
                         cand_values[merged, 1] = high_side[1]
                         _place(cand, cand_values, key_base(seed, a), start, stop, merged)
-        best_a, best_t, best_s, ok = _best_of(
+        best_a, best_t, best_g, ok = _best_of(
             cand, cand_values, a, range(start, stop), k, n, positives, min_samples_leaf,
             bound[i] == ALL,
-            best_a, best_t, best_s,
+            best_a, best_t, best_g,
         )  # fmt: skip
         if not ok:
             return CHOOSE_AGAIN, -1, 0.0

@@ -193,11 +193,60 @@ def _smallest(keys, k):
 
 
 @kernel
-def score(left_n, left_pos, n, positives):
-    """Sum over both children of ``(p² + q²) / size``: larger is a larger Gini gain."""
-    ln, lp = float(left_n), float(left_pos)
-    rn, rp = float(n - left_n), float(positives - left_pos)
-    return (lp * lp + (ln - lp) * (ln - lp)) / ln + (rp * rp + (rn - rp) * (rn - rp)) / rn
+def gini(left_n, left_pos, n, positives):
+    """A cut's ``G = sum over its sides of p q / (p + q)``, exactly, as ``(whole, rest, den)``:
+    ``G = whole + rest / den`` with ``0 <= rest < 2 den``. Gini's score of the cut is
+    ``n - 2 G``: the least ``G`` wins. Exact, because a deletion must re-choose what a fit
+    chooses, ties included (float scores of equal ``G`` can differ in the last bit)."""
+    right_n, right_pos = n - left_n, positives - left_pos
+    a = left_pos * (left_n - left_pos)
+    b = right_pos * (right_n - right_pos)
+    whole = a // left_n + b // right_n
+    return whole, (a % left_n) * right_n + (b % right_n) * left_n, left_n * right_n
+
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_32 = np.uint64(32)
+
+
+@kernel
+def _product(a, b):
+    """``a * b`` of two non-negative int64 as ``(high, low)`` uint64 words."""
+    a, b = np.uint64(a), np.uint64(b)
+    a0, a1, b0, b1 = a & _LOW32, a >> _32, b & _LOW32, b >> _32
+    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
+    middle = (p00 >> _32) + (p01 & _LOW32) + (p10 & _LOW32)
+    return a1 * b1 + (p01 >> _32) + (p10 >> _32) + (middle >> _32), (middle << _32) | (
+        p00 & _LOW32
+    )
+
+
+@kernel
+def compare_gini(g, h):
+    """``-1``, ``0`` or ``1`` as the :func:`gini` ``g`` is less than, equal to or more than ``h``,
+    exactly. For nodes of fewer than 2^31 rows: ``den`` < 2^60, the products below < 2^124."""
+    diff = g[0] - h[0]
+    if diff <= -2:  # g < g.whole + 2 <= h.whole <= h
+        return -1
+    if diff >= 2:
+        return 1
+    x = diff * g[2] + g[1]  # g - h = x / g.den - h.rest / h.den
+    if x < 0:
+        return -1
+    left, right = _product(x, h[2]), _product(h[1], g[2])
+    if left == right:
+        return 0
+    return -1 if left < right else 1
+
+
+@kernel
+def better(a, t, g, best_a, best_t, best_g):
+    """Whether the cut ``x[a] <= t`` of :func:`gini` ``g`` beats the best so far (none when
+    ``best_a`` < 0): the least ``G``, then the smaller attribute, then the smaller threshold."""
+    if best_a < 0:
+        return True
+    order = compare_gini(g, best_g)
+    return order < 0 or (order == 0 and (a < best_a or (a == best_a and t < best_t)))
 
 
 @kernel
@@ -222,8 +271,9 @@ def best_split(
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
-    smallest :func:`threshold_keys` (all when ``k`` < 1). The largest score wins; equal scores
-    go to the smaller attribute, then the smaller threshold.
+    smallest :func:`threshold_keys` (all when ``k`` < 1). The largest Gini score wins, compared
+    exactly (:func:`better`); equal scores go to the smaller attribute, then the smaller
+    threshold.
 
     ``cache`` is what decides the choice (see :mod:`.cache`): the attributes taken; per
     attribute the largest key cached (``ALL`` when every valid threshold is); per cached
@@ -257,7 +307,7 @@ def best_split(
     bound = np.full(max_features, ALL, dtype=np.uint64)
     cand = np.empty((capacity, 8), dtype=np.int64)
     cand_values = np.empty((capacity, 2), dtype=np.float64)
-    best_a, best_t, best_s = -1, 0.0, -np.inf
+    best_a, best_t, best_g = -1, 0.0, (0, 0, 1)
     taken = 0
     filled = 0
     for a in np.argsort(attribute_keys(seed, columns.shape[0])):
@@ -279,10 +329,9 @@ def best_split(
             chosen = kept[:k]
         taken += 1
         for c in chosen:
-            s = score(left_n[c], left_pos[c], m, positives)
-            t = thresholds[c]
-            if s > best_s or (s == best_s and (a < best_a or (a == best_a and t < best_t))):
-                best_a, best_t, best_s = a, t, s
+            g = gini(left_n[c], left_pos[c], m, positives)
+            if better(a, thresholds[c], g, best_a, best_t, best_g):
+                best_a, best_t, best_g = a, thresholds[c], g
         if cached:
             for c in kept:
                 cand[filled, 0], cand[filled, 1], cand[filled, 2] = a, left_n[c], left_pos[c]
