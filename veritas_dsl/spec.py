@@ -166,13 +166,18 @@ def spec_files(paths: list[str]) -> list[Path]:
 def load(path: str | Path, trust_pickle: bool = False) -> Spec:
     """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
     path = Path(path)
+    return Spec(decode(read_spec(path), str(path)), str(path), trust_pickle)
+
+
+def read_spec(path: Path) -> bytes:
+    """The bytes of the spec file at ``path``; a path that is not a regular file, or a file
+    over :data:`MAX_SPEC_BYTES`, is refused (V001) before it is read."""
     try:
-        data = read_bytes(path, MAX_SPEC_BYTES, "a spec file")
+        return read_bytes(path, MAX_SPEC_BYTES, "a spec file")
     except OSError as error:
         raise SpecError(
             [Diagnostic("V001", f"cannot read {path}: {error.strerror or error}")]
         ) from None
-    return Spec(decode(data, str(path)), str(path), trust_pickle)
 
 
 def decode(data: bytes, path: str) -> str:

@@ -149,11 +149,11 @@ def test_leakage(folder, capsys, monkeypatch, arguments, message):
     assert message in err and "internal error" not in err
 
 
-@pytest.mark.parametrize("command", ["run", "check"])
+@pytest.mark.parametrize("command", ["run", "check", "fmt"])
 @pytest.mark.parametrize(
     "name, message",
     [
-        ("/dev/zero", "it is a device, not a file"),  # was read until MemoryError
+        ("/dev/zero", "it is a device, not a file"),  # was read until MemoryError (fmt too)
         ("huge.ver", "the file holds 100 MiB, more than the 64 MiB allowed for a spec file"),
     ],
 )

@@ -23,9 +23,9 @@ from pathlib import Path
 from lark import Lark, Token
 
 from veritas_dsl.atomic import write_text
-from veritas_dsl.diagnostics import Diagnostic, Sources, SpecError
+from veritas_dsl.diagnostics import Sources, SpecError
 from veritas_dsl.lang.parser import parse_text
-from veritas_dsl.spec import decode
+from veritas_dsl.spec import decode, read_spec
 
 INDENT = "    "
 #: Keywords that start a top-level declaration, and a statement of a query or property.
@@ -243,12 +243,7 @@ def format_file(path: Path, write: bool) -> bool:
     """Whether the file at ``path`` is not in the canonical layout (its bytes differ from the
     layout's UTF-8); with ``write``, rewrite it so (atomically). Raises :class:`SpecError` when it
     cannot be read or does not parse, with the file untouched."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SpecError(
-            [Diagnostic("V001", f"cannot read {path}: {error.strerror or error}")]
-        ) from None
+    data = read_spec(path)
     text = decode(data, str(path))
     try:
         formatted = format_text(text, str(path))
