@@ -95,3 +95,18 @@ def test_the_renderer_never_shows_lines_of_files_other_than_specs(tmp_path):
 def _touch(path):
     path.touch()
     return path
+
+
+def test_the_renderer_cuts_a_long_line_around_its_span_and_escapes_control_characters():
+    line = "where " + "not " * 5000 + "x.f >= 1\x1b[2J\x00"
+    column = line.index("x.f") + 1
+    sources = Sources({"s.ver": line})
+    shown = render(Diagnostic("V103", "too deep", Span("s.ver", 1, column, 1, column + 3)), sources)
+    source_line, caret_line = shown.splitlines()[3:5]
+    assert len(source_line) < 140 and source_line.startswith("1 | …")
+    text = source_line[len("1 | "):]
+    caret = caret_line[len("  | "):]
+    assert text[caret.index("^") : caret.index("^") + 3] == "x.f" and caret.count("^") == 3
+    assert "\x1b" not in shown and "\x00" not in shown
+    short = render(Diagnostic("V1", "m", Span("s.ver", 1, 1, 1, 6)), Sources({"s.ver": "model"}))
+    assert "1 | model\n  | ^^^^^" in short

@@ -119,10 +119,8 @@ def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
         lines.append(f"{gutter}--> {span}")
         source = sources.line(span.file, span.line)
         if source is not None:
-            source = source.expandtabs(1)
-            end = span.end_column if span.end_line == span.line else len(source) + 1
-            width = max(1, end - span.column)
-            caret = " " * (span.column - 1) + "^" * width
+            source, column, end = _shown(source, span)
+            caret = " " * (column - 1) + "^" * max(1, end - column)
             label = f" {diagnostic.label}" if diagnostic.label else ""
             lines += [f"{gutter} |", f"{span.line} | {source}", f"{gutter} | {caret}{label}"]
         prefix = f"{gutter} = "
@@ -132,6 +130,30 @@ def render(diagnostic: Diagnostic, sources: Sources | None = None) -> str:
     if diagnostic.help:
         lines.append(f"{prefix}help: {diagnostic.help}")
     return "\n".join(lines)
+
+
+#: The most characters of a source line a diagnostic shows; a longer line is cut around the span.
+LINE_CHARS = 120
+_CONTEXT_CHARS = 40
+
+
+def _shown(source: str, span: Span) -> tuple[str, int, int]:
+    """The part of ``source`` a diagnostic shows and the span's columns in it (from 1, end
+    exclusive): tabs one column, control characters one replacement character each (a NUL or an
+    escape sequence must not reach a terminal or a CI log), at most :data:`LINE_CHARS` around the
+    span with ``…`` where the line was cut."""
+    source = "".join(c if c.isprintable() else "\ufffd" for c in source.expandtabs(1))
+    column = min(span.column, len(source) + 1)
+    end = span.end_column if span.end_line == span.line else len(source) + 1
+    end = max(column + 1, min(end, len(source) + 1))
+    if len(source) <= LINE_CHARS:
+        return source, column, end
+    first = max(0, column - 1 - _CONTEXT_CHARS)
+    last = min(len(source), first + LINE_CHARS)
+    head, tail = ("…" if first > 0 else ""), ("…" if last < len(source) else "")
+    shown = head + source[first:last] + tail
+    column = column - first + len(head)
+    return shown, column, min(end - first + len(head), len(shown) - len(tail) + 1)
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
