@@ -347,3 +347,25 @@ def test_an_estimator_whose_parts_disagree_is_refused_when_loaded(tmp_path):
     forest.fit(X, X[:, 0] > 0).estimators_[1].n_features_in_ = 3
     with pytest.raises(ModelError, match=r"broken.*3 features"):
         load_model(_saved(tmp_path, forest))
+
+
+def _zeros(archive: zipfile.ZipFile, name: str, megabytes: int) -> None:
+    with archive.open(name, "w") as member:
+        for _ in range(megabytes):
+            member.write(bytes(1 << 20))
+
+
+def test_an_archive_that_inflates_far_beyond_its_size_is_refused(tmp_path):
+    """skops reads a member once for each node that names it, before anything is checked: 700
+    bytes of bzip2 named 64 times asked for 16 GB. 300 MB of zeros, deflated, is enough to show
+    it: from some 300 kB, read 300 MB, and 600 MB if two nodes name it."""
+    array = {"__class__": "ndarray", "__module__": "numpy", "__loader__": "NdArrayNode"}
+    array |= {"type": "numpy", "file": "a.npy"}
+    schema = {"__class__": "list", "__module__": "builtins", "__loader__": "ListNode"}
+    schema |= {"content": [array, array], "protocol": 2}
+    path = tmp_path / "bomb.skops"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("schema.json", json.dumps(schema))
+        _zeros(archive, "a.npy", 300)
+    with pytest.raises(ModelError, match=r"inflate its [0-9,]+ bytes to 629,14"):
+        load_model(path)

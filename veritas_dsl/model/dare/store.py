@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.model.archive import check_inflation
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM, Tree
 from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
@@ -88,10 +89,15 @@ def load(cls, path: str | Path):
     if not zipfile.is_zipfile(path):
         raise ModelError(f"{path}: not a DaRE forest file (not an .npz archive)")
     try:
+        with zipfile.ZipFile(path) as archive:
+            inflated = sum(info.file_size for info in archive.infolist())
+        check_inflation(inflated, Path(path).stat().st_size)
         with np.load(path, allow_pickle=False) as file:
             arrays = {name: file[name] for name in file.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
         raise ModelError(f"{path}: not a DaRE forest file ({error})") from None
+    except MemoryError:  # an array header claims more than the machine has
+        raise ModelError(f"{path}: not a DaRE forest file (an array is too large)") from None
     try:
         return _forest(cls, arrays)
     except ModelError as error:
