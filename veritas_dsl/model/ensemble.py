@@ -149,8 +149,10 @@ class Ensemble:
             raise ModelError("the leaf values are so large that the model's output overflows")
 
     def _check_names(self) -> None:
-        if self.n_features > MAX_FEATURES:
-            raise ModelError(f"{self.n_features} features is more than {MAX_FEATURES:,}")
+        if not 0 < self.n_features <= MAX_FEATURES:
+            raise ModelError(
+                f"the model has {self.n_features} features, outside 1..{MAX_FEATURES:,}"
+            )
         odd = [name for name in self.feature_names if not isinstance(name, str)]
         if odd:
             raise ModelError(f"feature name {odd[0]!r} is not a string")
