@@ -126,7 +126,7 @@ def changed(arrays, **entries):
                 tree_offsets=[0, 1],
                 feature_names=(),
             ),
-            "the model has 0 features, outside 1..",
+            "the model has no features",
         ),
     ],
 )

@@ -147,12 +147,12 @@ class Ensemble:
             reach = np.abs(self.base_score).max() + largest.sum()
         if not np.isfinite(reach):
             raise ModelError("the leaf values are so large that the model's output overflows")
+        if self.n_features == 0:  # a model of constant trees; engines and parity need a feature
+            raise ModelError("the model has no features (feature_names is empty)")
 
     def _check_names(self) -> None:
-        if not 0 < self.n_features <= MAX_FEATURES:
-            raise ModelError(
-                f"the model has {self.n_features} features, outside 1..{MAX_FEATURES:,}"
-            )
+        if self.n_features > MAX_FEATURES:
+            raise ModelError(f"{self.n_features} features is more than {MAX_FEATURES:,}")
         odd = [name for name in self.feature_names if not isinstance(name, str)]
         if odd:
             raise ModelError(f"feature name {odd[0]!r} is not a string")
