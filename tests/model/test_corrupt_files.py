@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_files import model_end
 
-from veritas_dsl.model import load_model
+from veritas_dsl.model import load_model, ubjson
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("run_specs.py")
@@ -239,6 +239,39 @@ def _first_value(data: bytes, key: str, new: str) -> bytes:
     return data[: match.start(1)] + new.encode() + data[match.end(1) :]
 
 
+def _out_of_range_parents(parents) -> list[int]:
+    bad = [int(p) for p in parents]
+    bad[3] = 10**6
+    return bad
+
+
+def _json_shadowed_parents(data: bytes) -> bytes:
+    """Tree 0's `parents` twice: out of range, then as it was under a name spelled with a `\\u`
+    escape. Python's json decodes the escape and keeps the last of two equal keys; XGBoost's
+    parser keeps `\\u` escapes as written, so to it they are two keys and it loads the first."""
+    document = json.loads(data)
+    good = _tree0(document).pop("parents")
+    _tree0(document)["@"] = None
+    shadowed = (
+        f'"parents": {json.dumps(_out_of_range_parents(good))}, '
+        f'"parent\\u0073": {json.dumps(good)}'
+    )
+    return _replace(json.dumps(document).encode(), b'"@": null', shadowed.encode())
+
+
+def _ubj_duplicate_parents(data: bytes) -> bytes:
+    """Tree 0's `parents` twice in the .ubj, out of range first: XGBoost keeps the first of two
+    equal keys, a reader that keeps the last checks the other."""
+    key = b"L" + (7).to_bytes(8, "big") + b"parents"
+    start = data.index(key) + len(key)
+    reader = ubjson._Reader(memoryview(data))
+    reader.pos = start
+    good = reader.value()
+    header = data[start : reader.pos - 4 * len(good)]
+    bad = np.asarray(_out_of_range_parents(good), dtype=">i4").tobytes()
+    return data[: start - len(key)] + key + header + bad + data[start - len(key) :]
+
+
 #: Corrupt files that crashed the process or ended in an internal error before, by format.
 KNOWN = {
     # XGBoost's loader follows `parents` unchecked: segmentation fault.
@@ -248,6 +281,9 @@ KNOWN = {
     ),
     # The same, found by flipping one byte of the .ubj (with XGBoost 3.2's serialisation).
     "ubj_byte_flip": ("xgboost_ubj", lambda d: mutate(d, ("flip", [(9940, 145)]))),
+    # Keys read one way by us and another by XGBoost: it loaded what we had not checked.
+    "parents_under_escaped_key": ("xgboost_json", _json_shadowed_parents),
+    "parents_twice_in_ubj": ("xgboost_ubj", _ubj_duplicate_parents),
     # XGBoost could not load `num_feature = 0` when asked to save: XGBoostError.
     "no_features": (
         "xgboost_json",

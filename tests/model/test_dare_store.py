@@ -3,7 +3,9 @@ corrupt or foreign file is a ModelError naming the path."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -52,10 +54,11 @@ def test_a_loaded_forest_still_forgets_exactly(tmp_path):
 
 
 def _rewrite(path, **changes) -> None:
+    """Save the file again with ``changes``; an array changed to None is left out."""
     with np.load(path, allow_pickle=False) as file:
         arrays = {name: file[name] for name in file.files}
     arrays.update(changes)
-    np.savez(path, **arrays)
+    np.savez(path, **{name: array for name, array in arrays.items() if array is not None})
 
 
 def _header(path) -> dict:
@@ -78,6 +81,8 @@ def _header(path) -> dict:
         "rng",
         "X",
         "missing",
+        "claimed",
+        "inflated",
     ],
 )
 def test_a_corrupt_or_foreign_file_is_a_model_error_naming_it(tmp_path, damage):
@@ -120,12 +125,28 @@ def test_a_corrupt_or_foreign_file_is_a_model_error_naming_it(tmp_path, damage):
         X = np.load(path)["X"].copy()
         X[0, 0] = np.nan
         _rewrite(path, X=X)
+    elif damage == "claimed":  # numpy allocates what a header claims: refused before it does
+        header = io.BytesIO()
+        shape = {"descr": "<f4", "fortran_order": False, "shape": (10**11, 4)}
+        np.lib.format.write_array_header_1_0(header, shape)
+        _rewrite(path, X=None)
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("X.npy", header.getvalue())
+    elif damage == "inflated":  # 300 MB of zeros in 300 kB: a few more, and memory runs out
+        _rewrite(path, X=None)
+        with (
+            zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive,
+            archive.open("X.npy", "w") as member,
+        ):
+            for _ in range(300):
+                member.write(bytes(1 << 20))
     else:
         _rewrite(path)
         with np.load(path) as file:
             arrays = {n: file[n] for n in file.files if n != "kind"}
         np.savez(path, **arrays)
-    with pytest.raises(ModelError, match=str(path).replace(".", r"\.")):
+    reason = {"claimed": "claims more than it holds", "inflated": "inflate its"}.get(damage, "")
+    with pytest.raises(ModelError, match=str(path).replace(".", r"\.") + ".*" + reason):
         DareForest.load(path)
 
 

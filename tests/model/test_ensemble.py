@@ -115,6 +115,19 @@ def changed(arrays, **entries):
             ),
             "no trees",
         ),
+        (  # a LightGBM text with max_feature_idx=-1: an internal error in ver inspect and run
+            dict(
+                TWO_TREES,
+                feature=[-1],
+                threshold=[0],
+                left=[-1],
+                right=[-1],
+                value=[[0.5]],
+                tree_offsets=[0, 1],
+                feature_names=(),
+            ),
+            "the model has no features",
+        ),
     ],
 )
 def test_malformed_arrays_are_refused(arrays, message):

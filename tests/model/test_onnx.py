@@ -252,6 +252,14 @@ def test_several_targets_are_refused():
         )
 
 
+@pytest.mark.parametrize("make", [regressor, lambda: sklearn_model("RandomForest", "binary")])
+def test_more_targets_than_a_model_can_have_are_refused_before_any_is_allocated(make):
+    """A 400-byte file with n_targets = 2 * 10**9 had 16 GB written (one entry per target)
+    before the regressor's one target was checked, and 10**13 was an internal error."""
+    with pytest.raises(ModelError, match="10000000000000 targets"):
+        Ensemble.from_onnx(with_attributes(make(), n_targets=10**13))
+
+
 def test_two_classes_with_weights_for_both_and_two_base_values_are_refused(tmp_path):
     pytest.importorskip("catboost", reason="CatBoost makes the test model")
     proto = catboost_model("binary", tmp_path)  # weights for both classes

@@ -310,3 +310,62 @@ def test_trees_are_checked_before_scikit_learn_follows_them(tmp_path, craft, rea
     )
     assert child.returncode == ExitCode.ERROR, child
     assert reason in child.stderr and "internal error" not in child.stderr
+
+
+def _saved(tmp_path, estimator) -> Path:
+    path = tmp_path / "m.skops"
+    skops_io.dump(estimator, path)
+    return path
+
+
+def test_feature_names_must_be_as_many_as_the_inputs(tmp_path):
+    """An Ensemble counts features by name, scikit-learn by n_features_in_. A tree fitted on one
+    input, given three names and a split on the third, passed our checks, and scikit-learn's
+    predictor (which the parity check and witness checks call with one column) read X[i, 2]:
+    out of bounds. Fewer names than inputs was an internal error."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    for names in (["a", "b", "c"], []):
+        fitted = DecisionTreeRegressor(max_depth=1).fit(X, [0.0, 0.0, 1.0, 1.0])
+        state = fitted.tree_.__getstate__()
+        state["nodes"] = state["nodes"].copy()
+        state["nodes"]["feature"][0] = len(names) - 1 if names else 0
+        fitted.tree_.__setstate__(state)
+        fitted.feature_names_in_ = np.array(names, dtype=object)
+        with pytest.raises(ModelError, match="feature names for 1 input"):
+            load_model(_saved(tmp_path, fitted))
+
+
+def test_an_estimator_whose_parts_disagree_is_refused_when_loaded(tmp_path):
+    """A forest whose member expects three inputs where the forest has two loaded, and the
+    parity check then ended in an internal error: scikit-learn is run once as the file loads."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    forest = RandomForestClassifier(n_estimators=2, max_depth=2, random_state=0)
+    forest.fit(X, X[:, 0] > 0).estimators_[1].n_features_in_ = 3
+    with pytest.raises(ModelError, match=r"broken.*3 features"):
+        load_model(_saved(tmp_path, forest))
+
+
+def _zeros(archive: zipfile.ZipFile, name: str, megabytes: int) -> None:
+    with archive.open(name, "w") as member:
+        for _ in range(megabytes):
+            member.write(bytes(1 << 20))
+
+
+def test_an_archive_that_inflates_far_beyond_its_size_is_refused(tmp_path):
+    """skops reads a member once for each node that names it, before anything is checked: 700
+    bytes of bzip2 named 64 times asked for 16 GB. 300 MB of zeros, deflated, is enough to show
+    it: from some 300 kB, read 300 MB, and 600 MB if two nodes name it."""
+    array = {"__class__": "ndarray", "__module__": "numpy", "__loader__": "NdArrayNode"}
+    array |= {"type": "numpy", "file": "a.npy"}
+    schema = {"__class__": "list", "__module__": "builtins", "__loader__": "ListNode"}
+    schema |= {"content": [array, array], "protocol": 2}
+    path = tmp_path / "bomb.skops"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("schema.json", json.dumps(schema))
+        _zeros(archive, "a.npy", 300)
+    with pytest.raises(ModelError, match=r"inflate its [0-9,]+ bytes to 629,14"):
+        load_model(path)

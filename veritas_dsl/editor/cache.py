@@ -3,7 +3,6 @@ keystroke, and a model file is read again only when its modification time or siz
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Callable
 from pathlib import Path
 from stat import S_ISREG
@@ -63,8 +62,8 @@ class CachedFiles(Files):
             stat = path.stat()
         except (OSError, ValueError):  # ValueError: a NUL byte in the path
             return read()  # raises the error the command line reports
-        if not S_ISREG(stat.st_mode):  # reading a FIFO or a device could block the check forever
-            raise OSError(errno.EINVAL, "not a regular file")
+        if not S_ISREG(stat.st_mode):  # a FIFO or a device: the readers refuse it unread
+            return read()
         stamp, where = (stat.st_mtime_ns, stat.st_size), str(path.resolve())
         kept = self._kept.get((where, *key))
         if kept is None or kept[0] != stamp:

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from veritas_dsl.data import DataError, read_row_ids
 from veritas_dsl.diagnostics import Span, suggest
+from veritas_dsl.inputs import excerpt
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.lang.symbols import Failed, Scope
@@ -266,7 +267,7 @@ class DerivedModels(Expressions):
     def read_rows_file(self, text: ast.Text, reader: Callable[[Path], T]) -> tuple[Path, T]:
         """The rows file ``text`` names (relative to the spec) read by ``reader``; its errors
         located (V408 in the file, V406 at the name)."""
-        path = self.path_of(text, "V406", "cannot read the rows file")
+        path = self.path_of(text)
         try:
             return path, reader(path)
         except DataError as error:
@@ -277,6 +278,6 @@ class DerivedModels(Expressions):
         except OSError as error:
             raise self.error(
                 "V406",
-                f"cannot read the rows file `{text.value}`: {error.strerror or error}",
+                f"cannot read the rows file `{excerpt(text.value)}`: {error.strerror or error}",
                 text.span,
             ) from None

@@ -44,7 +44,7 @@ class Environment(Families):
             )
             return
         try:
-            path = self.path_of(decl.path, "V401", f"cannot load model `{decl.name}`")
+            path = self.path_of(decl.path)
             options = self.options(decl.options, FORMAT_OPTIONS.get(decl.kind, {}))
         except Failed:
             self.broken.add(decl.name)
@@ -123,7 +123,7 @@ class Environment(Families):
             )
             return
         try:
-            path = self.path_of(decl.path, "V406", f"cannot read data `{decl.name}`")
+            path = self.path_of(decl.path)
             options = self.options(decl.options, DATA_FORMATS[decl.kind])
             if decl.kind == "libsvm":
                 if "features" not in options:

@@ -91,12 +91,10 @@ class Symbols:
         self.diagnostics.append(Diagnostic(code, message, span, label, tuple(notes), help))
         return Failed()
 
-    def path_of(self, text: Text, code: str, failure: str) -> Path:
+    def path_of(self, text: Text) -> Path:
         """The file ``text`` names: relative to the spec's folder, or absolute (see "Paths" in
-        docs/language.md). A name no system can open (a NUL character) is error ``code`` at it,
-        ``failure`` saying what could not be read."""
-        if "\0" in text.value:
-            raise self.error(code, f"{failure}: a file name cannot hold a NUL character", text.span)
+        docs/language.md). Whether it may be read is the readers' rule
+        (:mod:`veritas_dsl.inputs`), which refuses a name with a NUL character too."""
         path = Path(text.value)
         return path if path.is_absolute() else self.base / path
 

@@ -149,6 +149,8 @@ class Ensemble:
             reach = np.abs(self.base_score).max() + largest.sum()
         if not np.isfinite(reach):
             raise ModelError("the leaf values are so large that the model's output overflows")
+        if self.n_features == 0:  # a model of constant trees; engines and parity need a feature
+            raise ModelError("the model has no features (feature_names is empty)")
 
     def _check_names(self) -> None:
         if self.n_features > MAX_FEATURES:

@@ -200,14 +200,19 @@ def _lt_threshold(t: np.ndarray) -> np.ndarray:
 def _outputs(trees: Trees) -> tuple[Task, int, np.ndarray, np.ndarray, float]:
     """Task, number of outputs, the output column of each weight id (-1: ignored), the base score
     and the binary class threshold, as onnxruntime scores and labels (see the module doc)."""
+    # Checked before anything is sized by it: a few bytes can say n_targets = 10**13.
+    if trees.labels is None and trees.n_targets != 1:
+        raise ModelError(f"the regressor has {trees.n_targets} targets; only one is supported")
+    if trees.labels is not None and trees.n_targets > len(trees.labels):
+        raise ModelError(
+            f"the classifier has {trees.n_targets} targets for {len(trees.labels)} class labels"
+        )
     outputs = np.unique(trees.leaf_output)
     if len(outputs) and (outputs.min() < 0 or outputs.max() >= max(trees.n_targets, 1)):
         raise ModelError(f"a weight is for output {outputs.max()} of {trees.n_targets}")
     column = np.full(max(trees.n_targets, 1), -1, dtype=np.int64)
     base = trees.base
     if trees.labels is None:
-        if trees.n_targets != 1:
-            raise ModelError(f"the regressor has {trees.n_targets} targets; only one is supported")
         if trees.aggregate not in ("SUM", "AVERAGE"):
             raise ModelError(
                 f"aggregate_function {trees.aggregate} is not supported (only SUM and AVERAGE)"

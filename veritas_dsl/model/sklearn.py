@@ -23,8 +23,9 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import skip_left
-from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
+from veritas_dsl.model.library import le_threshold_as_lt
 from veritas_dsl.model.sklearn_hist import ESTIMATORS, from_hist_gradient_boosting
+from veritas_dsl.model.sklearn_inputs import evaluates, input_names, library_model
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -82,13 +83,8 @@ def from_sklearn(cls: type[Ensemble], estimator: object) -> Ensemble:
     if getattr(estimator, "n_outputs_", 1) != 1:
         raise ModelError(f"{kind} predicts {estimator.n_outputs_} targets; only one is supported")
 
-    n_features = int(estimator.n_features_in_)
-    if not 0 < n_features <= MAX_FEATURES:
-        raise ModelError(f"{kind} has {n_features} features, outside 1..{MAX_FEATURES:,}")
-    names = getattr(estimator, "feature_names_in_", None)
-    feature_names = (
-        tuple(str(n) for n in names) if names is not None else _default_names(n_features)
-    )
+    feature_names = input_names(estimator, kind)
+    n_features = len(feature_names)
     classifier = is_classifier(estimator)
     n_classes = len(estimator.classes_) if classifier else 0
     if classifier and n_classes < 2:
@@ -100,14 +96,8 @@ def from_sklearn(cls: type[Ensemble], estimator: object) -> Ensemble:
     else:
         parts = _forest(estimator, classifier, n_classes)
     task = "multiclass" if n_classes > 2 else "binary" if n_classes == 2 else "regression"
-    return _assemble(
-        cls,
-        parts,
-        feature_names,
-        task,
-        f"sklearn {kind}",
-        LibraryModel(f"sklearn {kind}", parts.raw, np.arange(n_features), parts.votes),
-    )
+    library = library_model(kind, parts.raw, n_features, parts.votes)
+    return evaluates(_assemble(cls, parts, feature_names, task, f"sklearn {kind}", library))
 
 
 def _boosting(estimator, classifier: bool, n_features: int) -> _Kind:
@@ -187,10 +177,6 @@ def _nodes(tree, parts: _Kind, where: str) -> tuple[np.ndarray, ...]:
         return leaf, feature, threshold, left, right, per_node
     kept, left, right = skip_left(left, right, leaf, skipped, where)
     return leaf[kept], feature[kept], threshold[kept], left, right, per_node[kept]
-
-
-def _default_names(n: int) -> tuple[str, ...]:
-    return tuple(f"f{i}" for i in range(n))
 
 
 def _probability(predict_proba, n_classes: int):

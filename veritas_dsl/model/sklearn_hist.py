@@ -22,7 +22,8 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import skip_left
-from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, le_threshold_as_lt
+from veritas_dsl.model.library import le_threshold_as_lt
+from veritas_dsl.model.sklearn_inputs import evaluates, input_names, library_model
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -35,15 +36,7 @@ def from_hist_gradient_boosting(cls: type[Ensemble], estimator, classifier: bool
     kind = type(estimator).__name__
     if not hasattr(estimator, "_predictors"):
         raise ModelError(f"{kind} is not a fitted estimator we can import (call fit first)")
-    n_features = int(estimator.n_features_in_)
-    if not 0 < n_features <= MAX_FEATURES:
-        raise ModelError(f"{kind} has {n_features} features, outside 1..{MAX_FEATURES:,}")
-    names = getattr(estimator, "feature_names_in_", None)
-    feature_names = (
-        tuple(str(n) for n in names)
-        if names is not None
-        else tuple(f"f{i}" for i in range(n_features))
-    )
+    feature_names = input_names(estimator, kind)
     _check_categorical(estimator, kind, feature_names)
 
     n_outputs = int(estimator.n_trees_per_iteration_)
@@ -70,7 +63,7 @@ def from_hist_gradient_boosting(cls: type[Ensemble], estimator, classifier: bool
 
     raw = estimator.decision_function if classifier else _raw_regression(estimator)
     task = "multiclass" if n_classes > 2 else "binary" if n_classes == 2 else "regression"
-    return cls(
+    model = cls(
         feature=np.concatenate(features),
         threshold=np.concatenate(thresholds),
         left=np.concatenate(lefts),
@@ -82,8 +75,9 @@ def from_hist_gradient_boosting(cls: type[Ensemble], estimator, classifier: bool
         task=task,
         class_threshold=0.0,  # a margin picks class 1 above 0
         source=f"sklearn {kind} (loss {_loss_name(estimator)})",
-        library=LibraryModel(f"sklearn {kind}", raw, np.arange(n_features)),
+        library=library_model(kind, raw, len(feature_names)),
     )
+    return evaluates(model)
 
 
 def _check_categorical(estimator, kind: str, feature_names: tuple[str, ...]) -> None:

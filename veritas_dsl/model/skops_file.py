@@ -22,6 +22,7 @@ import json
 import zipfile
 from pathlib import Path
 
+from veritas_dsl.model.archive import check_inflation
 from veritas_dsl.model.errors import ModelError
 
 _BUILTIN_TYPES = ("builtins.str", "builtins.int", "builtins.float", "builtins.bool")
@@ -138,12 +139,22 @@ def read(path: Path) -> object:
     data = path.read_bytes()
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            sizes = {info.filename: info.file_size for info in archive.infolist()}
+            if "schema.json" not in sizes:
+                raise ValueError("it has no schema.json")
+            check_inflation(sizes["schema.json"], len(data))
             schema = json.loads(archive.read("schema.json"))
+        foreign, members = _walk(schema)
+        unknown = [m for m in members if not isinstance(m, str) or m not in sizes]
+        if unknown:
+            raise ValueError(f"it has no member {repr(unknown[0])[:100]}")
+        # skops reads a member once for each node that names it, before anything is checked
+        check_inflation(sizes["schema.json"] + sum(sizes[m] for m in members), len(data))
     except (zipfile.BadZipFile, KeyError, ValueError, RecursionError, EOFError) as error:
         raise ModelError(f"{path}: not a readable skops file ({error})") from None
     except Exception as error:  # zipfile raises more kinds on a corrupt archive
         raise ModelError(f"{path}: not a readable skops file ({error!r})") from None
-    _refuse(path, _foreign(schema))
+    _refuse(path, foreign)
     try:
         untrusted = skops.io.get_untrusted_types(data=data)
     except Exception as error:  # skops raises many kinds on a corrupt file
@@ -165,11 +176,13 @@ def _refuse(path: Path, names: list[str]) -> None:
         )
 
 
-def _foreign(schema: object) -> list[str]:
+def _walk(schema: object) -> tuple[list[str], list[object]]:
     """Every node of ``schema`` whose (loader, type) pair is not allowed, as ``type`` (or
-    ``type (loader)`` when the type is allowed in another role). Iterative: a file may nest
+    ``type (loader)`` when the type is allowed in another role); and the archive member each
+    node that names one (``file``) reads, as often as named. Iterative: a file may nest
     deeply."""
     found: set[str] = set()
+    members: list[object] = []
     stack = [schema]
     while stack:
         item = stack.pop()
@@ -181,5 +194,7 @@ def _foreign(schema: object) -> list[str]:
                 name = f"{item.get('__module__')}.{item.get('__class__')}"
                 if name not in ALLOWED.get(loader, ()):
                     found.add(name if name not in _TYPES else f"{name} ({loader})")
+                if "file" in item:
+                    members.append(item["file"])
             stack.extend(item.values())
-    return sorted(found)
+    return sorted(found), members

@@ -125,7 +125,7 @@ class _Reader:
         result: dict[str, object] = {}
         if count is not None:
             for _ in range(count):
-                key = self.string()
+                key = self.key(result)
                 result[key] = self.value(kind)
             return result
         while True:
@@ -133,5 +133,14 @@ class _Reader:
             if marker == b"}":
                 return result
             self.pos -= 1
-            key = self.string()
+            key = self.key(result)
             result[key] = self.value()
+
+    def key(self, seen: dict[str, object]) -> str:
+        # XGBoost keeps the first of two equal keys, a dict the last: a file holding one twice
+        # would be checked on one value and loaded with the other. XGBoost writes none.
+        at = self.pos
+        key = self.string()
+        if key in seen:
+            raise UBJSONError(f"the key {key[:40]!r} at offset {at} appears twice in one object")
+        return key

@@ -10,6 +10,7 @@ loads files that passed. The same reading turns the document XGBoost writes back
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from veritas_dsl.model.limits import model_bytes
 MAX_CLASSES = 100_000
 #: XGBoost's parent of a root: -1 with its "is a left child" bit masked off.
 _NO_PARENT = (-1, 2**31 - 1)
+#: A JSON string, and the colon that makes it a key. Outside strings JSON has no quotes, so
+#: matches taken in order from the start are exactly the document's strings.
+_STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"(\s*:)?', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -57,16 +61,48 @@ def read_file(path: Path) -> tuple[bytes, object]:
     kind = data[1:].lstrip(b" \t\n\r\v\f")[:1] if data[:1] == b"{" else b""
     try:
         if kind == b'"':
-            return data, json.loads(data.decode("utf-8"))
+            _check_keys(data, path)
+            return data, json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
         if kind.isalpha():
             return data, ubjson.loads(data)
     except UnicodeDecodeError as error:
         raise ModelError(
             f"{path}: not an XGBoost JSON model (byte {error.start} is not UTF-8 text)"
         ) from None
-    except (json.JSONDecodeError, ubjson.UBJSONError, RecursionError) as error:
+    except (json.JSONDecodeError, ubjson.UBJSONError, _RepeatedKey, RecursionError) as error:
         raise ModelError(f"{path}: not a readable XGBoost model file ({error})") from None
     raise ModelError(f"{path}: not an XGBoost model file (JSON or UBJSON)")
+
+
+def _check_keys(data: bytes, path: Path) -> None:
+    """XGBoost loads the file itself, so it must read the document we check. Its parser keeps
+    ``\\u`` escapes as written, where Python's decodes them: ``"parent\\u0073"`` is ``parents``
+    to us and another key to XGBoost, which then loaded a ``parents`` we never saw (and crashed).
+    XGBoost writes no escape in a key."""
+    if b"\\" not in data:
+        return
+    for match in _STRING.finditer(data):
+        if match.group(2) and b"\\" in match.group(1):
+            key = match.group(1)[:40].decode("utf-8", "replace")
+            raise ModelError(
+                f"{path}: the key \"{key}\" is written with an escape; XGBoost reads such a key "
+                "as another than we do, so the file is not loaded"
+            )
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys appear once: parsers differ on which of two equal keys they keep
+    (XGBoost's UBJSON reader keeps the first), and XGBoost writes none."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _RepeatedKey(f"the key {twice[:40]!r} appears twice in one object")
+    return document
 
 
 def forest(document: object, where: str) -> Forest:

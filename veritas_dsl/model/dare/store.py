@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from veritas_dsl.inputs import excerpt, size_text
+from veritas_dsl.model.archive import check_inflation
 from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM, Tree
 from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
@@ -99,6 +100,8 @@ def load(cls, path: str | Path):
         raise
     except _DAMAGED as error:
         raise ModelError(f"{path}: not a DaRE forest file ({error})") from None
+    except MemoryError:  # an array header claims more than the machine has
+        raise ModelError(f"{path}: not a DaRE forest file (an array is too large)") from None
     try:
         return _forest(cls, arrays)
     except ModelError as error:
@@ -133,6 +136,7 @@ def _check_sizes(path: str | Path) -> None:
                 f"{path}: its arrays hold {size_text(expanded)}, more than the "
                 f"{size_text(MAX_BYTES['dare'])} allowed for a DaRE forest"
             )
+        check_inflation(expanded, Path(path).stat().st_size)
         for member in members:
             with archive.open(member) as stream:
                 version = np.lib.format.read_magic(stream)
