@@ -14,10 +14,15 @@ from typing import Literal
 
 import numpy as np
 
+from veritas_dsl.model.errors import ModelError
+
 Task = Literal["regression", "binary", "multiclass"]
 
 #: More features than any model we know of; a larger count is a corrupt file, not a model.
 MAX_FEATURES = 1_000_000
+#: The most leaf values an Ensemble holds (nodes x outputs, float64: 2 GiB). A file of a few
+#: kilobytes can declare 100,000 classes, and its leaf table would be sized by that.
+MAX_LEAF_VALUES = 1 << 28
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,17 @@ class LibraryModel:
             return None
         labels = np.asarray(self.tree_votes(np.ascontiguousarray(X[:, self.columns])))
         return np.stack([(labels == c).sum(axis=1) for c in range(n_labels)], axis=1)
+
+
+def leaf_table(n_nodes: int, n_outputs: int, where: str) -> np.ndarray:
+    """Zeros for the leaf values of ``n_nodes`` nodes and ``n_outputs`` outputs; a table over
+    :data:`MAX_LEAF_VALUES` is a :class:`ModelError` before anything is allocated."""
+    if n_nodes * n_outputs > MAX_LEAF_VALUES:
+        raise ModelError(
+            f"{where}: {n_nodes:,} nodes with {n_outputs:,} outputs each would need "
+            f"{n_nodes * n_outputs:,} leaf values, more than the {MAX_LEAF_VALUES:,} allowed"
+        )
+    return np.zeros((n_nodes, n_outputs))
 
 
 def le_threshold_as_lt(threshold: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from veritas_dsl.model import lightgbm_text
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
-from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt
+from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt, leaf_table
 from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _ensemble(cls: type[Ensemble], model: lightgbm_text.Model, where: str) -> En
     threshold = _zeroed_input_thresholds(np.concatenate(thresholds)[order])
 
     leaf = np.isfinite(leaf_value)
-    value = np.zeros((len(leaf_value), model.per_iteration))
+    value = leaf_table(len(leaf_value), model.per_iteration, where)
     output = np.repeat(np.arange(len(model.trees)) % model.per_iteration, np.diff(offsets))
     value[leaf, output[leaf]] = leaf_value[leaf] * _scale(model)
 

@@ -32,7 +32,7 @@ import numpy as np
 from veritas_dsl.model import onnx_graph
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
-from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt
+from veritas_dsl.model.library import LibraryModel, Task, le_threshold_as_lt, leaf_table
 from veritas_dsl.model.limits import model_bytes
 from veritas_dsl.model.onnx_graph import Trees
 
@@ -173,7 +173,7 @@ def _leaf_values(
     trees: Trees, position: dict, leaf: np.ndarray, column: np.ndarray, n_outputs: int
 ):
     """Each node's values (the weights given for it, added up), one column per output."""
-    value = np.zeros((len(leaf), n_outputs))
+    value = leaf_table(len(leaf), n_outputs, "the tree ensemble")
     for t_id, n_id, out, w in zip(
         trees.leaf_tree, trees.leaf_node, trees.leaf_output, trees.leaf_weight, strict=True
     ):

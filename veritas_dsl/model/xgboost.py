@@ -19,7 +19,7 @@ from veritas_dsl.inputs import excerpt
 from veritas_dsl.model import ubjson, xgboost_document
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
-from veritas_dsl.model.library import LibraryModel, Task
+from veritas_dsl.model.library import LibraryModel, Task, leaf_table
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -153,7 +153,7 @@ def _from_document(
     left, right, new_offsets = reorder(order, left, right, offsets)
     leaf = left < 0
     condition = trees.condition[:n_nodes][order]
-    value = np.zeros((len(order), n_outputs))
+    value = leaf_table(len(order), n_outputs, where)
     target = np.repeat(tree_info, np.diff(new_offsets))
     value[leaf, target[leaf]] = condition[leaf]
 

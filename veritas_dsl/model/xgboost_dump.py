@@ -21,7 +21,7 @@ import numpy as np
 from veritas_dsl.float32 import parse_float32
 from veritas_dsl.inputs import excerpt
 from veritas_dsl.model.errors import ModelError
-from veritas_dsl.model.library import MAX_FEATURES
+from veritas_dsl.model.library import MAX_FEATURES, leaf_table
 from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def from_xgboost_dump(
         [-1 if leaf else index[n["split"]] for n, leaf in zip(nodes, is_leaf, strict=True)]
     )
     names = _names(feature_names, n_features, int(feature.max(initial=-1)) + 1, where)
-    value = np.zeros((len(nodes), n_classes))
+    value = leaf_table(len(nodes), n_classes, where)
     output = np.repeat(np.arange(len(trees)) % n_classes, sizes)
     value[is_leaf, output[is_leaf]] = numbers[is_leaf]
     try:
