@@ -136,7 +136,10 @@ def _check_sizes(path: str | Path) -> None:
                 f"{path}: its arrays hold {size_text(expanded)}, more than the "
                 f"{size_text(MAX_BYTES['dare'])} allowed for a DaRE forest"
             )
-        check_inflation(expanded, Path(path).stat().st_size)
+        try:
+            check_inflation(expanded, Path(path).stat().st_size)
+        except ModelError as error:
+            raise ModelError(f"{path}: {error}") from None
         for member in members:
             with archive.open(member) as stream:
                 version = np.lib.format.read_magic(stream)
