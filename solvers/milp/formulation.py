@@ -129,6 +129,10 @@ class Formulation:
         the objective is the goal's value (times ``sense``) divided by it exactly. The solvers'
         tolerances are absolute (1e-9), so the objective is written in units of the goal's own
         magnitude (:meth:`_Builder.distance_unit`, :meth:`_Builder.terms_in_units`).
+    rounding : float
+        For an output goal, how far the semantics' float64 value of a point may lie from the
+        real value the program gives it (:meth:`Trees.rounding`): when a term's trees nearly
+        cancel (a forest before and after a deletion), the two differ by more than its unit.
     """
 
     program: Program
@@ -146,6 +150,7 @@ class Formulation:
     notes: list[str]
     step: float | None = None
     unit: float = 1.0
+    rounding: float = 0.0
 
 
 def used_pairs(query: Query) -> list[tuple[str, str]]:
@@ -279,6 +284,7 @@ class _Builder(Constraints):
         """Output terms (expression, bottom, top) divided by :attr:`unit`, a power of two near
         their largest leaf value, for the reason :meth:`distance_unit` gives."""
         exprs = [self.term(term) for term in terms]
+        self.goal_rounding = max(self.rounding(term) for term in terms)
         coefs = [abs(c) for expr, _, _ in exprs for c in expr.terms.values()]
         self.unit = power_of_two(max(coefs, default=0.0))
         scale = 1.0 / self.unit
@@ -287,7 +293,7 @@ class _Builder(Constraints):
     def goal(self) -> float:
         """The objective (in units of :attr:`unit`) and its sense."""
         goal = self.query.goal
-        self.unit = 1.0
+        self.unit, self.goal_rounding = 1.0, 0.0
         if isinstance(goal, Maximize):
             ((expr, _, _),) = self.terms_in_units([goal.term])
             self.p.objective(expr, -1.0)
@@ -367,4 +373,5 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
         notes=sorted(set(b.notes)),
         step=b.step,
         unit=b.unit,
+        rounding=b.goal_rounding,
     )

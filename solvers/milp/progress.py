@@ -105,7 +105,8 @@ class Progress:
 
         The solver's bound for this solve must lie within :data:`CLAIM_RESOLUTION` of the
         witness's exact value: relative to the value itself for a distance (none is below 0),
-        to the larger of the value and the program's unit for a term (which may be 0). This
+        to the larger of the value and the program's unit for a term (which may be 0), plus,
+        for a term, the rounding of the semantics' float64 sum (``Formulation.rounding``). This
         catches a bound, or an objective, that rests on values the solver accepted within its
         absolute tolerances and exact arithmetic rejects (a distance column a hair below its
         pieces made every distance under 1e-9 look like 0), and a float32 point rounded from a
@@ -121,12 +122,19 @@ class Progress:
         value = self.form.sense * witness.value
         bound = outcome.bound if outcome.bound is not None else outcome.objective
         scale = abs(value) if distance else max(self.form.unit, abs(value))
-        if bound is not None and value - bound <= CLAIM_RESOLUTION * scale:
+        allowed = CLAIM_RESOLUTION * scale + self.form.rounding
+        if bound is not None and value - bound <= allowed:
             return None
         if distance and self.form.complex:
             return (
                 "the closest float32 point found lies beyond the solver's bound (variables with "
                 "value columns); the bounds hold, the optimum is unknown"
+            )
+        if distance:
+            return (
+                f"the distance found, {witness.value:.6g}, lies beyond the solver's bound by more "
+                f"than it resolves (1e-9 of {self.form.unit:g}); the bounds hold, the optimum is "
+                "unknown"
             )
         return (
             "the exact value of the solver's solution lies beyond its bound by more than the "

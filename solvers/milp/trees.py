@@ -138,6 +138,20 @@ class Trees(Predicates):
                     terms[int(col)] = terms.get(int(col), 0.0) + float(value)
         return Affine(terms, const), lo, hi
 
+    def rounding(self, term: OutputTerm) -> float:
+        """How far the semantics' float64 sum of ``term`` (``Ensemble.eval``: the base, then
+        each tree's leaf) can lie from the real sum the program computes: a recursive sum of
+        ``n`` numbers errs by at most ``(n - 1) * 2**-53`` times the sum of their magnitudes."""
+        total = abs(float(term.constant))
+        for atom in term.atoms:
+            model = self.query.models[atom.model]
+            trees = self.leaves[atom.model, atom.instance]
+            size = abs(float(model.base_score[atom.output])) + sum(
+                float(np.abs(model.value[leaves.nodes, atom.output]).max()) for leaves in trees
+            )
+            total += abs(atom.coef) * (len(trees) + 2) * size
+        return 2.0**-52 * (len(term.atoms) + 1) * total
+
     def constant_outputs(self, term: OutputTerm) -> dict[tuple[str, str], np.ndarray] | None:
         """The outputs ``term`` reads, when each of their trees has one reachable leaf: added as
         ``Ensemble.eval`` adds them (float64, the base first, then tree order), so that the

@@ -36,9 +36,22 @@ KNOWN = (
     ),
     (
         MILP,
-        "the optimum is unknown",
+        "lies beyond the solver's bound (variables with value columns)",
         "the float32 point closest to the MILP's real optimum lies beyond its bound, or above "
         "its optimum by less than the solver resolves, when a distance has value columns",
+    ),
+    (
+        MILP,
+        "lies beyond the solver's bound by more than it resolves",
+        "a distance below the solver's resolution (1e-9 of the program's unit): two instances "
+        "on either side of a split at 0 are 1.4e-45 apart, which the solver cannot tell from 0 "
+        "(its bound); the bound check refuses to call the witness optimal",
+    ),
+    (
+        MILP,
+        "returned one that is not closer",
+        "the confirming solve for a closer point found one only within the solver's tolerance: "
+        "its float32 point is not closer, so it confirms nothing",
     ),
 )
 
