@@ -186,6 +186,32 @@ def _range(span) -> lsp.Range:
     )
 
 
+async def _formatting(ls: VerServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+    """The whole document in the canonical layout, formatted off the loop (`ver fmt`'s rules)."""
+    document = ls.workspace.text_documents.get(params.text_document.uri)
+    if document is None:
+        return []  # not open: reading it from disk here could block the loop (a FIFO)
+    if len(document.source) > MAX_LIVE_CHARS:
+        raise JsonRpcException(
+            f"file too large to format in the editor (more than {MAX_LIVE_CHARS:,} "
+            "characters); run `ver fmt` on it",
+            code=lsp.LSPErrorCodes.RequestFailed,
+        )
+    run = functools.partial(format_text, document.source, document.path)
+    try:  # off the loop, as a check: a long file takes seconds
+        formatted = await asyncio.get_running_loop().run_in_executor(ls.formatter, run)
+    except SpecError:
+        return []  # the diagnostics already say why
+    if formatted == document.source:
+        return []
+    lines = document.source.split("\n")
+    whole = lsp.Range(
+        start=lsp.Position(line=0, character=0),
+        end=lsp.Position(line=len(lines), character=0),
+    )
+    return [lsp.TextEdit(range=whole, new_text=formatted)]
+
+
 @functools.cache
 def server() -> VerServer:
     """The server, its features registered."""
@@ -246,31 +272,5 @@ def server() -> VerServer:
         span = at.definition(analysis, params.position.line, params.position.character)
         return None if span is None else lsp.Location(uri=uri, range=_range(span))
 
-    @ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    async def on_formatting(
-        ls: VerServer, params: lsp.DocumentFormattingParams
-    ) -> list[lsp.TextEdit]:
-        document = ls.workspace.text_documents.get(params.text_document.uri)
-        if document is None:
-            return []  # not open: reading it from disk here could block the loop (a FIFO)
-        if len(document.source) > MAX_LIVE_CHARS:
-            raise JsonRpcException(
-                f"file too large to format in the editor (more than {MAX_LIVE_CHARS:,} "
-                "characters); run `ver fmt` on it",
-                code=lsp.LSPErrorCodes.RequestFailed,
-            )
-        run = functools.partial(format_text, document.source, document.path)
-        try:  # off the loop, as a check: a long file takes seconds
-            formatted = await asyncio.get_running_loop().run_in_executor(ls.formatter, run)
-        except SpecError:
-            return []  # the diagnostics already say why
-        if formatted == document.source:
-            return []
-        lines = document.source.split("\n")
-        whole = lsp.Range(
-            start=lsp.Position(line=0, character=0),
-            end=lsp.Position(line=len(lines), character=0),
-        )
-        return [lsp.TextEdit(range=whole, new_text=formatted)]
-
+    ls.feature(lsp.TEXT_DOCUMENT_FORMATTING)(_formatting)
     return ls
