@@ -12,7 +12,8 @@ is consistent (it has its ``S``), but a row consistent only through sets that di
 in two rows or more is not found: the set found is a subset of the consistent rows, and holds
 ``D`` whenever deleting ``D`` from ``before`` gives ``after``.
 
-Speed: a trial works on copies of single trees, row by row, and stops at the first tree that
+Speed: a trial works on copies of single trees (the original holding the caches a trial reads,
+built as trials first need them), row by row, and stops at the first tree that
 differs from ``after``'s (the trees ``after`` changed come first). That is what ``delete`` gives
 when no random draw is needed: without draws each tree's update depends on its own rows and
 seeds only, whatever the order the rows leave in (a greedy subtree is a function of its rows and
@@ -123,7 +124,6 @@ class _Trials:
     def __init__(self, before: DareForest, ids: list[int], target) -> None:
         self.before, self.ids, self.target = before, ids, target
         self.forest = before.copy()
-        self.forest.warm(self.forest.remaining())  # copies start with every cache they read
         grower = self.forest._grower()
         self.grower = Grower(grower.X, grower.y, grower.settings, _NoDraws(), grower.presorted)
         trees = self.forest._trees
@@ -135,7 +135,9 @@ class _Trials:
         """Whether deleting ``D - {d} + {r}`` gives ``after``."""
         try:
             for t in self.order:
-                tree = self._base(d, t).copy()
+                base = self._base(d, t)
+                self.grower.warm(base, r)  # its copies start with the caches r's path reads
+                tree = base.copy()
                 self.grower.forget(tree, r)
                 if not same(published(tree), self.target[t]):
                     return False
