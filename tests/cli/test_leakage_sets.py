@@ -4,6 +4,7 @@ the consistent rows for one deleted row; at a time limit the report keeps its bo
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from veritas_dsl.cli import ExitCode, main
 from veritas_dsl.model.dare import trial
 from veritas_dsl.model.dare.trial import consistent_rows, published
 from veritas_dsl.report.leakage import render
+from veritas_dsl.result import Result, Termination
 from veritas_dsl.unlearning import DareForest, leakage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -141,3 +143,22 @@ def test_a_limit_gives_the_bounds_and_sets_found_so_far(tmp_path, capsys):
         assert extreme.lower <= extreme.upper
         if extreme.value is not None:
             assert extreme.lower <= extreme.value <= extreme.upper
+
+
+def test_ctrl_c_in_an_engine_reports_its_bounds_and_runs_no_more(tmp_path, capsys, monkeypatch):
+    module = importlib.import_module("veritas_dsl.unlearning.leakage")  # not the function
+
+    path = tmp_path / "forest.dare"
+    forest("default").save(path)
+    calls = []
+
+    def stopped(query, name, timeout_s, cancel):
+        calls.append(query.goal)
+        return Result(query.name, name, Termination.INTERRUPTED, -0.5, 0.0)
+
+    monkeypatch.setattr(module, "_solve", stopped)
+    code = main(["leakage", str(path), "--delete", "5"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.INTERRUPTED and len(calls) == 1
+    assert "  minimum  in [-0.5, 0] (not proven: interrupted; no input found)" in out
+    assert "  maximum  in [" in out and "interrupted" in err

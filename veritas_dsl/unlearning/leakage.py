@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.errors import UserError
+from veritas_dsl.ir.bounds import term_extreme
 from veritas_dsl.ir.query import (
     Feature,
     Maximize,
@@ -249,6 +250,11 @@ def leakage(
     X, _ = before.training_rows()
     extremes = []
     for share, query in zip((1 / 2, 1.0), queries, strict=True):
+        if extremes and extremes[0].termination == Termination.INTERRUPTED.value:
+            term = query.goal.term  # Ctrl-C stopped the first: the second does not start
+            bounds = term_extreme(query, term, up=False), term_extreme(query, term, up=True)
+            extremes.append(Extreme(*bounds, Termination.INTERRUPTED.value))
+            continue
         limit = _at(start, timeout_s, share, since=time.monotonic())
         result = _solve(query, engine, limit, cancel)
         extremes.append(_extreme(query, result, changed, X, before, deleted))
