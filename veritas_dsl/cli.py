@@ -127,6 +127,8 @@ def _run(args: argparse.Namespace) -> ExitCode:
         progress.clear()
         streams.close(created=sys.exc_info()[0] is None)
     tally = streams.tally()
+    if tally and tally.repeats(streams.target):
+        print(tally.repeats(streams.target), file=sys.stderr)
     if args.json:
         print(json_report.dumps(runs, warnings, interrupted))
     else:
