@@ -15,10 +15,12 @@ engine then stops with its bounds so far. The parent also passes an interrupt on
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +36,9 @@ from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered
 #: Processes pay off only when the queries left would take longer than this in one process:
 #: each worker spends seconds importing, loading the spec and the compiled engines.
 _WORTH_IT_S = 10.0
+
+#: prctl's option that names the signal a process gets when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
 
 _worker_lowered: list[Lowered] = []
 _worker_stop = None
@@ -60,12 +65,28 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids) -> None:
+def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids, parent: int) -> None:
     global _worker_lowered, _worker_stop
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # in case it was not ignored from birth
     pids.put(os.getpid())
     _worker_stop = stop
     _worker_lowered = rebuild()
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel SIGKILL this worker when ``parent`` dies, however it dies: a
+    ``ver`` killed by SIGKILL left its workers running (and, as they hold its pipe,
+    multiprocessing's resource tracker) for good. The kernel acts even while a compiled engine
+    holds the GIL, which a thread watching the parent's pipe would wait for. The signal comes
+    when the parent's thread that spawned this worker ends: ``run_all``'s, which closes the pool
+    before it returns."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
 
 
 def _interrupt_once(signum, frame) -> None:
@@ -233,7 +254,7 @@ class _ProcessPool(Pool):
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(rebuild, self.stopped, self.pids),
+            initargs=(rebuild, self.stopped, self.pids, os.getpid()),
         )
 
     def submit(self, index: int) -> Future:
