@@ -4,12 +4,15 @@ is killed, one cluster for every file of ``ver check``, and an unreachable sched
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import operator
 import os
 import signal
+import socket
+import threading
 import time
 
 import pytest
@@ -116,16 +119,57 @@ def test_workers_that_load_other_files_stop_the_run(spec, address, capsys):
         loaded.run(scheduler=address)
 
 
-def test_an_unreachable_scheduler_is_exit_2_naming_it(spec, monkeypatch, capsys):
+@contextlib.contextmanager
+def server(answer: bytes | None):
+    """The address of a TCP server on this machine, not Dask: it accepts every connection, sends
+    ``answer`` (None: nothing) and keeps the connection open."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve():
+        with contextlib.suppress(OSError):  # the listener closed
+            while True:
+                connection, _ = listener.accept()
+                held.append(connection)
+                if answer:
+                    connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+@pytest.mark.timeout(120)  # the promise is an error within 2 s here: no hang
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("closed port", "cannot reach the Dask scheduler at {} within 2 s: Timed out"),
+        ("unroutable", "cannot reach the Dask scheduler at {} within 2 s"),
+        ("silent", "cannot reach the Dask scheduler at {} within 2 s: no answer"),
+        ("not dask", "{} answers, but not as a Dask scheduler (MemoryError"),
+        ("no port", "{} is not the address of a Dask scheduler: missing port number"),
+    ],
+)
+def test_a_scheduler_fault_is_exit_2_naming_it(spec, monkeypatch, capsys, where, says):
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2.0)
     target = spec.parent / "out.jsonl"
-    start = time.monotonic()
-    code = main(["run", str(spec), "--scheduler", "tcp://127.0.0.1:9", "--jsonl", str(target)])
+    servers = {"silent": None, "not dask": b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4}
+    with contextlib.ExitStack() as stack:
+        if where in servers:
+            address = stack.enter_context(server(servers[where]))
+        else:
+            fixed = {"closed port": "127.0.0.1:9", "unroutable": "192.0.2.1:8786"}  # TEST-NET-1
+            address = f"tcp://{fixed.get(where, '127.0.0.1')}"
+        code = main(["run", str(spec), "--scheduler", address, "--jsonl", str(target)])
     assert code == ExitCode.ERROR
-    assert time.monotonic() - start < 30
     err = capsys.readouterr().err
-    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 2 s" in err
-    assert "Traceback" not in err and not target.exists()
+    assert says.format(address) in err, err
+    assert "Traceback" not in err and "internal error" not in err and not target.exists()
 
 
 def test_a_worker_killed_mid_run_loses_no_row(spec, address):

@@ -18,6 +18,7 @@ is not retried (``retries=0``) and its row is reported once as an ``error`` resu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -88,8 +89,8 @@ def parse_address(address: str) -> int | None:
 class Connection:
     """A client of the Dask scheduler at ``address``, or of a new ``LocalCluster`` of N worker
     processes (one thread each) for ``local:N``; one serves every run of a command (``ver
-    check`` of many files starts one cluster). Raises :class:`SchedulerError` when the
-    scheduler cannot be reached within :data:`CONNECT_TIMEOUT_S`."""
+    check`` of many files starts one cluster). Raises :class:`SchedulerError` when no scheduler
+    answers at ``address`` within :data:`CONNECT_TIMEOUT_S`."""
 
     def __init__(self, address: str) -> None:
         try:
@@ -107,13 +108,15 @@ class Connection:
                 dashboard_address=None,
                 silence_logs=logging.ERROR,
             )
+        else:
+            _check_scheduler(address)
         try:
             self.client = Client(self.cluster or address, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as error:
+        except Exception as error:  # whatever answers there, it is not usable
             self._close_cluster()
             raise SchedulerError(
                 f"cannot reach the Dask scheduler at {address} "
-                f"within {CONNECT_TIMEOUT_S:g} s: {error}"
+                f"within {CONNECT_TIMEOUT_S:g} s: {type(error).__name__}: {error}"
             ) from None
 
     def close(self) -> None:
@@ -131,6 +134,54 @@ class Connection:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_scheduler(address: str) -> None:
+    """Raise :class:`SchedulerError` unless a Dask scheduler answers at ``address`` within
+    :data:`CONNECT_TIMEOUT_S`, all told. ``Client`` bounds each step of connecting but not its
+    handshake: a server that accepts and stays silent held a run for minutes, and one that is
+    not Dask gave a ``MemoryError`` (its bytes read as a frame's length) after 17 s. The check
+    runs on its own event loop and thread, so that it works where a loop runs already (a
+    notebook) and a Ctrl-C meanwhile is not held up."""
+    from distributed.comm import connect, get_address_host_port
+
+    try:
+        get_address_host_port(address)  # a known scheme (tcp://, tls:// ...), a host and a port
+    except ValueError as error:
+        raise SchedulerError(f"{address} is not the address of a Dask scheduler: {error}") from None
+
+    async def identity():
+        comm = await connect(address, timeout=CONNECT_TIMEOUT_S)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    answer: dict = {}
+
+    def ask() -> None:
+        try:
+            answer["identity"] = asyncio.run(asyncio.wait_for(identity(), CONNECT_TIMEOUT_S))
+        except Exception as error:  # reported below, whatever it is
+            answer["error"] = error
+
+    asking = threading.Thread(target=ask, name="veritas-dsl scheduler check", daemon=True)
+    asking.start()
+    asking.join(CONNECT_TIMEOUT_S + 1.0)
+    error = answer.get("error")
+    within = f"cannot reach the Dask scheduler at {address} within {CONNECT_TIMEOUT_S:g} s"
+    if "identity" not in answer and (error is None or isinstance(error, (OSError, TimeoutError))):
+        reason = "no answer" if error is None or not str(error) else str(error)
+        raise SchedulerError(f"{within}: {reason}")
+    if error is not None:
+        raise SchedulerError(
+            f"{address} answers, but not as a Dask scheduler ({type(error).__name__} on reading "
+            "its answer)"
+        )
+    kind = answer["identity"].get("type") if isinstance(answer["identity"], dict) else None
+    if kind != "Scheduler":
+        raise SchedulerError(f"{address} answers, but as a Dask {kind}, not as a scheduler")
 
 
 @contextlib.contextmanager
