@@ -25,7 +25,7 @@ from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.result import Termination
 
-from conftest import build, sigint_as_in_a_terminal
+from conftest import build, group_ends, sigint_as_in_a_terminal
 
 HEADER = 'model m = ensemble "m.json"\n'
 
@@ -217,19 +217,6 @@ def still_running(process: subprocess.Popen, within_s: float) -> str:
         except OSError as error:
             return str(error)
         return "; ".join(line for line in status if line.startswith(("State", "Sig", "ShdPnd")))
-
-
-def group_ends(group: int, within_s: float = 20.0) -> bool:
-    """Whether every process of ``group`` is gone (multiprocessing's resource tracker ends after
-    the run, and is reaped by init)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_sigint_during_a_search(tmp_path):

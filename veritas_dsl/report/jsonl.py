@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -172,8 +173,9 @@ class Streams:
     finishes.
 
     Neither is created before its first line (or the end of a run that finished), so that a
-    spec or scheduler error leaves them as they were; a results file that another run is
-    writing, or a resume file whose lines another run wrote, is refused before anything runs."""
+    spec or scheduler error, or a Ctrl-C before any row finished, leaves them as they were; a
+    results file that another run is writing, or a resume file whose lines another run wrote,
+    is refused before anything runs."""
 
     def __init__(
         self, target: str | None, resume: bool, csv_path: str | None, spec_hash: str
@@ -223,6 +225,6 @@ class Streams:
     def tally(self) -> Tally | None:
         """What the results file holds now, earlier runs' lines included (None without one, or
         when it could not be written)."""
-        if not self.target or self.failure:
-            return None
+        if not self.target or self.failure or not os.path.exists(self.target):
+            return None  # (none is made for a run stopped before its first row)
         return Tally.of(read(self.target), self.target)
