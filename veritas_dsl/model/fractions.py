@@ -57,7 +57,7 @@ class LeafFractions:
     def problem(self) -> str | None:
         """What makes these fractions unusable, or None."""
         if self.numerator.shape != self.denominator.shape or self.numerator.ndim != 2:
-            return "numerators and denominators have different shapes"
+            return "numerators and denominators are not two arrays of one shape (nodes, outputs)"
         if np.any(self.denominator < 1):
             return "a denominator is below 1"
         if np.any(self.denominator > LIMIT) or np.any(np.abs(self.numerator) > LIMIT):
