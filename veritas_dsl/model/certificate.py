@@ -81,15 +81,14 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     if unstable:
         raise UnstableError(unstable, int(deletions))
     view = forest.view()
-    low, high = leaf_bounds(view.count, view.positives, int(deletions))
-    leaf = view.kind == LEAF
+    low, high = leaf_bound_fractions(view.count, view.positives, int(deletions))
     return tuple(  # type: ignore[return-value]
         view.to_ensemble(
             Ensemble,
-            np.where(leaf, values, 0.0) / view.n_trees,
+            view.shares(*fraction),
             f"{name} of a DaRE forest after any {deletions} deletion(s)",
         )
-        for values, name in ((low, "lower bound"), (high, "upper bound"))
+        for fraction, name in ((low, "lower bound"), (high, "upper bound"))
     )
 
 
@@ -117,15 +116,24 @@ def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.nd
     """Per leaf of ``count`` rows, ``positives`` of them positive, the least and the most
     ``positives' / count'`` after deleting at most ``k`` of its rows, keeping one: delete
     positives only (the fraction falls) or negatives only (it rises). Entries of 0 rows are 0."""
+    return tuple(  # type: ignore[return-value]
+        kept / rows for kept, rows in leaf_bound_fractions(count, positives, k)
+    )
+
+
+def leaf_bound_fractions(count: np.ndarray, positives: np.ndarray, k: int) -> tuple:
+    """:func:`leaf_bounds` as fractions: ``((positives, rows), (positives, rows))`` for the
+    least and the most, integer arrays (``0 / 1`` for entries of 0 rows)."""
     count = np.asarray(count, dtype=np.int64)
     positives = np.asarray(positives, dtype=np.int64)
     negatives = count - positives
     a = np.minimum(k, np.where(negatives > 0, positives, 0))  # a pure leaf stays pure
     b = np.minimum(k, np.where(positives > 0, negatives, 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(count > 0, (positives - a) / np.maximum(count - a, 1), 0.0)
-        high = np.where(count > 0, positives / np.maximum(count - b, 1), 0.0)
-    return low, high
+    empty = count == 0
+    return (
+        (np.where(empty, 0, positives - a), np.where(empty, 1, count - a)),
+        (np.where(empty, 0, positives), np.where(empty, 1, count - b)),
+    )
 
 
 def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
