@@ -72,7 +72,7 @@ class Symbols:
         self.model_formats: dict[str, str] = {}  # of each model loaded from a file
         self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
         self.derivations: dict[str, tuple[str, str]] = {}  # derived model: (function, base)
-        self.families: dict[str, tuple[str, ...]] = {}  # family: its models' names, in order
+        self.families: dict[str, tuple[str, ...]] = {}  # family: its base, then its variants
         self.broken: set[str] = set()  # declared names whose declaration failed
         self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
         # No model loaded: the features are unknown, and so is whether a name is one.
