@@ -77,6 +77,7 @@ class Families(DerivedModels):
                         "V413", f"cannot make `{name}` from `{decl.base.id}`: {error}", decl.span
                     ) from None
                 self.models[name] = forest.to_ensemble()
+                self.lineage[name] = ("delete", decl.base.id)
                 members.append(name)
         except Failed:
             self.broken.add(decl.name)
