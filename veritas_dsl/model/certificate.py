@@ -1,5 +1,10 @@
 """The worst-case certificate of a DaRE forest: two ensembles bounding, at every input, every forest
-that deleting at most ``k`` training rows can give, valid when no split can change.
+that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no split can change.
+
+It covers that update only. A forest fit again on the remaining rows is another forest: its
+random nodes draw their thresholds afresh from the rows it is given, so it may fall outside the
+bounds (bench/recourse.py measures how often). Without random nodes (``random_depth=0``) a fit
+with the same settings and seed is the deleted forest, node for node, and is covered with it.
 
 The proof is in docs/unlearning.md ("A certificate for every deletion of up to k rows"); in short:
 
@@ -71,7 +76,8 @@ class UnstableError(ModelError):
 def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     """``(lower, upper)``: binary Ensembles with the forest's trees such that for every set S of
     at most ``deletions`` remaining training rows and every input x,
-    ``lower.eval(x) <= forest_after_deleting(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    ``lower.eval(x) <= forest.copy().delete(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    Not a refit on the remaining rows but S, unless ``random_depth=0`` (module docstring).
     Raises :class:`UnstableError` naming every split that such a deletion may change (then no
     bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole number >= 0.
     """
@@ -86,7 +92,7 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
         view.to_ensemble(
             Ensemble,
             view.shares(*fraction),
-            f"{name} of a DaRE forest after any {deletions} deletion(s)",
+            f"{name} of a DaRE forest after delete() of any {deletions} row(s)",
         )
         for fraction, name in ((low, "lower bound"), (high, "upper bound"))
     )
