@@ -107,3 +107,16 @@ def test_bad_candidates_are_refused():
         worst_deletion(two, 1000)
     with pytest.raises(ModelError, match="nothing to learn"):
         two.deletion_cost(1)
+
+
+@pytest.mark.parametrize("settings", SETTINGS[:2])
+def test_a_loaded_forest_costs_and_picks_exactly(settings, tmp_path):
+    forest = forest_with_memos(settings, 0)
+    forest.save(tmp_path / "f.dare")
+    candidates = forest.remaining()[::3].tolist()
+    cold = DareForest.load(tmp_path / "f.dare")  # no caches, no memos
+    true = [cold.copy().delete([r]).last_deletion_cost for r in candidates]
+    assert [cold.deletion_cost(r) for r in candidates] == true
+    loaded = DareForest.load(tmp_path / "f.dare")
+    row, cost = worst_deletion(loaded, candidates)  # warms the caches first
+    assert cost == max(true) == true[candidates.index(row)]

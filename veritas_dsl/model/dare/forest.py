@@ -148,7 +148,7 @@ class DareForest:
         """The ``last_deletion_cost`` that ``delete([row])`` would give, exactly; the forest is
         left as it was (generator included). Costs about one walk of the row down each tree,
         plus the deletion itself on a copy of each tree where the walk stops early
-        (:mod:`.trial`)."""
+        (:mod:`.trial`): :meth:`warm` a loaded forest first, or every tree stops early."""
         from veritas_dsl.model.dare.trial import deletion_cost
 
         return deletion_cost(self, int(self._deletable([row])[0]))
