@@ -1,5 +1,5 @@
 """The ROCERF protocol on trees (issue 16; Krishna, Ma & Lakkaraju): do counterfactuals stay valid
-after training rows are deleted?
+after training rows are deleted, and after the forest is fit again without them (issue 38)?
 
 For each data set (a German-credit-like one shipped in examples/data/german_credit.csv, made by
 examples/make_examples.py: rows 0-749 train, the rest test; and scikit-learn's breast cancer
@@ -17,25 +17,41 @@ closest counterfactual under ``l1(x, r, scale = mad(train))`` with A* (``--timeo
 
 - plain: ``class(before, x) == 1``;
 - robust: ``class(m, x) == 1 for m in V``, V = ``deletions(before, fraction = --fraction %,
-  count = --variants, seed = 1)``;
-- certified: ``class(w, x) == 1``, w = ``worst_case(before, deletions = --k)``.
+  count = --variants, seed = 1)`` (the family holds ``before`` itself and the variants);
+- certified: ``class(w, x) == 1``, w = ``worst_case(before, deletions = --k)``, which covers
+  ``DareForest.delete`` of up to k rows and nothing else.
 
-Then it deletes ``alpha`` % of the training rows at random (``DareForest.delete`` on a copy),
-``--draws`` times per alpha, and reports per method and alpha: validity (the share of (row,
-deletion) pairs whose deleted forest's ``predict_proba`` still grants the counterfactual, > 0.5)
-and the median cost (L1 and L-inf, each feature's change divided by the training rows' MAD, a
-MAD of 0 counting 1, as the language does), and the median A* time per counterfactual.
-Validity and cost are over the rows every method answered (``found``: how many each did, of
-which proven optimal), with the same random deletions for each method.
+Then it removes training rows and asks whether the forest still grants each counterfactual
+(``predict_proba`` > 0.5), after three updates of the same deletion set S:
 
-    python bench/recourse.py                     # 25 rows, 100 draws per alpha (a few minutes)
+- ``delete``: ``DareForest.delete(S)`` on a copy (what the certificate covers);
+- ``refit``: a forest fit with the same settings and ``random_state`` on the remaining rows but
+  S (the language's ``retrain``);
+- ``fresh``: the same with another ``random_state`` (one per draw: 10,000 + the draw's index).
+
+Deletion sets: ``random``, ``alpha`` % of the training rows drawn uniformly, ``--draws`` sets per
+alpha (alpha 0: no row, so ``fresh`` shows what the random draws alone do); and ``adversarial``,
+at most ``--k`` rows chosen greedily to break the most counterfactuals of one method: each step
+tries every remaining row with the update applied to the set so far plus that row, and keeps the
+one that breaks the most (ties: the least total margin p - 0.5 left over the ones still granted);
+the best prefix counts (the longest of equals). Exact search is out of reach (C(750, 3) = 7 *
+10^7 sets); ``--exact N`` measures the greedy's gap by trying every set of at most N rows
+through ``delete`` (N = 2 on cancer: 90,951 sets). The adversary of ``delete`` chooses through
+``delete``, that of ``refit`` through the same-seed refit; ``fresh`` is scored on the refit
+adversary's set over ``--draws`` fresh seeds (the requester cannot choose the seed). Validity is
+the share of counterfactuals granted, per draw, reported as mean ± standard error over the draws
+(none where nothing is drawn: no row removed without a fresh seed, and the deterministic
+adversaries), over the rows every method answered, with the same deletion sets for every method.
+
+    python bench/recourse.py                     # 25 rows, 100 draws per alpha
     python bench/recourse.py --rows 5 --draws 10 # a quick run
+    python bench/recourse.py --sets cancer --no-greedy --exact 2  # the greedy adversary's gap
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import itertools
 import statistics
 import tempfile
 import time
@@ -49,8 +65,10 @@ from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest, UnstableError, certified_fit, worst_case
 
 ROOT = Path(__file__).resolve().parents[1]
-ALPHAS = (0.5, 1, 2, 3, 5)
+ALPHAS = (0, 0.5, 1, 2, 3, 5)
 METHODS = ("plain", "robust", "certified")
+UPDATES = ("delete", "refit", "fresh")
+FRESH = 10_000  # a fresh refit of draw d has random_state FRESH + d
 #: Random nodes only (the certificate accepts them), shallow, large leaves, per data set.
 RANDOM = {
     "german": dict(n_trees=20, max_depth=2, min_samples_leaf=50),
@@ -147,17 +165,116 @@ def counterfactuals(forest, X, rejected, args, k: int | None):
     return found, times, optimal
 
 
-def validity(forest, points: np.ndarray, alpha: float, draws: int, rng) -> np.ndarray:
-    """Per draw (rows) and point (columns): does the forest after deleting a random ``alpha`` %
-    of its training rows still grant the point?"""
-    n = len(forest.remaining())
-    count = max(1, round(alpha / 100 * n))
-    granted = np.zeros((draws, len(points)), dtype=bool)
-    for d in range(draws):
-        after = copy.deepcopy(forest)
-        after.delete(sorted(rng.choice(forest.remaining(), count, replace=False).tolist()))
-        granted[d] = after.predict_proba(points)[:, 1] > 0.5
-    return granted
+class Updates:
+    """The forest after removing training rows (ids), by each of the three updates."""
+
+    def __init__(self, forest: DareForest) -> None:
+        self.forest = forest
+        self.X, self.y = forest.training_rows()
+        self.ids = forest.remaining()
+
+    def delete(self, rows) -> DareForest:
+        return self.forest.copy().delete(sorted(rows)) if len(rows) else self.forest
+
+    def refit(self, rows, seed: int | None = None) -> DareForest:
+        """A fit on the remaining rows but ``rows``: same settings, ``random_state`` ``seed``
+        (None: the forest's own)."""
+        keep = ~np.isin(self.ids, np.asarray(rows, dtype=np.int64))
+        params = self.forest.params()
+        if seed is not None:
+            params["random_state"] = seed
+        return DareForest(**params).fit(self.X[keep], self.y[keep])
+
+    def apply(self, how: str, rows, draw: int) -> DareForest:
+        if how == "delete":
+            return self.delete(rows)
+        return self.refit(rows, None if how == "refit" else FRESH + draw)
+
+
+def granted(forest: DareForest, points: np.ndarray) -> np.ndarray:
+    return forest.predict_proba(points)[:, 1] > 0.5
+
+
+def random_validity(updates: Updates, points, draws: int, rng) -> dict:
+    """``{(update, alpha): granted}``, ``granted[d, i]``: whether the forest after removing
+    the d-th random set of ``alpha`` % of the rows by ``update`` grants ``points[i]`` (one row
+    when nothing is removed and the update draws nothing)."""
+    n = len(updates.ids)
+    out = {}
+    for alpha in ALPHAS:
+        start = time.perf_counter()
+        count = max(1, round(alpha / 100 * n)) if alpha else 0
+        sets = [rng.choice(updates.ids, count, replace=False) for _ in range(draws)]
+        for how in UPDATES:
+            if count == 0 and how != "fresh":  # nothing removed: the forest itself, once
+                out[how, alpha] = granted(updates.forest, points)[None]
+                continue
+            out[how, alpha] = np.array(
+                [granted(updates.apply(how, rows, d), points) for d, rows in enumerate(sets)]
+            )
+        print(f"  alpha {alpha:g} %: {time.perf_counter() - start:.1f} s", flush=True)
+    return out
+
+
+def adversary(updates: Updates, points, k: int, how: str) -> list[int]:
+    """The set of at most ``k`` rows, chosen greedily (module docstring), whose removal by
+    ``how`` (``delete`` or ``refit``) breaks the most of ``points``."""
+    chosen: list[int] = []
+    best = (-1, [])
+    for _ in range(k):
+        prefix = updates.delete(chosen) if how == "delete" else None
+        top = None
+        for c in updates.ids.tolist():
+            if c in chosen:
+                continue
+            rows = [*chosen, c]
+            model = prefix.copy().delete([c]) if how == "delete" else updates.refit(rows)
+            p = model.predict_proba(points)[:, 1]
+            key = (int(np.sum(p <= 0.5)), -float(np.clip(p - 0.5, 0, None).sum()))
+            if top is None or key > top[0]:
+                top = (key, c)
+        chosen.append(top[1])
+        if top[0][0] >= best[0]:  # at equal breaks the longer set (more for `fresh` to lose)
+            best = (top[0][0], list(chosen))
+    return best[1]
+
+
+def exact_check(updates: Updates, points, parts: dict, size: int) -> None:
+    """Print, per method (``parts``: its slice of ``points``), the most counterfactuals any set
+    of at most ``size`` rows breaks through ``delete``, found by trying every set, beside what
+    the greedy adversary finds with ``size`` rows."""
+    start = time.perf_counter()
+    most = dict.fromkeys(parts, 0)
+    tried = 0
+    for chosen in itertools.chain.from_iterable(
+        itertools.combinations(updates.ids.tolist(), n) for n in range(1, size + 1)
+    ):
+        broken = ~granted(updates.delete(list(chosen)), points)
+        tried += 1
+        for m, part in parts.items():
+            most[m] = max(most[m], int(broken[part].sum()))
+    for m, part in parts.items():
+        greedy = adversary(updates, points[part], size, "delete")
+        found = int((~granted(updates.delete(greedy), points[part])).sum())
+        print(
+            f"  exact check, {m}: every set of <= {size} rows ({tried:,}) breaks at most "
+            f"{most[m]}; the greedy adversary's set {greedy} breaks {found}",
+            flush=True,
+        )
+    print(f"  exact check: {time.perf_counter() - start:.1f} s", flush=True)
+
+
+def adversarial_validity(updates: Updates, points, k: int, draws: int) -> dict:
+    """``{update: granted}`` under the adversarial sets (module docstring): one row for
+    ``delete`` and ``refit``, ``draws`` fresh seeds for ``fresh``; and the sets."""
+    start = time.perf_counter()
+    sets = {how: adversary(updates, points, k, how) for how in ("delete", "refit")}
+    out = {how: granted(updates.apply(how, sets[how], 0), points)[None] for how in sets}
+    out["fresh"] = np.array(
+        [granted(updates.apply("fresh", sets["refit"], d), points) for d in range(draws)]
+    )
+    print(f"  adversary: {time.perf_counter() - start:.1f} s, sets {sets}", flush=True)
+    return out
 
 
 def forests(name: str, args, X, y, X_test, y_test):
@@ -187,62 +304,84 @@ def forests(name: str, args, X, y, X_test, y_test):
     return found
 
 
-def one_set(name: str, args, loader) -> list[str]:
+def one_set(name: str, args, loader) -> tuple[list[str], list[str]]:
+    """The validity table's lines and the cost table's lines of one data set."""
     X, y, X_test, y_test = loader()
     scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0).astype(np.float64)
     scale[scale == 0] = 1.0
-    lines = []
+    validity, cost = [], []
     for label, forest, k, note in forests(name, args, X, y, X_test, y_test):
         rejected_ids = np.flatnonzero(forest.predict_proba(X_test)[:, 1] <= 0.5)[: args.rows]
         rejected = X_test[rejected_ids]
+        n = len(forest.remaining())
+        counts = ", ".join(f"{a:g} % = {max(1, round(a / 100 * n)) if a else 0}" for a in ALPHAS)
         print(
-            f"{name} ({len(X)} training rows x {X.shape[1]}), {label} forest: {note}; "
+            f"{name} ({n} training rows x {X.shape[1]}), {label} forest: {note}; "
             f"{len(rejected)} rejected test rows ({', '.join(map(str, rejected_ids))}); robust: "
-            f"{args.variants} variants at {args.fraction:g} %; A*; {args.draws} draws per alpha",
+            f"{args.variants} variants at {args.fraction:g} %; A*; {args.draws} draws per alpha "
+            f"({counts} rows); adversary: at most {args.k} rows",
             flush=True,
         )
         start = time.perf_counter()
         found, times, optimal = counterfactuals(forest, X, rejected, args, k)
         print(f"  counterfactuals: {time.perf_counter() - start:.1f} s", flush=True)
-        lines += table_rows(
-            f"{name} | {label}", forest, rejected, found, times, optimal, scale, args
-        )
-    return lines
+        more = table_rows(f"{name} | {label}", forest, rejected, found, times, optimal, scale, args)
+        validity += more[0]
+        cost += more[1]
+    return validity, cost
 
 
-def table_rows(what, forest, rejected, found, times, optimal, scale, args) -> list[str]:
-    """Validity and cost per method and alpha, over the rows every method answered, so that
-    the methods face the same rows and, per draw, the same deletion."""
+def mean_se(granted: np.ndarray) -> str:
+    """``granted[d, i]`` as the mean over draws d of the share granted, ± its standard error
+    (none for one draw), in %."""
+    per_draw = 100 * granted.mean(axis=1)
+    if len(per_draw) == 1:
+        return f"{per_draw[0]:.1f}"
+    se = per_draw.std(ddof=1) / np.sqrt(len(per_draw))
+    return f"{per_draw.mean():.1f} ± {se:.1f}"
+
+
+def table_rows(what, forest, rejected, found, times, optimal, scale, args):
+    """Validity per method, update and deletion set, and cost per method, over the rows every
+    method answered, so that the methods face the same rows and, per draw, the same sets."""
     methods = list(found)
     rows = [i for i in range(len(rejected)) if all(found[m][i] is not None for m in methods)]
+    if not rows:
+        print(f"  {what}: no row answered by every method")
+        return [], []
     width = rejected.shape[1]
     points = np.array([found[m][i] for m in methods for i in rows], np.float32).reshape(-1, width)
     moves = np.abs(points.astype(np.float64) - np.tile(rejected[rows], (len(methods), 1))) / scale
-    n = len(forest.remaining())
-    lines = []
-    rng = np.random.default_rng(args.seed)
-    for alpha in ALPHAS:
-        start = time.perf_counter()
-        granted = validity(forest, points, alpha, args.draws, rng)
-        for j, m in enumerate(methods):
-            part = slice(j * len(rows), (j + 1) * len(rows))
-            valid = float(granted[:, part].mean()) if rows else float("nan")
-            l1 = float(np.median(moves[part].sum(axis=1))) if rows else float("nan")
-            linf = float(np.median(moves[part].max(axis=1))) if rows else float("nan")
-            answered = sum(x is not None for x in found[m])
-            lines.append(
-                f"| {what} | {m} | {alpha:g} % ({max(1, round(alpha / 100 * n))}) | "
-                f"{answered}/{optimal[m]}/{len(rejected)} | {100 * valid:.1f} % | {l1:.3f} | "
-                f"{linf:.3f} | {statistics.median(times[m]):.3f} |"
-            )
-        print(f"  alpha {alpha:g} %: {time.perf_counter() - start:.1f} s", flush=True)
-    return lines
+    updates = Updates(forest)
+    at_random = random_validity(updates, points, args.draws, np.random.default_rng(args.seed))
+    if args.exact:
+        parts = {m: slice(j * len(rows), (j + 1) * len(rows)) for j, m in enumerate(methods)}
+        exact_check(updates, points, parts, args.exact)
+    validity, cost = [], []
+    for j, m in enumerate(methods):
+        part = slice(j * len(rows), (j + 1) * len(rows))
+        worst = (
+            adversarial_validity(updates, points[part], args.k, args.draws)
+            if args.adversary
+            else {}
+        )
+        for how in UPDATES:
+            cells = [mean_se(at_random[how, alpha][:, part]) for alpha in ALPHAS]
+            cells.append(mean_se(worst[how]) if worst else "-")
+            validity.append(f"| {what} | {m} | {how} | {' | '.join(cells)} |")
+        answered = sum(x is not None for x in found[m])
+        cost.append(
+            f"| {what} | {m} | {answered}/{optimal[m]}/{len(rejected)} | "
+            f"{np.median(moves[part].sum(axis=1)):.3f} | {np.median(moves[part].max(axis=1)):.3f} "
+            f"| {statistics.median(times[m]):.3f} |"
+        )
+    return validity, cost
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=25, help="rejected test rows to explain")
-    parser.add_argument("--draws", type=int, default=100, help="random deletions per alpha (M)")
+    parser.add_argument("--draws", type=int, default=100, help="random sets (and seeds) per alpha")
     parser.add_argument("--k", type=int, default=3, help="deletions the certificate covers")
     parser.add_argument("--seeds", type=int, default=60, help="fits to choose the forest from")
     parser.add_argument("--variants", type=int, default=10, help="K, the robust family's size")
@@ -253,17 +392,29 @@ def main() -> None:
     parser.add_argument(
         "--no-greedy", dest="greedy", action="store_false", help="skip the greedy forest"
     )
+    parser.add_argument(
+        "--no-adversary", dest="adversary", action="store_false", help="skip the adversary"
+    )
+    parser.add_argument(
+        "--exact",
+        type=int,
+        default=0,
+        help="also try every set of at most this many rows through delete (slow: 2 on cancer)",
+    )
     args = parser.parse_args()
     loaders = {"german": german, "cancer": cancer}
-    lines = []
+    validity, cost = [], []
     for name in args.sets.split(","):
-        lines += one_set(name, args, loaders[name])
-    print(
-        "| data | forest | method | alpha (rows) | found/optimal/rows | validity "
-        "| L1 median | Linf median | median s |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(lines))
+        more = one_set(name, args, loaders[name])
+        validity += more[0]
+        cost += more[1]
+    alphas = " | ".join(f"{a:g} %" for a in ALPHAS)
+    print(f"\n| data | forest | method | update | {alphas} | adversarial <= {args.k} |")
+    print("|---" * (5 + len(ALPHAS)) + "|")
+    print("\n".join(validity))
+    print("\n| data | forest | method | found/optimal/rows | L1 median | Linf median | median s |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(cost))
 
 
 if __name__ == "__main__":

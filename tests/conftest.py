@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -58,6 +59,19 @@ def sigint_as_in_a_terminal():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def group_ends(group: int, within_s: float = 20.0) -> bool:
+    """Whether every process of ``group`` is gone (multiprocessing's resource tracker ends after
+    the run, and is reaped by init)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensemble:

@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         # witness on the library model before anyone sees it (engines never check their own).
         # vacuity: run asks it whether a premise can hold, before and after the engine answers.
         # compare, parallel and cluster: run's queries side by side on engines, or across
-        # processes or a Dask cluster.
+        # processes or a Dask cluster (local_cluster: the process of a local one).
         "running queries",
         (
             "veritas_dsl.outcome",
@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "veritas_dsl.compare",
             "veritas_dsl.parallel",
             "veritas_dsl.cluster",
+            "veritas_dsl.local_cluster",
             # unlearning: DareForest (a model) and leakage, which runs engines.
             "veritas_dsl.unlearning",
         ),

@@ -126,8 +126,10 @@ def _run(args: argparse.Namespace) -> ExitCode:
         runs, interrupted = stop.partial, True
     finally:
         progress.clear()
-        streams.close(created=sys.exc_info()[0] is None)
+        streams.close(created=sys.exc_info()[0] is None and not interrupted)
     tally = streams.tally()
+    if tally and tally.repeats(streams.target):
+        print(tally.repeats(streams.target), file=sys.stderr)
     if args.json:
         print(json_report.dumps(runs, warnings, interrupted))
     else:

@@ -9,20 +9,24 @@ Workers are spawned, not forked: the engines' native libraries hold threads.
 Ctrl-C reaches every process of the terminal's group. Workers are born ignoring it, so that one
 starting up or waiting for a task stays quiet, and listen to it only while they solve: the
 engine then stops with its bounds so far. The parent also passes an interrupt on to the workers
-(a notebook interrupts only the parent) and tells the tasks still queued to skip.
+(a notebook interrupts only the parent) and tells the tasks still queued to skip; a worker that
+a Ctrl-C stopped skips them too, without waiting to be told. The parent waits for answers in
+short waits, and a Ctrl-C acts between them (see :func:`sigint_deferred`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.ir.bounds import trivial_bounds
@@ -35,8 +39,15 @@ from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered
 #: each worker spends seconds importing, loading the spec and the compiled engines.
 _WORTH_IT_S = 10.0
 
+#: How long a wait for workers' answers lasts at most, so that a Ctrl-C held meanwhile acts.
+_WAIT_S = 0.1
+
+#: prctl's option that names the signal a process gets when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
 _worker_lowered: list[Lowered] = []
 _worker_stop = None
+_worker_interrupted = False
 
 
 class Pool:
@@ -60,16 +71,34 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids) -> None:
+def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids, parent: int) -> None:
     global _worker_lowered, _worker_stop
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # in case it was not ignored from birth
     pids.put(os.getpid())
     _worker_stop = stop
     _worker_lowered = rebuild()
 
 
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel SIGKILL this worker when ``parent`` dies, however it dies: a
+    ``ver`` killed by SIGKILL left its workers running (and, as they hold its pipe,
+    multiprocessing's resource tracker) for good. The kernel acts even while a compiled engine
+    holds the GIL, which a thread watching the parent's pipe would wait for. The signal comes
+    when the parent's thread that spawned this worker ends: ``run_all``'s, which closes the pool
+    before it returns."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
+
+
 def _interrupt_once(signum, frame) -> None:
+    global _worker_interrupted
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent may pass the same Ctrl-C on
+    _worker_interrupted = True  # the run is stopping: tasks still queued here are skipped
     raise KeyboardInterrupt
 
 
@@ -77,7 +106,9 @@ def _solve_task(index: int, options: RunOptions):
     """The results and checks of one query, or None when the run was stopped before it began."""
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
-        if _worker_stop.is_set():  # after arming: a stop set later comes with a signal
+        # After arming: a stop set later comes with a signal. The flag first: a worker that a
+        # Ctrl-C stopped took its next task before the parent's stop came (a row more ran).
+        if _worker_interrupted or _worker_stop.is_set():
             return None
         run = run_lowered(_worker_lowered[index], options)
         return run.results, run.checks
@@ -113,7 +144,7 @@ def run_all(
 
     def keep(index: int, run: QueryRun) -> None:
         nonlocal finished
-        with _sigint_deferred():  # a run reported finished is one written whole (``done``)
+        with sigint_deferred():  # a run reported finished is one written whole (``done``)
             runs[index] = run
             finished += 1
             if done:
@@ -166,15 +197,23 @@ def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
         record(index, run)
 
     try:
-        futures = {pool.submit(i): i for i in range(first, len(lowered))}
+        with sigint_deferred():  # Dask's client is not safe to interrupt
+            futures = {pool.submit(i): i for i in range(first, len(lowered))}
         if pool.shares_work:
             for future, i in reversed(list(futures.items())):
                 if not future.cancel():
                     break
                 record_once(i, run_lowered(lowered[i], options))
-        for future in as_completed([f for f in futures if not f.cancelled()]):
-            i = futures[future]
-            record_once(i, _joined(lowered[i], future, options))
+        waiting = {f for f in futures if not f.cancelled()}
+        while waiting:
+            # A Ctrl-C acts after a wait, never inside one: raised while wait() took its
+            # futures' locks, it left one taken, and Dask's thread then hung on it for good.
+            with sigint_deferred():
+                finished, waiting = wait(waiting, _WAIT_S, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=futures.__getitem__):
+                if future.exception() is None and future.result() is None:
+                    raise KeyboardInterrupt  # a worker skipped it: a Ctrl-C reached the workers
+                record_once(futures[future], _joined(lowered[futures[future]], future, options))
     except KeyboardInterrupt:
         pool.stop()
         for future, i in futures.items():  # what the workers finished, or stopped with bounds
@@ -233,7 +272,7 @@ class _ProcessPool(Pool):
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(rebuild, self.stopped, self.pids),
+            initargs=(rebuild, self.stopped, self.pids, os.getpid()),
         )
 
     def submit(self, index: int) -> Future:
@@ -263,21 +302,32 @@ class _ProcessPool(Pool):
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
-    """A Ctrl-C meanwhile acts at the end of the block instead of inside it (main thread only,
-    as :func:`_sigint_ignored`)."""
+def sigint_held():
+    """A Ctrl-C meanwhile is held: the block yields a list that then holds it, if one came, and
+    the caller decides what it does (main thread only, as :func:`_sigint_ignored`; none comes
+    while Ctrl-C is ignored)."""
+    caught: list = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield caught
         return
-    caught = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
     try:
-        yield
+        yield caught
     finally:
         signal.signal(signal.SIGINT, previous)
+    if previous == signal.SIG_IGN:
+        caught.clear()
+
+
+@contextlib.contextmanager
+def sigint_deferred():
+    """A Ctrl-C meanwhile acts at the end of the block instead of inside it."""
+    previous = signal.getsignal(signal.SIGINT)
+    with sigint_held() as caught:
+        yield
     if caught and callable(previous):
         previous(signal.SIGINT, caught[0])
-    elif caught and previous != signal.SIG_IGN:
+    elif caught:
         raise KeyboardInterrupt
 
 

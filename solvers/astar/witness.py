@@ -93,9 +93,14 @@ def inside(problem: Problem, row: np.ndarray, inputs) -> bool:
 
 def model_margins(query, inputs, arrays: dict) -> dict[tuple[str, str], np.ndarray]:
     """Every model's raw outputs at ``inputs``, per (model, instance), as the model adds them
-    (float64, tree order); ``arrays`` keeps each model's arrays for the next point."""
+    (float64, tree order, in a kernel; ``Ensemble.eval`` for a model of exact fractions);
+    ``arrays`` keeps each model's arrays for the next point."""
     margins = {}
     for name, model in query.models.items():
+        if model.fractions is not None:
+            for instance in query.instances:
+                margins[name, instance] = model.outputs_at(model.leaves(inputs[instance]))[0]
+            continue
         held = arrays.get(name)
         if held is None:
             held = arrays[name] = (

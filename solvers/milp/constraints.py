@@ -219,10 +219,17 @@ class Constraints(Trees):
             return
         expr, lo, hi = self.term(c.term)
         margin = self.grid_margin(c)
+        # The program adds the leaves in real numbers; the semantics in float64, which may land
+        # up to `slack` away (leaves of 2**27 and 2**-26 add to 2**27). Where that exceeds the
+        # half grid step, the row accepts all the semantics may accept; a combination it
+        # accepts and they refuse is cut on its leaves when read (witness.py).
+        slack = self.rounding(c.term)
+        strict = c.op in ("<", ">")
+        beyond = max(margin, slack) if not strict else (slack if slack > margin else -margin)
         if c.op in ("<", "<="):
-            self.at_most(expr, c.rhs + (margin if c.op == "<=" else -margin), active, hi)
+            self.at_most(expr, c.rhs + beyond, active, hi)
         else:
-            self.at_least(expr, c.rhs + (margin if c.op == ">" else -margin), active, lo)
+            self.at_least(expr, c.rhs - beyond, active, lo)
 
     def any_of(self, c: AnyOf, active: Affine) -> None:
         if not c.alternatives:

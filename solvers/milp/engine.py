@@ -359,6 +359,8 @@ def _read(
             return outcome
         if not _checks_distances(attempt.driver):
             return outcome
+        if not np.any(attempt.program.cost):  # a constant distance: nothing is closer (HiGHS
+            return outcome  # takes a row without columns as holding, whatever its bound)
         attempt.checks += 1
         row = _objective_row(attempt.program, target / form.unit)
         attempt.program = attempt.program.with_rows([row])

@@ -43,9 +43,10 @@ Output constraints
     ``g = 2**E``, with ``E`` the lowest set bit of any leaf value, coefficient, constant or
     right-hand side involved. ``term < rhs`` is therefore ``term <= rhs - g/2`` and
     ``term <= rhs`` is ``term <= rhs + g/2``: each row sits half a grid step from every value a
-    term can take, which is as far from the solver's tolerance as possible. The witness is then
-    re-checked on the model in float64 (the semantics); a leaf combination that fails is cut off
-    and the program solved again.
+    term can take, which is as far from the solver's tolerance as possible, unless the float64
+    sum of the semantics can lie further from the real sum (``Trees.rounding``): the row then
+    accepts that far beyond ``rhs``. The witness is then re-checked on the model in float64 (the
+    semantics); a leaf combination that fails is cut off and the program solved again.
 
 Disjunctions
     One indicator per alternative, at least one of them 1, and every constraint of an

@@ -141,7 +141,9 @@ class Trees(Predicates):
     def rounding(self, term: OutputTerm) -> float:
         """How far the semantics' float64 sum of ``term`` (``Ensemble.eval``: the base, then
         each tree's leaf) can lie from the real sum the program computes: a recursive sum of
-        ``n`` numbers errs by at most ``(n - 1) * 2**-53`` times the sum of their magnitudes."""
+        ``n`` numbers errs by at most ``(n - 1) * 2**-53`` times the sum of their magnitudes.
+        Leaves of exact fractions (each within ``2**-53`` of its value, the sum rounded once)
+        err by at most twice that of one, which ``n + 2`` covers."""
         total = abs(float(term.constant))
         for atom in term.atoms:
             model = self.query.models[atom.model]
@@ -154,18 +156,16 @@ class Trees(Predicates):
 
     def constant_outputs(self, term: OutputTerm) -> dict[tuple[str, str], np.ndarray] | None:
         """The outputs ``term`` reads, when each of their trees has one reachable leaf: added as
-        ``Ensemble.eval`` adds them (float64, the base first, then tree order), so that the
-        term is decided as the semantics decide it. None when a tree has a choice."""
+        ``Ensemble.eval`` adds them (``Ensemble.outputs_at``), so that the term is decided as
+        the semantics decide it. None when a tree has a choice."""
         outputs = {}
         for atom in term.atoms:
             key = (atom.model, atom.instance)
             if any(leaves.cols is not None for leaves in self.leaves[key]):
                 return None
             model = self.query.models[atom.model]
-            total = np.array(model.base_score, dtype=np.float64)
-            for leaves in self.leaves[key]:
-                total += model.value[int(leaves.nodes[0])]
-            outputs[key] = total
+            nodes = [int(leaves.nodes[0]) for leaves in self.leaves[key]]
+            outputs[key] = model.outputs_at(np.array([nodes]))[0]
         return outputs
 
     def grid_margin(self, constraint: OutputConstraint) -> float:

@@ -22,10 +22,10 @@ from veritas_dsl.solvers.oracle.boxes import Space, narrow
 
 @dataclass(frozen=True)
 class Leaf:
-    """A leaf: its value vector, the label it votes for, and the box of its path,
+    """A leaf: its node, the label it votes for, and the box of its path,
     ``(feature, lo, hi)`` closed float32."""
 
-    value: np.ndarray
+    node: int
     vote: int
     conditions: tuple[tuple[int, float, float], ...]
 
@@ -50,7 +50,7 @@ def tree_leaves(model: Ensemble, tree: int) -> list[Leaf]:
         node, path = stack.pop()
         f = int(model.feature[node])
         if f < 0:
-            leaves.append(Leaf(model.value[node].copy(), int(votes[node]), _merge(path)))
+            leaves.append(Leaf(node, int(votes[node]), _merge(path)))
             continue
         t = float(model.threshold[node])
         stack.append((int(model.right[node]), (*path, (f, t, math.inf))))
@@ -108,24 +108,24 @@ def combinations(
     Raises :class:`UnsupportedQuery` when more than ``max_combinations`` would be produced and
     :class:`TimeoutError` after ``deadline`` (a ``time.monotonic`` value).
     """
-    levels = []  # (pair, base, leaves with conditions as variables)
+    levels = []  # (pair, first tree, leaves with conditions as variables)
     for model_name, instance in used_pairs(query):
         model = query.models[model_name]
         i = query.instances.index(instance)
         for t in range(model.n_trees):
             leaves = [
                 (
-                    leaf.value,
+                    leaf.node,
                     np.eye(vote_labels(model), dtype=np.int64)[leaf.vote],
                     tuple((int(space.var[i, f]), a, b) for f, a, b in leaf.conditions),
                 )
                 for leaf in tree_leaves(model, t)
             ]
-            levels.append(((model_name, instance), t == 0, model.base_score, leaves))
+            levels.append(((model_name, instance), t == 0, leaves))
 
     produced = visited = 0
 
-    def descend(level: int, lo: np.ndarray, hi: np.ndarray, margins: dict, votes: dict):
+    def descend(level: int, lo: np.ndarray, hi: np.ndarray, reached: dict, votes: dict):
         nonlocal produced, visited
         visited += 1  # the clock is read per visit: most branches can die before a leaf
         if deadline is not None and visited % 256 == 0 and time.monotonic() > deadline:
@@ -137,23 +137,23 @@ def combinations(
                     f"query {query.name} has more than {max_combinations} reachable leaf "
                     "combinations; the brute-force oracle answers tiny ensembles only"
                 )
-            yield Combination(dict(margins), dict(votes), lo, hi)
+            # The outputs of the leaves reached, by the model's own rule (Ensemble.outputs_at).
+            margins = {
+                pair: query.models[pair[0]].outputs_at(np.array([nodes]))[0]
+                for pair, nodes in reached.items()
+            }
+            yield Combination(margins, dict(votes), lo, hi)
             return
-        pair, first, base, leaves = levels[level]
-        for value, vote, conditions in leaves:
+        pair, first, leaves = levels[level]
+        for node, vote, conditions in leaves:
             new_lo, new_hi = lo.copy(), hi.copy()
             if all(
                 narrow(new_lo, new_hi, v, a, b, bool(space.integral[v])) for v, a, b in conditions
             ):
-                start = base.copy() if first else margins[pair]
+                nodes = (node,) if first else (*reached[pair], node)
                 counted = vote if first else votes[pair] + vote
-                # Add leaf values in tree order, exactly as Ensemble.eval does.
                 yield from descend(
-                    level + 1,
-                    new_lo,
-                    new_hi,
-                    {**margins, pair: start + value},
-                    {**votes, pair: counted},
+                    level + 1, new_lo, new_hi, {**reached, pair: nodes}, {**votes, pair: counted}
                 )
 
     yield from descend(0, lo, hi, {}, {})

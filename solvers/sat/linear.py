@@ -12,9 +12,11 @@ The rounding scheme
     nothing is lost however small or spread the values are.)
 
     What remains inexact is the query's own semantics: outputs are the float64 values ``F`` that
-    ``Ensemble.eval`` and ``term_value`` compute, adding leaf values in tree order. They differ
-    from ``E`` by at most :func:`rounding_error` (0 when every partial sum is representable, as
-    with values of few significant bits). The engine encodes ``F >= rhs`` as
+    ``Ensemble.eval`` and ``term_value`` compute, adding leaf values in tree order (or, for a
+    model of exact fractions, adding the fractions exactly and rounding once: each leaf value
+    is then within ``u |value|`` of its fraction). They differ from ``E`` by at most
+    :func:`rounding_error` (0 when every partial sum is representable, as with values of few
+    significant bits, and leaves are their fractions). The engine encodes ``F >= rhs`` as
     ``E >= rhs - error``, which every combination satisfying ``F >= rhs`` also satisfies: a
     rounded constraint never cuts off a true solution, so UNSAT is a proof. A model of the
     rounded constraint can break the exact one only within ``error`` of ``rhs``; the engine
@@ -152,6 +154,8 @@ def rounding_error(term: OutputTerm, query: Query) -> Fraction:
         product_bits = bits + _fraction_bits(coef)
         if magnitude * 2**bits > 2**53 or abs(coef) * magnitude * 2**product_bits > 2**53:
             exact = False
+        if model.fractions is not None and not model.fractions.dyadic():
+            exact = False  # leaf values are roundings of the fractions the model adds
         term_bits = max(term_bits, product_bits)
         sums = model.n_trees * _U * magnitude * 2  # the margin's rounding, generously
         error += abs(coef) * sums + _U * abs(coef) * (magnitude + sums) * 2  # and the product

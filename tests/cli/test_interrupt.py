@@ -3,6 +3,7 @@ far and the interrupted one with its bounds, and the exit code is 130 (128 + SIG
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -24,7 +25,7 @@ from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.result import Termination
 
-from conftest import build, sigint_as_in_a_terminal
+from conftest import build, group_ends, sigint_as_in_a_terminal
 
 HEADER = 'model m = ensemble "m.json"\n'
 
@@ -145,16 +146,22 @@ query gap for r in rows[0:ROWS] {
 """
 
 
-def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
-    """Run ``ver run`` with stderr on a terminal (so that it shows progress), send SIGINT to its
-    process group once the progress matches the regular expression ``wait_for``, and return the
-    exit code, stdout, stderr and the seconds from the signal to the exit. Waiting on what the
-    progress shows, not on a clock, keeps the test's meaning on a loaded or a cold machine."""
+def hard_batch(folder: Path, rows: int) -> None:
+    """``hard.ver`` in ``folder``: a quick query, then ``rows`` rows of a two-instance query on
+    :func:`hard_model`."""
     hard_model(folder / "big.json")
     values = np.random.default_rng(1).random((rows, 6)).round(3)
     lines = ["x0,x1,x2,x3,x4,x5", *(",".join(map(str, r)) for r in values)]
     (folder / "rows.csv").write_text("\n".join(lines) + "\n")
     (folder / "hard.ver").write_text(HARD.replace("ROWS", str(rows)))
+
+
+def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
+    """Run ``ver run`` with stderr on a terminal (so that it shows progress), send SIGINT to its
+    process group once the progress matches the regular expression ``wait_for``, and return the
+    exit code, stdout, stderr and the seconds from the signal to the exit. Waiting on what the
+    progress shows, not on a clock, keeps the test's meaning on a loaded or a cold machine."""
+    hard_batch(folder, rows)
     terminal, stderr = pty.openpty()
     with sigint_as_in_a_terminal():
         process = subprocess.Popen(
@@ -212,19 +219,6 @@ def still_running(process: subprocess.Popen, within_s: float) -> str:
         return "; ".join(line for line in status if line.startswith(("State", "Sig", "ShdPnd")))
 
 
-def group_ends(group: int, within_s: float = 20.0) -> bool:
-    """Whether every process of ``group`` is gone (multiprocessing's resource tracker ends after
-    the run, and is reaped by init)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def test_sigint_during_a_search(tmp_path):
     # Ctrl-C once the search has a witness: its live line shows a finite lower bound.
     code, out, err, stopped_s, late = interrupt(tmp_path, 1, [], r"gap\[0\] \(astar\): \[-?\d")
@@ -258,3 +252,43 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     finished = sorted(line.split()[0] for line in lines if "interrupted" not in line)
     written = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(f"{e['query']}[{e['row']}]" for e in written if e["query"] == "gap") == finished
+
+
+def children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with ver on Linux")
+def test_a_killed_batch_leaves_no_process_behind(tmp_path):
+    # SIGKILL gives `ver` no chance to stop its workers: they must end by themselves, and with
+    # them multiprocessing's resource tracker (they hold its pipe open). Before, a worker went
+    # on with its row, then blocked for good writing the answer nobody read.
+    hard_batch(tmp_path, 12)
+    results = tmp_path / "results.jsonl"
+    command = [sys.executable, "-m", "veritas_dsl.cli", "run", str(tmp_path / "hard.ver")]
+    process = subprocess.Popen(
+        [*command, "--jobs", "2", "--timeout", "3", "--jsonl", str(results)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        # The worker takes rows from the front: once it answered gap[1], it solves another row.
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and process.poll() is None:
+            if results.exists() and '"row": 1,' in results.read_text():
+                break
+            time.sleep(0.1)
+        assert any("spawn_main" in c for c in children(process.pid)), children(process.pid)
+        process.kill()
+        process.wait()
+        assert group_ends(process.pid, within_s=30), "a worker outlived a killed ver"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 
 from veritas_dsl.cli import ExitCode, main
-from veritas_dsl.model.dare import trial
-from veritas_dsl.model.dare.trial import consistent_rows, published
+from veritas_dsl.model.dare import consistency
+from veritas_dsl.model.dare.consistency import consistent_rows, published
 from veritas_dsl.report.leakage import render
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.unlearning import DareForest, leakage
@@ -32,7 +32,7 @@ CONFIGS = {
 }
 
 _FORESTS: dict[str, DareForest] = {}
-_gives = trial._gives  # the whole trial, as consistent_rows calls it
+_gives = consistency._gives  # the whole trial, as consistent_rows calls it
 
 
 def forest(config: str) -> DareForest:
@@ -64,7 +64,7 @@ def brute_force(before: DareForest, after: DareForest, ids: list[int]) -> set[in
     rows = set(ids)
     for r in before.remaining().tolist():
         for d in ids:
-            if r not in ids and trial._gives(before, sorted(set(ids) - {d} | {r}), target):
+            if r not in ids and consistency._gives(before, sorted(set(ids) - {d} | {r}), target):
                 rows.add(r)
                 break
     return rows

@@ -4,6 +4,7 @@ answers every row exactly once, with the answers of a run that was never stopped
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import os
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from veritas_dsl.atomic import OutputError
 from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.report import jsonl
 
 from conftest import build
 
@@ -154,6 +157,68 @@ def test_a_line_that_is_not_a_result_is_an_error(spec, tmp_path, capsys):
     assert f"{target}:2: not a line of" in capsys.readouterr().err
 
 
+def test_a_results_file_another_run_writes_is_refused_at_once(spec, tmp_path, capsys):
+    # Two runs resuming one file at once answered the rows it lacked twice. The file is locked
+    # while written: here this test holds the lock, as a run writing it would.
+    target = tmp_path / "out.jsonl"
+    main(["run", str(spec), "--jobs", "1", "--jsonl", str(target)])
+    whole = target.read_text().splitlines(keepends=True)
+    target.write_text("".join(whole[:4]))
+    capsys.readouterr()
+    with open(target, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        for option in ("--resume", "--jsonl"):
+            assert main(["run", str(spec), option, str(target)]) == ExitCode.ERROR
+            captured = capsys.readouterr()
+            assert f"error: {target} is being written by another run" in captured.err
+            assert captured.out == "" and "Traceback" not in captured.err
+            assert target.read_text() == "".join(whole[:4])
+    assert main(["run", str(spec), "--resume", str(target)]) == ExitCode.FAILED  # released
+    assert len(lines(target)) == 13
+
+
+def test_a_run_holds_its_results_file_until_it_closes(tmp_path):
+    target = tmp_path / "new.jsonl"
+    first = jsonl.Streams(str(target), False, None, "hash")
+    with pytest.raises(OutputError, match="being written by another run"):
+        jsonl.Streams(str(target), True, None, "hash")
+    first.close(created=False)  # stopped before any line: the file it made for the lock goes
+    assert not target.exists()
+    target.write_text("")
+    second = jsonl.Streams(str(target), True, None, "hash")
+    second.close(created=False)
+    assert target.exists()  # a file it found stays
+
+
+def test_a_file_pasted_twice_counts_each_row_once(spec, tmp_path, capsys):
+    target = tmp_path / "out.jsonl"
+    main(["run", str(spec), "--jobs", "1", "--jsonl", str(target)])
+    again = [{**e, "time_s": e["time_s"] + 1, "stats": {}} for e in lines(target)]  # times differ
+    target.write_text(target.read_text() + "".join(json.dumps(e) + "\n" for e in again))
+    capsys.readouterr()
+    assert main(["run", str(spec), "--resume", str(target)]) == ExitCode.FAILED
+    captured = capsys.readouterr()
+    assert "0 queries run" in captured.out
+    assert f"{target}: 13 results, 6 checks: 4 hold, 2 failed" in captured.out
+    assert f"note: {target}: 13 lines answered a row again" in captured.err
+    assert len(lines(target)) == 26
+
+
+def test_a_row_answered_twice_differently_is_refused(spec, tmp_path, capsys):
+    target = tmp_path / "out.jsonl"
+    main(["run", str(spec), "--jobs", "1", "--jsonl", str(target)])
+    entries = lines(target)
+    other = {**entries[2], "upper": 99.0}
+    target.write_text(target.read_text() + json.dumps(other) + "\n")
+    before = target.read_bytes()
+    capsys.readouterr()
+    assert main(["run", str(spec), "--resume", str(target)]) == ExitCode.ERROR
+    name = f"{other['query']}[{other['row']}]" if other["row"] is not None else other["query"]
+    err = capsys.readouterr().err
+    assert f"{target}:14: `{name}` answered again, differently from line 3" in err
+    assert target.read_bytes() == before
+
+
 CREDIT = """model clf = xgboost "{root}/models/credit.json"
 data  test = csv "{root}/data/credit_test.csv"
 features {{
@@ -190,6 +255,8 @@ def test_a_killed_run_resumed_answers_every_row_once_as_an_unstopped_run(tmp_pat
         if target.exists() and target.read_bytes().count(b"\n") >= 10:
             break
         time.sleep(0.005)
+    with open(target, "rb") as other, pytest.raises(BlockingIOError):  # the run holds it locked
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     process.send_signal(signal.SIGKILL)
     process.wait()
     done_before = target.read_bytes().count(b"\n")

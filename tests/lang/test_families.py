@@ -1,5 +1,6 @@
-"""Families of models: `models V = deletions(...)` makes K exact DaRE deletion variants of a saved
-forest, reproducibly; `cond for m in V` is lowered to the conjunction over them."""
+"""Families of models: `models V = deletions(...)` holds a saved forest as it is and K exact DaRE
+deletion variants of it, reproducibly; `cond for m in V` is lowered to the conjunction over them
+all, the model as it is included."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_a_condition_over_a_family_is_the_conjunction_over_its_models(tmp_path):
     (lowered,) = spec(tmp_path, text).lowered()
     constraints = [c for c in lowered.query.constraints if isinstance(c, OutputConstraint)]
     read = sorted(a.model for c in constraints for a in c.term.atoms)
-    assert read == ["V[0]", "V[1]", "V[2]"]
+    assert read == ["V[0]", "V[1]", "V[2]", "before"]
 
 
 def test_not_over_a_family_is_a_disjunction(tmp_path):
@@ -83,7 +84,7 @@ def test_not_over_a_family_is_a_disjunction(tmp_path):
     )
     (lowered,) = spec(tmp_path, text).lowered()
     (anyof,) = lowered.query.constraints
-    assert len(anyof.alternatives) == 3
+    assert len(anyof.alternatives) == 4
 
 
 def test_a_family_from_a_rows_file_forgets_each_line(tmp_path):
@@ -106,7 +107,7 @@ def test_a_family_model_is_called_and_indexed_through_its_variable(tmp_path):
     )
     (lowered,) = spec(tmp_path, text).lowered()
     read = sorted(a.model for c in lowered.query.constraints for a in c.term.atoms)
-    assert read == ["V[0]", "V[0]", "V[1]", "V[1]"]
+    assert read == ["V[0]", "V[0]", "V[1]", "V[1]", "before", "before"]
 
 
 @pytest.mark.parametrize("engines", ["astar", "milp", "sat", "oracle"])
@@ -117,3 +118,28 @@ def test_every_engine_answers_a_family_query(tmp_path, engines):
     )
     (result,) = spec(tmp_path, text).run(jobs=1)
     assert [r.engine for r in result.results] == [engines]
+
+
+def test_a_robust_counterfactual_is_granted_by_the_model_as_it_is(tmp_path):
+    """Deleting row 6 (a negative at f0 = 1) lifts f0 = 1 from 0.5 to 2/3: the variant grants
+    it, the forest as it is does not. The family holds the forest itself, so the closest input
+    every model of V grants is f0 = 2 (before issue 38 it was f0 = 1, rejected by `before`)."""
+    X = np.repeat([0, 1, 2], 4)[:, None].astype(np.float32)
+    y = np.array([0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0])
+    before = DareForest(n_trees=1, max_depth=2, k=None, max_features=None).fit(X, y)
+    before.save(tmp_path / "forest.dare")
+    assert before.predict_proba(X[[4]])[0, 1] == 0.5
+    assert deleted(before, [6]).predict_proba(X[[4]])[0, 1] > 0.5
+    (tmp_path / "sets.txt").write_text("6\n")
+    (tmp_path / "rows.csv").write_text("f0\n0\n")
+    text = (
+        'models V = deletions(before, rows = "sets.txt")\ndata rows = csv "rows.csv"\n'
+        "features {\n f0 : int in [0, 2]\n}\n"
+        "query robust {\n input x\n where class(m, x) == 1 for m in V\n"
+        " minimize l1(x, rows[0])\n solve with astar, milp, oracle\n}\n"
+    )
+    (run,) = spec(tmp_path, text).run(jobs=1)
+    for r in run.results:
+        (x,) = r.witnesses[0].inputs.values()
+        assert before.predict_proba(np.atleast_2d(x))[0, 1] > 0.5, r.engine
+        assert x.tolist() == [2.0], r.engine

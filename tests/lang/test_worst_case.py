@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,3 +114,52 @@ def test_a_bound_is_a_model_but_not_a_forest(tmp_path):
     (found,) = error.value.diagnostics
     assert (found.code, found.span.line, found.span.column) == ("V410", 4, 22)
     assert "its format is `worst_case`" in found.message
+
+
+EXAMPLE_FOREST = Path(__file__).resolve().parents[2] / "examples" / "models" / "recourse.dare"
+
+
+def test_a_bound_set_against_a_refit_is_refused_located_and_exits_2(tmp_path, capsys):
+    """The shipped recourse forest has random nodes: `worst_case` covers its `delete`, not
+    `retrain` (a fit draws the random nodes afresh). Issue 38: asking for a counterfactual
+    certified by `w` and rejected by a refit is refused at the refit, V422, exit 2."""
+    spec = tmp_path / "spec.ver"
+    spec.write_text(
+        f'model before = dare "{EXAMPLE_FOREST}"\n'
+        "model w = worst_case(before, deletions = 3)\n"
+        "model again = retrain(before, without = [1, 2])\n"
+        "query q {\n input x\n where class(w, x) == 1 and class(again, x) == 0\n find\n}\n"
+    )
+    assert main(["run", str(spec)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{spec}:6:35" in err and "error[V422]" in err
+    assert "covers `delete` of up to 3 row(s) of `before`, and `again` is fit again" in err
+    assert "help: compare with `delete(before, rows = ...)`" in err
+
+
+def test_without_random_nodes_the_bound_covers_the_refit(tmp_path):
+    """A forest without random nodes: a refit with its seed is the deleted forest, so the spec
+    that sets `w` against `retrain` is answered, and `w` is below every refit of <= k rows."""
+    seed, random_depth, max_depth, k = CASES[0]
+    assert random_depth == 0
+    forest = _forest(seed, random_depth, max_depth)
+    forest.save(tmp_path / "forest.dare")
+    spec = tmp_path / "spec.ver"
+    spec.write_text(
+        'model before = dare "forest.dare"\n'
+        f"model w = worst_case(before, deletions = {k})\n"
+        "model again = retrain(before, without = [0])\n"
+        "features {\n f0 : int in [0, 2]\n f1 : int in [0, 2]\n}\n"
+        "property below {\n forall x: w(x) <= again(x)\n solve with astar, milp, oracle\n}\n"
+    )
+    (run,) = parse(spec.read_text(), str(spec)).run(jobs=1)
+    assert all(r.termination is Termination.INFEASIBLE for r in run.results)  # it holds
+    lower, _ = worst_case(forest, k)
+    X, y = forest.training_rows()
+    grid = np.array(list(itertools.product(range(3), repeat=2)), np.float32)
+    for size in range(1, k + 1):
+        for rows in itertools.combinations(range(12), size):
+            keep = np.setdiff1d(np.arange(12), rows)
+            again = DareForest(**forest.params()).fit(X[keep], y[keep])
+            assert np.all(lower.eval(grid) <= again.predict_proba(grid)[:, 1]), rows

@@ -33,7 +33,8 @@ def atom(model: str, coef: float = 1.0) -> OutputAtom:
 
 def test_maximize_min_over_a_family_has_a_term_per_model(tmp_path):
     query = spec(tmp_path, "query q {\n input x\n maximize min(m(x) for m in V)\n}\n")
-    assert query.goal == MaximizeMin(tuple(OutputTerm((atom(f"V[{k}]"),)) for k in range(4)))
+    names = ["before"] + [f"V[{k}]" for k in range(4)]  # the model as it is comes first
+    assert query.goal == MaximizeMin(tuple(OutputTerm((atom(name),)) for name in names))
 
 
 def test_minimize_max_of_an_expression_of_each_model(tmp_path):
@@ -41,8 +42,10 @@ def test_minimize_max_of_an_expression_of_each_model(tmp_path):
         tmp_path, "query q {\n input x\n minimize max(m(x) - before(x) + 1 for m in V)\n}\n"
     )
     assert isinstance(query.goal, MinimizeMax)
-    assert len(query.goal.terms) == 4
-    for k, term in enumerate(query.goal.terms):
+    base, *variants = query.goal.terms
+    assert (base.atoms, base.constant) == ((), 1.0)  # before(x) - before(x) + 1
+    assert len(variants) == 4
+    for k, term in enumerate(variants):
         assert set(term.atoms) == {atom(f"V[{k}]"), atom("before", -1.0)}
         assert term.constant == 1.0
 

@@ -47,12 +47,6 @@ KNOWN = (
         "on either side of a split at 0 are 1.4e-45 apart, which the solver cannot tell from 0 "
         "(its bound); the bound check refuses to call the witness optimal",
     ),
-    (
-        MILP,
-        "returned one that is not closer",
-        "the confirming solve for a closer point found one only within the solver's tolerance: "
-        "its float32 point is not closer, so it confirms nothing",
-    ),
 )
 
 

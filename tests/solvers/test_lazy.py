@@ -1,7 +1,7 @@
 """Queries of many output constraints answered with the constraints added as they are needed:
 in rounds (``solvers.lazy``: MILP and SAT) or switched on inside one search (A*:
 ``astar.search.BranchSearch``). On random small DaRE forests and families of 12 deletion
-variants, the engines agree with each other and with every variant's ``predict_proba`` on every
+variants, the engines agree with each other and with every model's ``predict_proba`` on every
 cell of the input space (the brute force here: the oracle engine refuses 13 models, and it never
 solves lazily). And a round stopped by a limit never lends the original query a bound it has not
 earned."""
@@ -35,7 +35,8 @@ SWITCHED: list[tuple[int, int]] = []  # A*: constraints switched on, of those it
 
 
 def setup(tmp_path, seed: int):
-    """The saved base forest and its variants, made in Python as the spec makes them."""
+    """The saved base forest and the family's models (the base, then its variants), made in
+    Python as the spec makes them."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 5, (50, 3)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] + rng.integers(0, 3, 50) > 5).astype(int)
@@ -43,7 +44,7 @@ def setup(tmp_path, seed: int):
     before.fit(X, y).save(tmp_path / "forest.dare")
     variants = [deleted(before, ids) for ids in draw_deletions(before, FRACTION, COUNT, seed)]
     np.savetxt(tmp_path / "test.csv", CELLS[::11], delimiter=",", header="f0,f1,f2", comments="")
-    return before, variants
+    return before, [before, *variants]
 
 
 def spec(tmp_path, seed: int, body: str):

@@ -107,3 +107,20 @@ def nearly_cancelling(goal) -> Query:
 @pytest.mark.parametrize("goal", [Maximize, Minimize], ids=["max", "min"])
 def test_a_nearly_cancelling_difference_is_answered_exactly(name, goal):
     answer(name, nearly_cancelling(goal))
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("high, low", [(2.0**40, 2.0**-13), (2.0**27, 2.0**-26), (1e8, 1e-8)])
+def test_an_output_row_accepts_what_float64_rounds_onto_its_bound(name, high, low):
+    """``a(x) == high`` where a's two trees reach ``high`` and ``low``: float64 adds them to
+    ``high`` (for the first two pairs), the real numbers do not. The program's rows decided on
+    the real sum and called the query infeasible (milp and gurobi), so a property could hold
+    that fails; a row now accepts what the float64 sum can reach."""
+    a = build([(0, 0.5, 0.0, high), (1, 0.5, 0.0, low)], 2)
+    b = build([(1, 0.5, 0.0, 1.0)], 2)  # forces the second tree to `low`
+    constraints = (
+        OutputConstraint(term(out(model="b")), ">=", 1.0),
+        OutputConstraint(term(out(model="a")), ">=", high),
+        OutputConstraint(term(out(model="a")), "<=", high),
+    )
+    answer(name, Query("q", features(a), ("x",), {"a": a, "b": b}, constraints, Find()))

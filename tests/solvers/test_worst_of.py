@@ -29,7 +29,8 @@ FEATURES = "features {\n f0 : int in [0, 4]\n f1 : int in [0, 4]\n f2 : int in [
 
 
 def setup(tmp_path, seed: int, n_trees: int = 2, depth: int = 3):
-    """The saved base forest and its variants, made in Python as the spec makes them."""
+    """The family's models, made in Python as the spec makes them: the saved base forest,
+    then its variants."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 5, (50, 3)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] + rng.integers(0, 3, 50) > 5).astype(int)
@@ -38,7 +39,7 @@ def setup(tmp_path, seed: int, n_trees: int = 2, depth: int = 3):
         n_trees=n_trees, max_depth=depth, random_state=seed, **settings[seed % 2]
     ).fit(X, y)
     before.save(tmp_path / "forest.dare")
-    return [deleted(before, ids) for ids in draw_deletions(before, FRACTION, COUNT, seed)]
+    return [before] + [deleted(before, ids) for ids in draw_deletions(before, FRACTION, COUNT, seed)]
 
 
 def write(tmp_path, seed: int, body: str):

@@ -1,6 +1,7 @@
 """Models derived from a ``dare`` forest: ``delete(base, rows = ...)`` and
 ``retrain(base, without = ...)``, their row ids checked and located (in the spec or in a rows file),
-and the certified bounds ``worst_case(base, deletions = k)`` and ``best_case(...)``.
+and the certified bounds ``worst_case(base, deletions = k)`` and ``best_case(...)`` of every forest
+``delete`` of at most k rows gives (not of a ``retrain``: lang/coverage.py).
 
 The base forest is never changed: each derived model is made on a copy, once per check.
 """
@@ -58,8 +59,9 @@ class DerivedModels(Expressions):
             return
         try:
             if decl.func in BOUNDS:
-                self.models[decl.name] = self.bound(decl, later)
+                self.models[decl.name], self.certified_rows[decl.name] = self.bound(decl, later)
                 self.model_formats[decl.name] = decl.func
+                self.lineage[decl.name] = (decl.func, decl.base.id)
                 return
             forest = self.derive(decl, later)
         except Failed:
@@ -67,7 +69,7 @@ class DerivedModels(Expressions):
             return
         self.forests[decl.name] = forest
         self.models[decl.name] = forest.to_ensemble()
-        self.derivations[decl.name] = (decl.func, decl.base.id)
+        self.derivations[decl.name] = self.lineage[decl.name] = (decl.func, decl.base.id)
 
     def derive(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
         if decl.func not in DERIVATIONS:
@@ -97,10 +99,11 @@ class DerivedModels(Expressions):
                 "V413", f"cannot {decl.func} `{decl.base.id}`: {error}", decl.span
             ) from None
 
-    def bound(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> Ensemble:
-        """``worst_case(base, deletions = k)`` (the lower bound) or ``best_case`` (the upper)
-        of every forest deleting at most k rows of ``base`` gives; refused (V421, naming the
-        splits) when a deletion may change a split."""
+    def bound(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> tuple[Ensemble, int]:
+        """``(bound, k)``: ``worst_case(base, deletions = k)`` (the lower bound) or
+        ``best_case`` (the upper) of every forest ``DareForest.delete`` of at most k rows of
+        ``base`` gives; refused (V421, naming the splits) when a deletion may change a split.
+        A refit is not covered (lang/coverage.py)."""
         base = self.base_forest(decl, later)
         arg = self.rows_arg(decl)
         if isinstance(arg.value, ast.RowList | ast.Text):
@@ -120,7 +123,7 @@ class DerivedModels(Expressions):
                 help="a whole number, 0 or more: the most rows any deletion removes",
             )
         try:
-            return worst_case(base, int(k))[BOUNDS[decl.func]]
+            return worst_case(base, int(k))[BOUNDS[decl.func]], int(k)
         except UnstableError as error:
             shown = [str(node) for node in error.nodes[: UnstableError.SHOWN]]
             more = len(error.nodes) - len(shown)

@@ -105,8 +105,8 @@ class Environment(Families):
         self.feature_index = {n: i for i, n in enumerate(names)}
         # Every model is re-expressed over the first model's feature order (a family's models
         # have their base's features).
-        members = [m for family in self.families.values() for m in family]
-        for name in [d.name for d in loaded[1:]] + members:
+        variants = [m for family in self.families.values() for m in family[1:]]
+        for name in [d.name for d in loaded[1:]] + variants:
             if set(self.models[name].feature_names) == set(names):
                 self.models[name] = self.models[name].reindex(names)
 

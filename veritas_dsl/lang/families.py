@@ -1,11 +1,13 @@
 """Families of models: ``models V = deletions(base, fraction = 0.01, count = 20, seed = 0)`` (or
-``rows = "sets.txt"``), K exact DaRE deletion variants of a ``dare`` forest, each made from the
-same base; and ``for m in V`` around a condition, which holds when it holds for every one.
+``rows = "sets.txt"``): the ``dare`` forest ``base`` as it is and K exact DaRE deletion variants
+of it; and ``for m in V`` around a condition, which holds when it holds for every one.
 
-A family's models are named ``V[0]``, ``V[1]``, ... (names no declaration can take unquoted);
-each is the base forest after deleting its own set of training rows (``model.derive.deleted``,
-so the base is never changed). Drawn sets are a function of the base's remaining rows, the
-fraction, the count and the seed alone: the same spec gives the same variants.
+A family's models are ``base`` itself (no deletion is one of the outcomes, so a condition over
+the family also holds on the model as it is) and ``V[0]``, ``V[1]``, ... (names no declaration
+can take unquoted), each the base after ``DareForest.delete`` of its own set of training rows
+(``model.derive.deleted``, so the base is never changed); not a refit, which draws random nodes
+afresh. Drawn sets are a function of the base's remaining rows, the fraction, the count and the
+seed alone: the same spec gives the same variants.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def draw_deletions(forest: DareForest, fraction: float, count: int, seed: int) -
 
 
 class Families(DerivedModels):
-    """Checks ``models NAME = deletions(...)`` and types ``cond for m in V``."""
+    """Checks ``models NAME = deletions(...)`` and types ``cond for m in V``; ``self.families``
+    maps each family to its models' names, the base first."""
 
     def family_decl(self, decl: ast.FamilyDecl, later: dict[str, Span]) -> None:
         """``later``: names of models declared after this declaration, and where."""
@@ -62,7 +65,9 @@ class Families(DerivedModels):
             base = self.base_forest(decl, later)
             sets = self.deletion_sets(decl, base)
             base.warm(sorted({r for ids in sets for r in ids}))  # shared by the variants
-            members = []
+            # The model as it is comes first: deleting no row is one of the outcomes, and a
+            # counterfactual the current model rejects is no recourse (issue 38).
+            members = [decl.base.id]
             for k, ids in enumerate(sets):
                 name = f"{decl.name}[{k}]"
                 try:
@@ -72,6 +77,7 @@ class Families(DerivedModels):
                         "V413", f"cannot make `{name}` from `{decl.base.id}`: {error}", decl.span
                     ) from None
                 self.models[name] = forest.to_ensemble()
+                self.lineage[name] = ("delete", decl.base.id)
                 members.append(name)
         except Failed:
             self.broken.add(decl.name)
@@ -270,20 +276,23 @@ class Families(DerivedModels):
                 help=f"{statement.sense} {want}(...) for the worst model's value, or "
                 f"{statement.sense} each model in a query of its own",
             )
+        # Which parts may be a number: the base's, where a comparison with it cancels
+        # (`m(x) - before(x)` is 0 for `before`, the family's first model).
         if isinstance(expr, ast.EachOf):
             var = self.family_variable(expr.var, scope)
             members = self.family_named(expr.family)
-            parts = [(expr.part, scope.binding(var, member)) for member in members]
+            parts = [(expr.part, scope.binding(var, m), m == members[0]) for m in members]
         else:
             if expr.keywords:
                 raise self.error("V331", f"`{want}` takes no keyword", expr.keywords[0].span)
             if not expr.args:
                 raise self.error("V332", f"`{want}()` of nothing", expr.span)
-            parts = [(arg, scope) for arg in expr.args]
+            parts = [(arg, scope, False) for arg in expr.args]
         lins = []
-        for part, within in parts:
+        for part, within, base in parts:
             value = self.value(part, within)
-            if not (isinstance(value, t.Lin) and value.kind == "outputs"):
+            kinds = ("outputs", "constant") if base else ("outputs",)
+            if not (isinstance(value, t.Lin) and value.kind in kinds):
                 raise self.error(
                     "V332",
                     f"cannot {statement.sense} the {want} of {self.describe(value)}",
@@ -317,9 +326,10 @@ class Families(DerivedModels):
 
     def not_a_model(self, name: str, span: Span) -> Failed:
         """The error for family ``name`` used where a model is expected."""
+        base, *variants = self.families[name]
         return self.error(
             "V218",
-            f"`{name}` is a family of {len(self.families[name])} models, not a model",
+            f"`{name}` is a family of models (`{base}` and {len(variants)} variants), not a model",
             span,
             help=f"range over it: class(m, x) == 1 for m in {name}",
         )

@@ -10,7 +10,7 @@ import math
 from veritas_dsl.diagnostics import suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.environment import Environment
+from veritas_dsl.lang.coverage import Coverage
 from veritas_dsl.lang.symbols import Failed, Scope
 
 OPTIONS = {
@@ -22,7 +22,7 @@ _SECONDS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 _BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
-class Queries(Environment):
+class Queries(Coverage):
     """Checks each query in the environment its declarations built."""
 
     def query(self, decl: ast.QueryDecl) -> t.CheckedQuery:
@@ -124,6 +124,7 @@ class Queries(Environment):
                     failed = True
         if failed:
             raise Failed
+        self.certificate_coverage(decl)
         return t.CheckedQuery(
             decl.name,
             decl.is_property,

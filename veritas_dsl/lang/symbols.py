@@ -72,7 +72,10 @@ class Symbols:
         self.model_formats: dict[str, str] = {}  # of each model loaded from a file
         self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
         self.derivations: dict[str, tuple[str, str]] = {}  # derived model: (function, base)
-        self.families: dict[str, tuple[str, ...]] = {}  # family: its models' names, in order
+        # Every model made from another (derived, bound, family variant): (function, base).
+        self.lineage: dict[str, tuple[str, str]] = {}
+        self.certified_rows: dict[str, int] = {}  # bound: the k of its `deletions = k`
+        self.families: dict[str, tuple[str, ...]] = {}  # family: its base, then its variants
         self.broken: set[str] = set()  # declared names whose declaration failed
         self.broken_groups: set[str] = set()  # one-hot groups that failed, and their members
         # No model loaded: the features are unknown, and so is whether a name is one.

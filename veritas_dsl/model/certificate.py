@@ -1,5 +1,10 @@
 """The worst-case certificate of a DaRE forest: two ensembles bounding, at every input, every forest
-that deleting at most ``k`` training rows can give, valid when no split can change.
+that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no split can change.
+
+It covers that update only. A forest fit again on the remaining rows is another forest: its
+random nodes draw their thresholds afresh from the rows it is given, so it may fall outside the
+bounds (bench/recourse.py measures how often). Without random nodes (``random_depth=0``) a fit
+with the same settings and seed is the deleted forest, node for node, and is covered with it.
 
 The proof is in docs/unlearning.md ("A certificate for every deletion of up to k rows"); in short:
 
@@ -71,7 +76,8 @@ class UnstableError(ModelError):
 def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     """``(lower, upper)``: binary Ensembles with the forest's trees such that for every set S of
     at most ``deletions`` remaining training rows and every input x,
-    ``lower.eval(x) <= forest_after_deleting(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    ``lower.eval(x) <= forest.copy().delete(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    Not a refit on the remaining rows but S, unless ``random_depth=0`` (module docstring).
     Raises :class:`UnstableError` naming every split that such a deletion may change (then no
     bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole number >= 0.
     """
@@ -81,15 +87,14 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     if unstable:
         raise UnstableError(unstable, int(deletions))
     view = forest.view()
-    low, high = leaf_bounds(view.count, view.positives, int(deletions))
-    leaf = view.kind == LEAF
+    low, high = leaf_bound_fractions(view.count, view.positives, int(deletions))
     return tuple(  # type: ignore[return-value]
         view.to_ensemble(
             Ensemble,
-            np.where(leaf, values, 0.0) / view.n_trees,
-            f"{name} of a DaRE forest after any {deletions} deletion(s)",
+            view.shares(*fraction),
+            f"{name} of a DaRE forest after delete() of any {deletions} row(s)",
         )
-        for values, name in ((low, "lower bound"), (high, "upper bound"))
+        for fraction, name in ((low, "lower bound"), (high, "upper bound"))
     )
 
 
@@ -117,15 +122,24 @@ def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.nd
     """Per leaf of ``count`` rows, ``positives`` of them positive, the least and the most
     ``positives' / count'`` after deleting at most ``k`` of its rows, keeping one: delete
     positives only (the fraction falls) or negatives only (it rises). Entries of 0 rows are 0."""
+    return tuple(  # type: ignore[return-value]
+        kept / rows for kept, rows in leaf_bound_fractions(count, positives, k)
+    )
+
+
+def leaf_bound_fractions(count: np.ndarray, positives: np.ndarray, k: int) -> tuple:
+    """:func:`leaf_bounds` as fractions: ``((positives, rows), (positives, rows))`` for the
+    least and the most, integer arrays (``0 / 1`` for entries of 0 rows)."""
     count = np.asarray(count, dtype=np.int64)
     positives = np.asarray(positives, dtype=np.int64)
     negatives = count - positives
     a = np.minimum(k, np.where(negatives > 0, positives, 0))  # a pure leaf stays pure
     b = np.minimum(k, np.where(positives > 0, negatives, 0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(count > 0, (positives - a) / np.maximum(count - a, 1), 0.0)
-        high = np.where(count > 0, positives / np.maximum(count - b, 1), 0.0)
-    return low, high
+    empty = count == 0
+    return (
+        (np.where(empty, 0, positives - a), np.where(empty, 1, count - a)),
+        (np.where(empty, 0, positives), np.where(empty, 1, count - b)),
+    )
 
 
 def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:

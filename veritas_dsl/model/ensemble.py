@@ -21,6 +21,7 @@ import numpy as np
 from veritas_dsl.inputs import excerpt
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets, where
+from veritas_dsl.model.fractions import LeafFractions
 from veritas_dsl.model.library import MAX_FEATURES, LibraryModel, Task
 from veritas_dsl.model.limits import model_bytes
 
@@ -72,6 +73,10 @@ class Ensemble:
         Where the model came from, for messages (library, objective, path).
     library : LibraryModel or None
         The original model, used to validate witnesses; None after :meth:`load`.
+    fractions : LeafFractions or None
+        The leaf values as exact fractions (a DaRE forest's, :mod:`veritas_dsl.model.fractions`),
+        ``value`` holding each rounded once; the base score is then 0 and an output is the exact
+        sum of the leaves' fractions, rounded once to float64 (see :meth:`outputs_at`).
     """
 
     feature: np.ndarray
@@ -86,6 +91,7 @@ class Ensemble:
     class_threshold: float = 0.0
     source: str = ""
     library: LibraryModel | None = field(default=None, repr=False)
+    fractions: LeafFractions | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         coerce = {
@@ -151,6 +157,19 @@ class Ensemble:
             raise ModelError("the leaf values are so large that the model's output overflows")
         if self.n_features == 0:  # a model of constant trees; engines and parity need a feature
             raise ModelError("the model has no features (feature_names is empty)")
+        if self.fractions is not None:
+            self._check_fractions()
+
+    def _check_fractions(self) -> None:
+        problem = self.fractions.problem()
+        if problem is None and self.fractions.numerator.shape != self.value.shape:
+            problem = "there is not one fraction per node and output"
+        if problem is None and not np.array_equal(self.fractions.values(), self.value):
+            problem = "a value is not its fraction rounded to float64"
+        if problem is None and np.any(self.base_score != 0):
+            problem = "the base score is not 0"
+        if problem is not None:
+            raise ModelError(f"leaf fractions: {problem}")
 
     def _check_names(self) -> None:
         if self.n_features > MAX_FEATURES:
@@ -228,17 +247,26 @@ class Ensemble:
         return node
 
     def eval(self, X: np.ndarray) -> np.ndarray:
-        """Raw output (margin) of the ensemble on ``X``.
+        """Raw output (margin) of the ensemble on ``X``: :meth:`outputs_at` its leaves.
 
-        ``X`` is cast to float32 first, as XGBoost does; NaN is refused. Leaf values are added in
-        tree order to the base score, in float64. Returns shape ``(n,)`` for one output and
-        ``(n, n_outputs)`` for several.
+        ``X`` is cast to float32 first, as XGBoost does; NaN is refused. Returns shape ``(n,)``
+        for one output and ``(n, n_outputs)`` for several.
         """
-        nodes = self.leaves(X)
+        total = self.outputs_at(self.leaves(X))
+        return total[:, 0] if self.n_outputs == 1 else total
+
+    def outputs_at(self, nodes: np.ndarray) -> np.ndarray:
+        """The outputs, shape ``(n, n_outputs)``, where row ``i`` reaches the leaves
+        ``nodes[i]`` (one per tree, in tree order): the base score plus the leaf values, added
+        in tree order in float64; with :attr:`fractions`, their exact sum rounded once. The
+        one rule of docs/semantics.md ("Outputs") that every engine decides outputs by."""
+        nodes = np.asarray(nodes, dtype=np.int64).reshape(-1, self.n_trees)
+        if self.fractions is not None:
+            return self.fractions.sums(nodes)
         total = np.broadcast_to(self.base_score, (len(nodes), self.n_outputs)).copy()
         for t in range(self.n_trees):
             total += self.value[nodes[:, t]]
-        return total[:, 0] if self.n_outputs == 1 else total
+        return total
 
     def predict_class(self, X: np.ndarray) -> np.ndarray:
         """Predicted class per row (int64), by the rule of ``task``."""
@@ -288,6 +316,11 @@ class Ensemble:
             "right": self.right.tolist(),
             "value": self.value.tolist(),
         }
+        if self.fractions is not None:
+            document["fractions"] = {
+                "numerator": self.fractions.numerator.tolist(),
+                "denominator": self.fractions.denominator.tolist(),
+            }
         path = Path(path)
         partial = path.with_name(path.name + ".partial")
         partial.write_text(json.dumps(document, separators=(",", ":")))
@@ -330,6 +363,7 @@ class Ensemble:
                 task=str(document["task"]),
                 class_threshold=float(document["class_threshold"]),
                 source=str(document.get("source", where)),
+                fractions=_fractions(document.get("fractions")),
             )
         except ModelError as error:
             raise ModelError(f"{where}: {error}") from None
@@ -405,6 +439,18 @@ def _as_array(values: object, dtype: type, name: str) -> np.ndarray:
         if isinstance(error, ModelError):
             raise
         raise ModelError(f"{name} is not an array of numbers ({error})") from None
+
+
+def _fractions(document: object) -> LeafFractions | None:
+    """The optional ``fractions`` of a saved ensemble (``{"numerator": .., "denominator": ..}``)."""
+    if document is None:
+        return None
+    if not isinstance(document, dict) or {"numerator", "denominator"} - document.keys():
+        raise ModelError("fractions needs a numerator and a denominator")
+    return LeafFractions(
+        _as_array(document["numerator"], np.int64, "numerator"),
+        _as_array(document["denominator"], np.int64, "denominator"),
+    )
 
 
 def as_inputs(X: np.ndarray, n_features: int) -> np.ndarray:

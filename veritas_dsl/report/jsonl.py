@@ -10,13 +10,17 @@ by line, and no header can be lost. A run interrupted by Ctrl-C writes no line f
 stopped, so that ``--resume`` answers them again.
 
 Lines are flushed one by one: a killed run loses nothing already answered (at most its last
-line is cut short, which a resume drops).
+line is cut short, which a resume drops). A run holds the file locked while it writes it, so that
+two runs never answer the same rows into one file; a file that answers a row twice anyway (two
+files pasted together) counts the row once when both lines give the same answer, and is refused
+when they differ.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -67,7 +71,8 @@ def read(path: str) -> list[dict]:
 
 def answered(entries: list[dict], path: str, spec_hash: str) -> frozenset[tuple[str, int | None]]:
     """The ``(query, row)`` pairs a results file answers; an error when a line of it comes from
-    another spec, other model or data files, or other options."""
+    another spec, other model or data files, or other options, or answers a row twice with
+    different answers."""
     for number, entry in enumerate(entries, 1):
         if entry["spec_hash"] != spec_hash:
             raise ResultsFileError(
@@ -76,22 +81,61 @@ def answered(entries: list[dict], path: str, spec_hash: str) -> frozenset[tuple[
                 f"{entry['spec_hash'][:12]}, this run's {spec_hash[:12]}); "
                 "resume it with the same spec and options, or write to another file"
             )
-    return frozenset((e["query"], e["row"]) for e in entries)
+    return frozenset(map(_row, distinct(entries, path)[0]))
+
+
+def _row(entry: dict) -> tuple[str, int | None]:
+    return entry["query"], entry.get("row")
+
+
+#: What differs between two lines that give a row the same answer: how long it took.
+_TIMING = ("time_s", "trace", "stats")
+
+
+def _answer(entry: dict) -> dict:
+    answer = {key: value for key, value in entry.items() if key not in _TIMING}
+    if "engines" in answer:
+        answer["engines"] = [_answer(e) for e in answer["engines"]]
+    return answer
+
+
+def distinct(entries: list[dict], path: str) -> tuple[list[dict], int]:
+    """The entries of a results file, a row's first line only, and how many lines repeated a row
+    already answered. A row answered twice the same way (up to times) counts once; answered
+    differently, the file is refused: which answer stands would be a guess."""
+    first: dict[tuple[str, int | None], int] = {}
+    kept = []
+    for number, entry in enumerate(entries, 1):
+        earlier = first.setdefault(_row(entry), number)
+        if earlier == number:
+            kept.append(entry)
+        elif _answer(entry) != _answer(entries[earlier - 1]):
+            query, row = _row(entry)
+            name = query if row is None else f"{query}[{row}]"
+            raise ResultsFileError(
+                f"{path}:{number}: `{name}` answered again, differently from line {earlier}; "
+                "remove the line that should not stand (or both, and --resume answers the row "
+                "again)"
+            )
+    return kept, len(entries) - len(kept)
 
 
 @dataclass
 class Tally:
-    """What a results file holds, for the summary at the end of a run."""
+    """What a results file holds, for the summary at the end of a run: a row once, however
+    many lines answer it (``repeated`` counts the lines beyond the first)."""
 
     results: int = 0
     verdicts: Counter = field(default_factory=Counter)
     errored: int = 0
     statuses: Counter = field(default_factory=Counter)
+    repeated: int = 0
 
     @classmethod
-    def of(cls, entries: list[dict]) -> Tally:
-        tally = cls(results=len(entries))
-        for entry in entries:
+    def of(cls, entries: list[dict], path: str) -> Tally:
+        rows, repeated = distinct(entries, path)
+        tally = cls(results=len(rows), repeated=repeated)
+        for entry in rows:
             tally.statuses[entry["status"]] += 1
             tally.errored += entry["status"] in ("error", "unsupported")
             tally.verdicts.update(c["verdict"] for c in entry["checks"])
@@ -113,14 +157,25 @@ class Tally:
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
         return line + (f" (status: {statuses})" if statuses else "")
 
+    def repeats(self, path: str) -> str | None:
+        """A note on the lines that answered a row again, if any did."""
+        if not self.repeated:
+            return None
+        lines = f"{self.repeated} line{'s' if self.repeated > 1 else ''}"
+        return (
+            f"note: {path}: {lines} answered a row again, with the answer of its first line; "
+            "each row is counted once"
+        )
+
 
 class Streams:
     """``--csv`` and ``--jsonl``/``--resume`` files of ``ver run``, a line written as each query
     finishes.
 
     Neither is created before its first line (or the end of a run that finished), so that a
-    spec or scheduler error leaves them as they were; a resume file whose lines another run
-    wrote is refused before anything runs."""
+    spec or scheduler error, or a Ctrl-C before any row finished, leaves them as they were; a
+    results file that another run is writing, or a resume file whose lines another run wrote,
+    is refused before anything runs."""
 
     def __init__(
         self, target: str | None, resume: bool, csv_path: str | None, spec_hash: str
@@ -132,9 +187,13 @@ class Streams:
         self.results = self.csv = None
         self.failure: OutputError | None = None
         if target:
+            self.results = LineFile(target, append=resume, lock=True)  # before it is read
             if resume:
-                self.skip = answered(read(target), target, spec_hash)
-            self.results = LineFile(target, append=resume)
+                try:
+                    self.skip = answered(read(target), target, spec_hash)
+                except ResultsFileError:
+                    self.results.close(create=False)
+                    raise
         if csv_path:
             self.csv = LineFile(csv_path, first=csv_report.header())
 
@@ -166,4 +225,6 @@ class Streams:
     def tally(self) -> Tally | None:
         """What the results file holds now, earlier runs' lines included (None without one, or
         when it could not be written)."""
-        return Tally.of(read(self.target)) if self.target and not self.failure else None
+        if not self.target or self.failure or not os.path.exists(self.target):
+            return None  # (none is made for a run stopped before its first row)
+        return Tally.of(read(self.target), self.target)

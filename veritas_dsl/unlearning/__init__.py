@@ -7,6 +7,7 @@ from veritas_dsl.model.certificate import (
     worst_case,
 )
 from veritas_dsl.model.dare import DareForest
+from veritas_dsl.unlearning.adversary import worst_deletion
 from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "certified_fit",
     "leakage",
     "worst_case",
+    "worst_deletion",
 ]

@@ -7,12 +7,13 @@ cost of a footprint query grows with the trees a change touched, not with the fo
 
 What cancels: within one :class:`OutputTerm`, among the atoms on the same instance and output, a
 set of occurrences of one tree (same nodes in the same order: features, float32 thresholds,
-children and, for that output, float64 leaf values, all compared bit for bit) whose coefficients
-sum to exactly zero (opposite coefficients of equal magnitude pair off first; the rest goes when
-its rational sum is zero). Removing them changes the term's value by exactly zero on every input,
-so the answer, bounds and witnesses are those of the original query and ``invert`` is the
-identity. Nothing else cancels: a :class:`VoteMargin` (``class``, hard votes) compares a whole
-model with a threshold, and it keeps reading the original model.
+children and, for that output, float64 leaf values and any exact fractions, all compared bit
+for bit) whose coefficients sum to exactly zero (opposite coefficients of equal magnitude pair
+off first; the rest goes when its rational sum is zero). Removing them changes the term's
+value by exactly zero on every input, so the answer, bounds and witnesses are those of the
+original query and ``invert`` is the identity. Nothing else cancels: a :class:`VoteMargin`
+(``class``, hard votes) compares a whole model with a threshold, and it keeps reading the
+original model.
 
 An atom that lost trees reads a new model, its original's remaining trees and base score (a
 single leaf of value 0 when none remain, as an :class:`Ensemble` holds at least one tree), under
@@ -45,6 +46,7 @@ from veritas_dsl.ir.query import (
 )
 from veritas_dsl.ir.reductions.base import Reduction
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.model.fractions import LeafFractions
 
 
 def shape_keys(model: Ensemble) -> list[bytes]:
@@ -77,12 +79,17 @@ _SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def tree_keys(model: Ensemble, output: int) -> list[bytes]:
     """One key per tree of ``model``: equal keys mean the same function of the input on
-    ``output`` (the same shape, :func:`shape_keys`, and the same float64 leaf values)."""
+    ``output`` (the same shape, :func:`shape_keys`, and the same float64 leaf values, and
+    fractions when the model adds fractions: two may round to one float64)."""
     offsets = model.tree_offsets
+    columns = [model.value[:, output]]
+    if model.fractions is not None:  # in lowest terms: 0/5 and 0/4 are one value
+        a, b = model.fractions.numerator[:, output], model.fractions.denominator[:, output]
+        columns += [a // np.gcd(a, b), b // np.gcd(a, b)]
     return [
         shape
         + b"|"
-        + np.ascontiguousarray(model.value[offsets[t] : offsets[t + 1], output]).tobytes()
+        + b"|".join(np.ascontiguousarray(c[offsets[t] : offsets[t + 1]]).tobytes() for c in columns)
         for t, shape in enumerate(shape_keys(model))
     ]
 
@@ -107,7 +114,9 @@ def cancelled_occurrences(coefs: list[tuple[int, float]]) -> set[int]:
 def without_trees(model: Ensemble, drop: frozenset[int]) -> Ensemble:
     """``model`` without the trees ``drop`` (same base score; a zero leaf if none remain)."""
     keep = [t for t in range(model.n_trees) if t not in drop]
+    fractions = model.fractions
     if not keep:
+        zero = np.zeros((1, model.n_outputs), dtype=np.int64)
         return dataclasses.replace(
             model,
             feature=[-1],
@@ -117,6 +126,7 @@ def without_trees(model: Ensemble, drop: frozenset[int]) -> Ensemble:
             value=np.zeros((1, model.n_outputs)),
             tree_offsets=[0, 1],
             library=None,
+            fractions=None if fractions is None else LeafFractions(zero, zero + 1),
         )
     offsets = model.tree_offsets
     parts: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -129,11 +139,17 @@ def without_trees(model: Ensemble, drop: frozenset[int]) -> Ensemble:
         for name in ("left", "right"):
             child = getattr(model, name)[a:b].astype(np.int64)
             parts[name].append(np.where(child >= 0, child - a + start, -1))
+        parts["nodes"].append(np.arange(a, b))
         sizes.append(b - a)
         start += b - a
     arrays = {name: np.concatenate(chunks) for name, chunks in parts.items()}
+    nodes = arrays.pop("nodes")
     return dataclasses.replace(
-        model, **arrays, tree_offsets=np.concatenate([[0], np.cumsum(sizes)]), library=None
+        model,
+        **arrays,
+        tree_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+        library=None,
+        fractions=None if fractions is None else fractions.slice(nodes),
     )
 
 

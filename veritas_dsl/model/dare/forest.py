@@ -135,13 +135,7 @@ class DareForest:
         subtrees again (summed over the rows when one at a time): each node grown (or made a
         leaf) counts its rows, and a subtree grafted back from a memo (:mod:`.memo`) counts
         the rows of every node its update went through (chosen again from its rows)."""
-        self._fitted()
-        ids = _ids(indices, len(self._X))
-        dead = ids[~self._alive[ids]]
-        if len(dead):
-            raise ModelError(f"row {int(dead[0])} is already deleted")
-        if len(ids) == int(self._alive.sum()):
-            raise ModelError("deleting every remaining row would leave nothing to learn from")
+        ids = self._deletable(indices)
         if len(ids) > ONE_BY_ONE:
             alive = self._alive.copy()
             alive[ids] = False
@@ -149,6 +143,26 @@ class DareForest:
         else:
             self._forget(ids)
         return self
+
+    def deletion_cost(self, row: int) -> int:
+        """The ``last_deletion_cost`` that ``delete([row])`` would give, exactly; the forest is
+        left as it was (generator included). Costs about one walk of the row down each tree,
+        plus the deletion itself on a copy of each tree where the walk stops early
+        (:mod:`.trial`): :meth:`warm` a loaded forest first, or every tree stops early."""
+        from veritas_dsl.model.dare.trial import deletion_cost
+
+        return deletion_cost(self, int(self._deletable([row])[0]))
+
+    def _deletable(self, indices) -> np.ndarray:
+        """The ids ``indices``, checked: each exists and remains, and some row would remain."""
+        self._fitted()
+        ids = _ids(indices, len(self._X))
+        dead = ids[~self._alive[ids]]
+        if len(dead):
+            raise ModelError(f"row {int(dead[0])} is already deleted")
+        if len(ids) == int(self._alive.sum()):
+            raise ModelError("deleting every remaining row would leave nothing to learn from")
+        return ids
 
     def _forget(self, ids: np.ndarray) -> None:
         """Forget the rows ``ids`` (checked) one at a time, in place."""

@@ -1,18 +1,21 @@
 """A frozen picture of a DaRE forest's trees as flat arrays, its predictions and its export.
 
 ``predict_proba`` walks the trees with the forest's own rule, ``x <= v`` in float64 on float32
-inputs, and adds the leaf values ``positives / count / n_trees`` in tree order from 0, as
-:meth:`Ensemble.eval` adds them: the export's ``eval`` equals ``predict_proba[:, 1]`` exactly.
+inputs, and adds the leaves' fractions ``positives / (count * n_trees)`` exactly, rounding the
+sum once (:mod:`veritas_dsl.model.fractions`), as :meth:`Ensemble.eval` adds the export's: its
+``eval`` equals ``predict_proba[:, 1]`` exactly, a tie is 0.5 and a pure forest 1.0.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from veritas_dsl.model.dare.tree import LEAF, Tree
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.fractions import LeafFractions
 from veritas_dsl.model.library import LibraryModel, le_threshold_as_lt
 
 
@@ -62,11 +65,22 @@ class ForestView:
         return len(self.tree_offsets) - 1
 
     def leaf_values(self) -> np.ndarray:
-        """Each leaf's share of the output, ``positives / count / n_trees``; 0 at splits."""
+        """Each leaf's share of the output, ``positives / (count * n_trees)`` rounded once; 0 at
+        splits."""
+        return self.fractions.values()[:, 0]
+
+    @cached_property
+    def fractions(self) -> LeafFractions:
+        """Each leaf's share of the output as a fraction, ``positives / (count * n_trees)``."""
+        return self.shares(self.positives)
+
+    def shares(self, numerator: np.ndarray, count: np.ndarray | None = None) -> LeafFractions:
+        """Leaves' ``numerator / (count * n_trees)`` (``count``: the leaves' own); splits 0."""
         leaf = self.kind == LEAF
-        value = np.zeros(len(self.kind))
-        value[leaf] = self.positives[leaf] / self.count[leaf] / self.n_trees
-        return value
+        count = self.count if count is None else count
+        return LeafFractions(
+            np.where(leaf, numerator, 0), np.where(leaf, np.maximum(count, 1) * self.n_trees, 1)
+        )
 
     def leaves(self, X) -> np.ndarray:
         """The leaf each row reaches in each tree, shape ``(n, n_trees)``."""
@@ -82,34 +96,35 @@ class ForestView:
         return node
 
     def predict_proba(self, X) -> np.ndarray:
+        """Column 1: the exact mean of the positive fractions, rounded once; column 0 the
+        negative ones' (so that it is ``1 - column 1`` exactly where that is a float64)."""
         nodes = self.leaves(X)
-        value = self.leaf_values()
-        total = np.zeros(len(nodes))
-        for t in range(self.n_trees):
-            total += value[nodes[:, t]]
-        return np.stack([1.0 - total, total], axis=1)
+        negatives = self.shares(self.count - self.positives)
+        return np.concatenate([negatives.sums(nodes), self.fractions.sums(nodes)], axis=1)
 
-    def to_ensemble(self, cls, value: np.ndarray | None = None, source: str = "DaRE forest"):
-        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf values. With other
-        leaf ``value``s (a bound, not this forest) it has no library model: its ``eval`` is its
+    def to_ensemble(self, cls, values: LeafFractions | None = None, source: str = "DaRE forest"):
+        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf fractions. With other
+        leaf ``values`` (a bound, not this forest) it has no library model: its ``eval`` is its
         own definition."""
         leaf = self.kind == LEAF
         library = LibraryModel(
             "DaRE forest", lambda X: self.predict_proba(X)[:, 1], np.arange(self.n_features)
         )
+        fractions = self.fractions if values is None else values
         return cls(
             feature=np.where(leaf, -1, self.feature),
             threshold=np.where(leaf, np.float32(0), le_threshold_as_lt(self.threshold)),
             left=self.left,
             right=self.right,
-            value=(self.leaf_values() if value is None else value)[:, None],
+            value=fractions.values(),
             tree_offsets=self.tree_offsets,
             base_score=np.zeros(1),
             feature_names=tuple(f"f{i}" for i in range(self.n_features)),
             task="binary",
             class_threshold=0.5,
             source=source,
-            library=library if value is None else None,
+            library=library if values is None else None,
+            fractions=fractions,
         )
 
 

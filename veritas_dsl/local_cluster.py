@@ -1,0 +1,41 @@
+"""``python -m veritas_dsl.local_cluster N``: a Dask ``LocalCluster`` of N worker processes (one
+thread each) that lives until its standard input closes; :mod:`veritas_dsl.cluster` starts it
+for ``--scheduler local:N`` and reads the scheduler's address from its first line of output.
+
+It runs in a session of its own, its workers with it: a terminal's Ctrl-C reaches ``ver`` and
+not them, and ``ver`` closes the cluster. In ``ver``'s process group, every worker printed its
+own KeyboardInterrupt, and a scheduler in ``ver``'s process swallowed some Ctrl-Cs (Python
+drops an exception raised in a gc callback, and Dask's scheduler installs one). When ``ver``
+dies, even by SIGKILL, the input closes and the cluster goes with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+#: What the line that gives the scheduler's address starts with.
+ANNOUNCE = "veritas-dsl local cluster at "
+
+
+def main(argv: list[str] | None = None) -> int:
+    from distributed import LocalCluster
+
+    (workers,) = sys.argv[1:] if argv is None else argv
+    with LocalCluster(
+        n_workers=int(workers),
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        # Dask's scheduler serves HTTP even without its dashboard, on port 8787 unless told:
+        # a free port on this machine (8787 in use printed "Port 8787 is already in use").
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        print(ANNOUNCE + cluster.scheduler_address, flush=True)
+        sys.stdin.read()  # until ver closes it, or dies
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
