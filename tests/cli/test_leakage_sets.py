@@ -76,7 +76,7 @@ def test_trials_on_single_trees_give_what_whole_deletions_give(config, ids, monk
     before = forest(config)
     after = before.copy().delete(ids)
     whole = []
-    monkeypatch.setattr(trial, "_gives", lambda *a: whole.append(a) or _gives(*a))
+    monkeypatch.setattr(consistency, "_gives", lambda *a: whole.append(a) or _gives(*a))
     found = consistent_rows(before, after, ids)
     monkeypatch.undo()
     assert set(found.rows) == brute_force(before, after, ids)
