@@ -132,9 +132,12 @@ def _add_leakage(commands) -> None:
     )
     leak.add_argument("--model", help="the spec's model to report on, or to delete from")
     leak.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
-    leak.add_argument("--solver", help="engine for the two optimisations (default milp)")
+    leak.add_argument("--solver", help="engine for the two optimisations (default astar)")
     leak.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="time limit per optimisation (default 60)"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time limit of the whole report (default 60); at it, the bounds found so far",
     )
     leak.add_argument("--json", action="store_true", help="print one JSON document")
     leak.set_defaults(parser=leak)

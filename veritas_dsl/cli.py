@@ -296,14 +296,14 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
 
 def _leakage(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.leakage_targets import is_spec, targets
-    from veritas_dsl.unlearning.leakage import DEFAULT_TIMEOUT_S
+    from veritas_dsl.unlearning.leakage import DEFAULT_ENGINE, DEFAULT_TIMEOUT_S
 
     ids = args.delete or "0"
     if not ids.startswith("@") and not all(p.strip().isdigit() for p in ids.split(",")):
         args.parser.error(f"argument --delete: {ids!r} is not a list of row ids like 3,17 or @FILE")
     timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
     found = [
-        (t.model, t.base, t.leakage(args.solver or "milp", timeout))
+        (t.model, t.base, t.leakage(args.solver or DEFAULT_ENGINE, timeout))
         for t in targets(args.source, args.delete, args.model, args.trust_pickle)
     ]
     if not is_spec(args.source):
@@ -311,6 +311,11 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
     else:
         document, text = leakage_report.spec_document(found), leakage_report.render_spec(found)
     print(json.dumps(document, indent=2) if args.json else text)
+    # A bound a limit left open is an answer, as for `ver run`'s queries without `expect`.
+    extremes = [e for _, _, f in found for e in (f.minimum, f.maximum)]
+    if any(e.termination == Termination.INTERRUPTED.value for e in extremes):
+        print("interrupted: the report shows the bounds found so far", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     return ExitCode.OK
 
 

@@ -23,15 +23,17 @@ def test_json_parses_and_names_the_deleted_row(forest, capsys):
     assert main(["leakage", str(forest), "--delete", "5", "--json"]) == ExitCode.OK
     document = json.loads(capsys.readouterr().out)
     assert document["deleted"] == [5]
-    assert document["minimum"] <= 0 <= document["maximum"]
+    assert document["minimum"]["upper"] <= 0 <= document["maximum"]["lower"]
     assert document["anonymity_size"] == len(document["anonymity"])
-    assert len(document["box"]) == 3
+    assert 5 in document["anonymity"] and document["anonymity_exact"]
+    assert len(document["minimum"]["box"]) == len(document["maximum"]["box"]) == 3
 
 
 def test_table(forest, capsys):
     assert main(["leakage", str(forest), "--delete", "5,7", "--solver", "milp"]) == ExitCode.OK
     out = capsys.readouterr().out
-    assert out.startswith("deleted    5, 7\n") and "anonymity  " in out and "(milp)" in out
+    assert out.startswith("deleted    5, 7\nanonymity  at least ") and "engine milp" in out
+    assert "  minimum  " in out and "  maximum  " in out
 
 
 @pytest.mark.parametrize(

@@ -106,22 +106,22 @@ def test_the_footprint_optimum_is_the_closed_form(name, before, after, row, labe
 
 @pytest.mark.parametrize("engine", ["astar", "milp"])
 @pytest.mark.parametrize("before, after, row, label", CASES[:4] + CASES[-2:])
-def test_leakage_reports_the_closed_form_box_and_its_anonymity_set(
-    engine, before, after, row, label
-):
+def test_leakage_reports_the_closed_form_box_and_the_rows_in_it(engine, before, after, row, label):
     found = leakage(before, after, engine=engine)
     leaves, _, expected = closed_form(before, after, row)
     extreme = found.minimum if label == 1 else found.maximum
-    assert found.direction == ("min" if label == 1 else "max")
-    assert math.isclose(extreme, expected, rel_tol=0, abs_tol=1e-12)
+    assert extreme.proven
+    assert math.isclose(extreme.lower, expected, rel_tol=0, abs_tol=1e-12)
+    assert math.isclose(extreme.upper, expected, rel_tol=0, abs_tol=1e-12)
     assert found.changed_trees == 2 * before.n_trees  # every tree changed its deleted row's leaf
     (deleted,) = found.deleted
+    assert deleted in found.anonymity and found.anonymity_exact
+    # The informative extreme's box is exactly where the rows reach the deleted row's leaves.
     X, _ = before.training_rows()
-    assert deleted in found.anonymity
-    # The anonymity set is exactly the rows that reach the deleted row's leaf in every tree.
     same = np.all(before.view().leaves(X) == leaves, axis=1)
-    assert found.anonymity == tuple(before.remaining()[same].tolist())
-    low, high = np.array(found.box).T
+    assert extreme.rows == tuple(before.remaining()[same].tolist())
+    assert extreme.deleted == (deleted,)
+    low, high = np.array(extreme.box).T
     assert np.all((low <= row.astype(np.float32)) & (row.astype(np.float32) < high))
 
 
@@ -131,9 +131,9 @@ def test_leakage_with_and_without_cancelling_agrees():
     for row in range(6):
         after = copy.deepcopy(before).delete([row])
         fast, slow = leakage(before, after), leakage(before, after, cancel=False)
-        assert (fast.minimum, fast.maximum) == pytest.approx(
-            (slow.minimum, slow.maximum), abs=1e-12
-        )
+        for a, b in ((fast.minimum, slow.minimum), (fast.maximum, slow.maximum)):
+            assert a.proven and b.proven
+            assert (a.lower, a.upper) == pytest.approx((b.lower, b.upper), abs=1e-12)
         assert fast.changed_trees == slow.changed_trees <= 2 * before.n_trees
 
 

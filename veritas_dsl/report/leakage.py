@@ -1,4 +1,5 @@
-"""The table `ver leakage` prints: the footprint's extremes, the box and its anonymity set."""
+"""The table `ver leakage` prints: the anonymity set, then both extremes of the footprint with
+their boxes and the training rows (deleted ones among them) each box holds."""
 
 from __future__ import annotations
 
@@ -6,31 +7,98 @@ import math
 
 from veritas_dsl.report.table import float32_text
 from veritas_dsl.unlearning import Leakage
+from veritas_dsl.unlearning.leakage import Extreme
 
-#: Ids of the anonymity set shown before "... (n more)".
+#: Ids of a set shown before "... (n more)".
 SHOWN = 20
 
 
 def render(found: Leakage) -> str:
-    """``found`` as text: one line per fact, then the box's bounded features."""
-    extreme = found.minimum if found.direction == "min" else found.maximum
-    ids = ", ".join(map(str, found.anonymity[:SHOWN]))
-    if len(found.anonymity) > SHOWN:
-        ids += f", ... ({len(found.anonymity) - SHOWN} more)"
-    lines = [
-        f"deleted    {', '.join(map(str, found.deleted))}",
-        f"footprint  after - before in [{found.minimum:.6g}, {found.maximum:.6g}] ({found.engine})",
-        f"extreme    {found.direction} {extreme:.6g}, over {found.changed_trees} changed trees",
-        f"anonymity  {len(found.anonymity)} training rows in the box: {ids or 'none'}",
-    ]
-    names = found.features or tuple(f"f{f}" for f in range(len(found.box)))
-    width = max(8, *map(len, names))
-    lines.append(f"  {'feature':<{width}}  {'low <=':>14}  {'< high':>14}")
-    for name, (low, high) in zip(names, found.box, strict=True):
-        if not (math.isinf(low) and math.isinf(high)):
-            bounds = f"{float32_text(low):>14}  {float32_text(high):>14}"
-            lines.append(f"  {name:<{width}}  {bounds}")
+    """``found`` as text: one line per fact, then the boxes' bounded features."""
+    lines = [f"deleted    {_ids(found.deleted)}", *_anonymity(found)]
+    lines.append(
+        f"footprint  after - before over {found.changed_trees} changed trees (of before and "
+        f"after; the rest cancel), engine {found.engine}"
+    )
+    lines.append(f"  minimum  {_extreme(found.minimum)}")
+    lines.append(f"  maximum  {_extreme(found.maximum)}")
+    lines.extend(_boxes(found))
     return "\n".join(lines)
+
+
+def _anonymity(found: Leakage) -> list[str]:
+    size, ids = len(found.anonymity), _ids(found.anonymity)
+    if not found.reproduced:
+        return [
+            f"anonymity  unknown: deleting {_ids(found.deleted)} from before does not give after "
+            "(made with another random state, or rows were added)"
+        ]
+    if found.anonymity_exact:
+        lines = [f"anonymity  exactly {size} rows, those whose deletion gives after: {ids}"]
+    else:
+        how = (
+            f"tried {found.tried} of {found.candidates} rows"
+            if found.tried < found.candidates
+            else "each in a deletion differing from this one in one row"
+        )
+        lines = [f"anonymity  at least {size} rows consistent with the change ({how}): {ids}"]
+    if found.unchanged:
+        lines.append(
+            "reveals    no change: no tree changed, before and after are one; the deleted rows "
+            "hide among the rows whose deletion changes no tree"
+        )
+    elif found.identified:
+        lines.append(
+            "reveals    everything: no other row is consistent with the change, "
+            "so comparing before and after identifies the deleted row"
+        )
+    return lines
+
+
+def _extreme(extreme: Extreme) -> str:
+    if extreme.proven:
+        text = f"{extreme.upper:.6g} (proven)"
+    else:
+        best = "no input found" if extreme.value is None else f"best found {extreme.value:.6g}"
+        text = (
+            f"in [{extreme.lower:.6g}, {extreme.upper:.6g}] "
+            f"(not proven: {extreme.termination}; {best})"
+        )
+    if extreme.box is None:
+        return text
+    return (
+        f"{text}; its box holds {len(extreme.rows)} training rows, "
+        f"deleted: {_ids(extreme.deleted) or 'none'}"
+    )
+
+
+def _boxes(found: Leakage) -> list[str]:
+    """The features either box bounds, the minimum's box then the maximum's."""
+    boxes = [e.box for e in (found.minimum, found.maximum)]
+    if all(box is None for box in boxes):
+        return []
+    n = len(next(box for box in boxes if box is not None))
+    names = found.features or tuple(f"f{f}" for f in range(n))
+    width = max(8, *map(len, names))
+    whole = ((-math.inf, math.inf),) * n
+    boxes = [box or whole for box in boxes]
+    lines = [
+        f"  {'feature':<{width}}  {'min: low <=':>14}  {'< high':>14}  "
+        f"{'max: low <=':>14}  {'< high':>14}"
+    ]
+    for f, name in enumerate(names):
+        ends = [end for box in boxes for end in box[f]]
+        if all(math.isinf(end) for end in ends):
+            continue
+        lines.append(f"  {name:<{width}}  " + "  ".join(f"{float32_text(e):>14}" for e in ends))
+    return lines
+
+
+def _ids(ids) -> str:
+    text = ", ".join(map(str, ids[:SHOWN]))
+    if len(ids) > SHOWN:
+        text += f", ... ({len(ids) - SHOWN} more)"
+    return text
 
 
 def render_spec(entries: list[tuple[str | None, str, Leakage]]) -> str:

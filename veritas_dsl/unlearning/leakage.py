@@ -1,24 +1,28 @@
 """What comparing a forest before and after a deletion reveals about the deleted rows.
 
-An attacker who can evaluate both models computes the footprint ``after(x) - before(x)`` and
-looks where it is extreme: for a deleted row that changed no split, every tree changed only at the
-leaf that row reached, so the extreme lies exactly in the intersection of those leaves' boxes
-(``docs/unlearning.md``, "leakage"). :func:`leakage` answers both extremes exactly, with an engine,
-and reports the box of the more extreme one and the training rows inside it, the anonymity set:
-the rows the attacker cannot tell apart from the deleted one.
+Two facts, kept apart (``docs/unlearning.md``, "leakage"):
 
-It takes forests, not ensembles: the anonymity set is made of the training rows, which only the
-forest holds (an :class:`Ensemble` knows its trees, not its data).
+- the **anonymity set**: the training rows whose deletion is consistent with the change, those
+  an observer of both models cannot rule out (:mod:`veritas_dsl.model.dare.consistency`, by trial
+  deletions on copies; no engine). It always holds the deleted rows;
+- the **footprint** ``after(x) - before(x)``: both extremes, each with bounds from an engine
+  (proven, or what it had at its limit), the best input found, the box of leaves around it where
+  the footprint takes the same value, and which training rows (deleted ones among them) lie in
+  that box. The box says where the models' answers moved, not where a deleted row lies.
+
+It takes forests, not ensembles: both facts are about training rows, which only the forest holds.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from veritas_dsl.errors import UserError
+from veritas_dsl.ir.bounds import term_extreme
 from veritas_dsl.ir.query import (
     Feature,
     Maximize,
@@ -30,19 +34,78 @@ from veritas_dsl.ir.query import (
 )
 from veritas_dsl.ir.reductions import CancelTrees
 from veritas_dsl.model.dare import DareForest
+from veritas_dsl.model.dare.consistency import consistent_rows
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
-from veritas_dsl.result import Result
+from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.solve import check, solve
 from veritas_dsl.validate import validate_witness
 
-#: The time limit of each of the two optimisations, unless told otherwise.
+#: The time limit of the whole report (trial deletions and both optimisations), unless told.
 DEFAULT_TIMEOUT_S = 60.0
+
+#: The engine of the two optimisations, unless told: A*'s bounds close faster on forests where
+#: a deletion changed many trees (``docs/unlearning.md``, "leakage", measured).
+DEFAULT_ENGINE = "astar"
 
 
 class LeakageError(UserError):
-    """The two forests cannot be compared, or the engine could not prove an extreme."""
+    """The two forests cannot be compared, or the engine failed."""
+
+
+@dataclass(frozen=True)
+class Extreme:
+    """One extreme (the minimum or the maximum) of the footprint ``after(x) - before(x)``.
+
+    Attributes
+    ----------
+    lower, upper : float
+        Bounds on the extreme: ``lower <= extreme <= upper``, equal when proven.
+    termination : str
+        Why the engine stopped (``"optimal"``: proven; ``"time_limit"``, ...: the bounds it had).
+    point : tuple of float, or None
+        The best input the engine found (None if it found none), validated on both forests'
+        own ``predict_proba``; ``value`` is the footprint there (the extreme when proven).
+    box : tuple of (low, high), or None
+        Per feature, ``low <= x < high`` (float32; infinite when unconstrained): the leaves that
+        ``point`` reaches in the trees that changed (the others cancel). The footprint takes
+        ``value`` on all of it (the extreme may be reached in other boxes too, not listed).
+    rows : tuple of int
+        Ids of ``before``'s training rows inside ``box`` (the deleted ones included).
+    deleted : tuple of int
+        The deleted rows among ``rows``.
+    """
+
+    lower: float
+    upper: float
+    termination: str
+    point: tuple[float, ...] | None = None
+    value: float | None = None
+    box: tuple[tuple[float, float], ...] | None = None
+    rows: tuple[int, ...] = ()
+    deleted: tuple[int, ...] = ()
+
+    @property
+    def proven(self) -> bool:
+        return self.termination == Termination.OPTIMAL.value
+
+    def to_dict(self) -> dict:
+        def end(v: float) -> float | None:
+            return None if math.isinf(v) else v
+
+        return {
+            "lower": self.lower,
+            "upper": self.upper,
+            "proven": self.proven,
+            "termination": self.termination,
+            "point": None if self.point is None else list(self.point),
+            "value": self.value,
+            "box": None if self.box is None else [[end(lo), end(hi)] for lo, hi in self.box],
+            "rows": list(self.rows),
+            "rows_size": len(self.rows),
+            "deleted": list(self.deleted),
+        }
 
 
 @dataclass(frozen=True)
@@ -51,55 +114,65 @@ class Leakage:
 
     Attributes
     ----------
-    minimum, maximum : float
-        The exact extremes of ``after(x) - before(x)`` over every input.
-    direction : {"min", "max"}
-        The extreme of larger magnitude (``"min"`` on a tie), whose box is reported. Deleting a
-        positive row lowers the leaves it was in, a negative one raises them.
-    box : tuple of (low, high)
-        Per feature, ``low <= x < high`` (float32; infinite when unconstrained): the leaves of
-        the trees that changed (the others cancel) that the engine's optimal point reaches.
-        The footprint equals the extreme on the whole box; the set where it is extreme may hold
-        other such boxes, which are not enumerated.
-    anonymity : tuple of int
-        Ids of ``before``'s training rows inside ``box``, the deleted ones included.
     deleted : tuple of int
         Ids ``before`` holds and ``after`` no longer does.
-    point : tuple of float
-        The optimal input the engine found (inside ``box``).
+    anonymity : tuple of int
+        ``before``'s rows found consistent with the change: each has a deletion of
+        ``len(deleted)`` rows, itself among them, that gives ``after`` from ``before`` (with the
+        random state ``before`` records). Always holds ``deleted`` (when ``reproduced``).
+    anonymity_exact : bool
+        ``anonymity`` is every consistent row (one row deleted, every row tried); otherwise it
+        is a subset of them: rows outside it are not ruled out.
+    reproduced : bool
+        Deleting ``deleted`` from ``before`` gives ``after``. When not (another random state,
+        rows added), nothing is known of the set and ``anonymity`` is empty.
+    tried, candidates : int
+        Remaining rows (the deleted aside) tried before the time limit, of all of them.
+    minimum, maximum : Extreme
+        The footprint's extremes over the inputs asked (every input by default).
     changed_trees : int
         Trees of the two forests that do not cancel: those a deletion changed, on both sides.
     engine : str
     features : tuple of str
-        The features' names, in the order of ``box`` and ``point``.
+        The features' names, in the order of every box and point.
     """
 
-    minimum: float
-    maximum: float
-    direction: str
-    box: tuple[tuple[float, float], ...]
-    anonymity: tuple[int, ...]
     deleted: tuple[int, ...]
-    point: tuple[float, ...]
+    anonymity: tuple[int, ...]
+    anonymity_exact: bool
+    reproduced: bool
+    tried: int
+    candidates: int
+    minimum: Extreme
+    maximum: Extreme
     changed_trees: int
     engine: str
     features: tuple[str, ...] = ()
 
+    @property
+    def unchanged(self) -> bool:
+        """No tree changed: the two models are one, and comparing them shows nothing."""
+        return self.changed_trees == 0
+
+    @property
+    def identified(self) -> bool:
+        """The change tells exactly which rows were deleted: no other row is consistent."""
+        return self.anonymity_exact and set(self.anonymity) == set(self.deleted)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict (infinite box ends as ``null``)."""
-
-        def end(v: float) -> float | None:
-            return None if math.isinf(v) else v
-
         return {
-            "minimum": self.minimum,
-            "maximum": self.maximum,
-            "direction": self.direction,
-            "box": [[end(lo), end(hi)] for lo, hi in self.box],
+            "deleted": list(self.deleted),
             "anonymity": list(self.anonymity),
             "anonymity_size": len(self.anonymity),
-            "deleted": list(self.deleted),
-            "point": list(self.point),
+            "anonymity_exact": self.anonymity_exact,
+            "reproduced": self.reproduced,
+            "tried": self.tried,
+            "candidates": self.candidates,
+            "unchanged": self.unchanged,
+            "identified": self.identified,
+            "minimum": self.minimum.to_dict(),
+            "maximum": self.maximum.to_dict(),
             "changed_trees": self.changed_trees,
             "engine": self.engine,
             "features": list(self.features),
@@ -142,53 +215,94 @@ def leakage(
     before: DareForest,
     after: DareForest,
     *,
-    engine: str = "milp",
+    engine: str = DEFAULT_ENGINE,
     timeout_s: float | None = DEFAULT_TIMEOUT_S,
     cancel: bool = True,
     features: tuple[Feature, ...] | None = None,
     groups: tuple[tuple[int, ...], ...] = (),
 ) -> Leakage:
-    """The exact extremes of ``after(x) - before(x)``, the box of the larger one and its
-    anonymity set (see :class:`Leakage`). ``after`` is ``before`` after deletions (the same
-    training rows, fewer of them remaining). ``cancel=False`` hands the engine both whole
-    forests (for comparison: the answer is the same).
+    """The anonymity set and both extremes of ``after(x) - before(x)`` (see :class:`Leakage`).
+    ``after`` is ``before`` after deletions (the same training rows, fewer of them remaining).
 
-    ``features`` (one per feature of the forests, in order) name the box's features and bound
-    the inputs the extremes are taken over by their domains, and ``groups`` (tuples of feature
-    indices) by one-hot rules; default: the forests' names, every input. The box is still a box
-    of leaves, where the footprint equals the extreme, whether or not the domains cut it.
+    ``timeout_s`` bounds the whole: the trial deletions take at most a third of it, then each
+    optimisation half of what is left. At the limit the answer holds what was found: rows
+    tried so far, the engines' bounds and best points (``Extreme.proven`` says which).
+    ``cancel=False`` hands the engine both whole forests (for comparison: the answer is the
+    same). ``features`` (one per feature of the forests, in order) name the features and bound
+    the inputs by their domains, and ``groups`` (tuples of feature indices) by one-hot rules;
+    default: the forests' names, every input.
 
     Raises :class:`LeakageError` when the forests are not before and after of one another, or
-    the engine stops before proving an extreme (a time limit: give it more, or another engine).
+    the engine fails (an error, not a limit).
     """
+    start = time.monotonic()
     deleted = _deleted(before, after)
     models = before.to_ensemble(), after.to_ensemble()
     names = list(models[0].feature_names)
     if features is not None and [f.name for f in features] != names:
         raise LeakageError(f"features are the forests' {', '.join(names)}, in that order")
+    if engine not in registry.ENGINES or not registry.get(engine).available():
+        raise LeakageError(f"engine {engine} is not available here")
+    found = consistent_rows(before, after, deleted, _at(start, timeout_s, 1 / 3))
     queries = [footprint_query(*models, goal, features, groups) for goal in (Minimize, Maximize)]
-    results = [_solve(query, engine, timeout_s, cancel) for query in queries]
-    low, high = results[0].lower, results[1].upper
-    direction = "min" if abs(low) >= abs(high) else "max"
-    query, result = (queries[0], results[0]) if direction == "min" else (queries[1], results[1])
-    point = as_inputs(result.witnesses[0].inputs["x"], before.n_features)[0]
-    reduced, _ = CancelTrees().apply(query)
+    reduced, _ = CancelTrees().apply(queries[0])
     changed = [m for m in reduced.models.values() if not _zero_leaf(m)]
-    box = leaf_box(changed, point, before.n_features)
     X, _ = before.training_rows()
-    lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
-    inside = np.all((lo <= X) & (hi > X), axis=1)
+    extremes = []
+    for share, query in zip((1 / 2, 1.0), queries, strict=True):
+        if extremes and extremes[0].termination == Termination.INTERRUPTED.value:
+            term = query.goal.term  # Ctrl-C stopped the first: the second does not start
+            bounds = term_extreme(query, term, up=False), term_extreme(query, term, up=True)
+            extremes.append(Extreme(*bounds, Termination.INTERRUPTED.value))
+            continue
+        limit = _at(start, timeout_s, share, since=time.monotonic())
+        result = _solve(query, engine, limit, cancel)
+        extremes.append(_extreme(query, result, changed, X, before, deleted))
     return Leakage(
-        minimum=low + 0.0,  # not -0.0
-        maximum=high,
-        direction=direction,
-        box=box,
-        anonymity=tuple(int(i) for i in before.remaining()[inside]),
         deleted=deleted,
-        point=tuple(float(v) for v in point),
+        anonymity=found.rows,
+        anonymity_exact=found.exact,
+        reproduced=found.reproduced,
+        tried=found.tried,
+        candidates=found.candidates,
+        minimum=extremes[0],
+        maximum=extremes[1],
         changed_trees=sum(m.n_trees for m in changed),
         engine=engine,
-        features=tuple(f.name for f in query.features),
+        features=tuple(f.name for f in queries[0].features),
+    )
+
+
+def _at(start: float, timeout_s: float | None, share: float, since: float | None = None):
+    """A deadline (``since`` None) or a time limit in seconds (from ``since``): ``share`` of
+    what is left of ``timeout_s`` after ``start``; None without a limit."""
+    if timeout_s is None:
+        return None
+    if since is None:
+        return start + share * timeout_s
+    return max(1e-3, share * (start + timeout_s - since))
+
+
+def _extreme(query, result, changed, X, before, deleted) -> Extreme:
+    """An :class:`Extreme` of ``result`` (validated), with its box and the rows in it."""
+    termination = result.termination.value
+    if not result.witnesses:
+        return Extreme(result.lower + 0.0, result.upper + 0.0, termination)
+    point = as_inputs(result.witnesses[0].inputs["x"], before.n_features)[0]
+    box = leaf_box(changed, point, before.n_features)
+    lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
+    inside = before.remaining()[np.all((lo <= X) & (hi > X), axis=1)]
+    models = query.models
+    value = float(models["after"].eval(point[None])[0] - models["before"].eval(point[None])[0])
+    return Extreme(
+        lower=result.lower + 0.0,  # not -0.0
+        upper=result.upper + 0.0,
+        termination=termination,
+        point=tuple(float(v) for v in point),
+        value=value + 0.0,
+        box=box,
+        rows=tuple(int(i) for i in inside),
+        deleted=tuple(int(i) for i in inside if int(i) in deleted),
     )
 
 
@@ -211,21 +325,29 @@ def _deleted(before: DareForest, after: DareForest) -> tuple[int, ...]:
     return tuple(int(i) for i in np.setdiff1d(ids_b, ids_a))
 
 
+#: Terminations that are a limit: the Result's bounds and witnesses stand, unproven.
+_LIMITS = (
+    Termination.TIME_LIMIT,
+    Termination.STEP_LIMIT,
+    Termination.MEMORY_LIMIT,
+    Termination.INTERRUPTED,
+)
+
+
 def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Result:
     engine = registry.get(name)
-    if not engine.available():
-        raise LeakageError(f"engine {name} is not available here")
     limits = Limits(timeout_s=timeout_s)
     if cancel:
         result = solve(engine, query, limits)
     else:  # the whole forests, without the shared reductions: for comparison only
         check(engine, query, limits)
         result = engine.solve(query, limits)
-    if not result.exact or not result.witnesses:
+    if not (result.exact and result.witnesses) and result.termination not in _LIMITS:
+        what = "minimum" if isinstance(query.goal, Minimize) else "maximum"
+        detail = f": {result.message}" if result.message else ""
         raise LeakageError(
-            f"engine {name} stopped ({result.termination.value}) before proving the "
-            f"{'minimum' if isinstance(query.goal, Minimize) else 'maximum'} of the footprint; "
-            "give it more time or try another engine"
+            f"engine {name} stopped ({result.termination.value}) on the {what} of the "
+            f"footprint{detail}"
         )
     for witness in result.witnesses:
         validate_witness(query, witness)
