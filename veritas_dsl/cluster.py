@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from veritas_dsl.errors import UserError
-from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.local_cluster import ANNOUNCE
 from veritas_dsl.parallel import Pool, sigint_deferred, sigint_held
 from veritas_dsl.run import RunOptions, run_lowered

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.outcome import Interrupted, goal_kind
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.run import EngineDisagreement, cross_check, solve

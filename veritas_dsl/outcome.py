@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, Span
+from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.ir.query import (
     Find,
     Maximize,
@@ -20,7 +21,6 @@ from veritas_dsl.ir.query import (
     MinimizeMax,
     Prove,
 )
-from veritas_dsl.lang.lower import Lowered
 from veritas_dsl.result import Result, Termination
 
 

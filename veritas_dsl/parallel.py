@@ -30,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.lang.lower import Lowered
+from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.outcome import Check, Interrupted, QueryRun
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered
@@ -249,10 +249,10 @@ def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
 def _local_spans(lowered: Lowered, checks: list[Check]) -> list[Check]:
     """Checks located in this process's spec (a worker may name the file by another path):
     a property's check is at the query, an expectation's at the expectation."""
-    if lowered.source.is_property:
-        spans = [lowered.source.span]
+    if lowered.origin.is_property:
+        spans = [lowered.origin.span]
     else:
-        spans = [e.span for e, _ in lowered.expectations]
+        spans = [e.span for e in lowered.expectations]
     if len(spans) != len(checks):
         return checks
     return [dataclasses.replace(c, span=s) for c, s in zip(checks, spans, strict=True)]

@@ -18,11 +18,10 @@ from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.logic import compare
+from veritas_dsl.ir.lowered import EngineChoice, Expectation, Lowered, Origin
 from veritas_dsl.ir.query import (
     Prove,
 )
-from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.lower import Lowered
 from veritas_dsl.outcome import NOT_RUN, Check, QueryRun, Verdict
 from veritas_dsl.result import Result, Solution, Termination
 from veritas_dsl.solvers import registry
@@ -63,16 +62,16 @@ def default_engines(lowered: Lowered) -> list[str]:
 
 def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Limits]]:
     """The engines to run ``lowered`` on, with their limits; a clear error when none can."""
-    checked = lowered.source
+    origin = lowered.origin
     timeout = options.timeout_s if options.timeout_s is not None else DEFAULT_TIMEOUT_S
     query = lowered.query
     if options.solver:
-        choices = [t.EngineChoice(options.solver, None, None, None, checked.span)]
-    elif checked.engines:
-        choices = list(checked.engines)
+        choices = [EngineChoice(options.solver, None, None, None, origin.span)]
+    elif origin.engines:
+        choices = list(origin.engines)
     else:
         names = default_engines(lowered) or [DEFAULT_ENGINES[-1]]
-        choices = [t.EngineChoice(names[0], None, None, None, checked.span)]
+        choices = [EngineChoice(names[0], None, None, None, origin.span)]
     chosen = []
     for choice in choices:
         try:
@@ -175,7 +174,7 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
             raise  # an engine named in the spec that lacks a construct is a spec error
         chosen = []
         run.results.append(_unsupported(lowered, options.solver, error.diagnostics[0].message))
-    if chosen and not options.solver and not lowered.source.engines:
+    if chosen and not options.solver and not lowered.origin.engines:
         name, limits = chosen[0]
         run.results.append(_solve_with_fallback(lowered, name, limits, options.progress))
     else:
@@ -299,27 +298,27 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def judge(lowered: Lowered, result: Result) -> list[Check]:
     """The verdicts of a query's expectations (or, for a property, of the property)."""
-    checked = lowered.source
-    if checked.is_property:
-        return [_property_check(checked, result)]
-    return [_expectation_check(e, value, result) for e, value in lowered.expectations]
+    if lowered.origin.is_property:
+        return [_property_check(lowered.origin, result)]
+    return [_expectation_check(e, result) for e in lowered.expectations]
 
 
-def _property_check(checked: t.CheckedQuery, result: Result) -> Check:
-    text = f"property {checked.name}"
+def _property_check(origin: Origin, result: Result) -> Check:
+    text = f"property {origin.name}"
     if result.termination is Termination.INFEASIBLE:
-        return Check(text, Verdict.HOLDS, "no counterexample exists", checked.span)
+        return Check(text, Verdict.HOLDS, "no counterexample exists", origin.span)
     if result.solution is Solution.OPTIMAL and result.witnesses:  # even one found at a limit
-        return Check(text, Verdict.FAILED, "counterexample found", checked.span)
+        return Check(text, Verdict.FAILED, "counterexample found", origin.span)
     return Check(
         text,
         Verdict.UNDECIDED,
         f"unknown: the engine stopped ({result.termination.value})",
-        checked.span,
+        origin.span,
     )
 
 
-def _expectation_check(e: t.Expectation, value: float | None, result: Result) -> Check:
+def _expectation_check(e: Expectation, result: Result) -> Check:
+    value = e.bound
     if e.subject in ("found", "none"):
         found = result.solution is Solution.OPTIMAL and bool(result.witnesses)
         text = f"expect {e.subject}"

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, Sources, Span, SpecError
 from veritas_dsl.inputs import read_bytes
+from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.lang import ast, typed
 from veritas_dsl.lang.check import check
-from veritas_dsl.lang.lower import Lowered, lower
+from veritas_dsl.lang.lower import lower, origin
 from veritas_dsl.lang.parser import parse_text
 from veritas_dsl.outcome import FileOutcome, Interrupted, QueryRun
 from veritas_dsl.parallel import run_all
@@ -76,7 +77,7 @@ class Spec:
         return (
             list(self.checked.warnings)
             + vacuity.warnings(lowered)
-            + vacuity.empty_filters(self._selected(checks_only), lowered)
+            + vacuity.empty_filters(map(origin, self._selected(checks_only)), lowered)
         )
 
     def run(
@@ -141,7 +142,7 @@ class Spec:
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
         """The batch row a run was made for, by feature name (None outside batches)."""
-        batch = run.lowered.source.batch
+        batch = run.lowered.origin.batch
         if batch is None:
             return None
         row = self.checked.row(batch.data, run.lowered.row)
@@ -226,7 +227,7 @@ def lowered_and_digest(
 
 
 def _without(lowered, skip) -> list[Lowered]:
-    return [item for item in lowered if (item.source.name, item.row) not in skip]
+    return [item for item in lowered if (item.origin.name, item.row) not in skip]
 
 
 def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:

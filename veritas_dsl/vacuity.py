@@ -23,9 +23,8 @@ from dataclasses import replace
 
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span
 from veritas_dsl.ir.empty import Conflict, Emptiness, emptiness
+from veritas_dsl.ir.lowered import Lowered, Origin
 from veritas_dsl.ir.query import Constraint, Find, OutputConstraint, Query, VoteMargin, walk
-from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.lower import Lowered
 
 #: A conjunction of conditions no input satisfies.
 EMPTY_CONDITIONS = "V601"
@@ -42,7 +41,7 @@ _ROWS_NAMED = 5
 def premise(lowered: Lowered) -> tuple[Constraint, ...]:
     """The constraints a check of ``lowered`` is about (see the module docstring)."""
     constraints = lowered.query.constraints
-    if lowered.source.is_property:
+    if lowered.origin.is_property:
         return constraints
     return tuple(c for c in constraints if not _reads_models(c))
 
@@ -65,7 +64,7 @@ def static_premise(lowered: Lowered) -> Emptiness:
 
 def premise_words(lowered: Lowered) -> str:
     """``the premise`` of a property, ``the query's input conditions`` otherwise."""
-    return "the premise" if lowered.source.is_property else "the query's input conditions"
+    return "the premise" if lowered.origin.is_property else "the query's input conditions"
 
 
 def warnings(lowered: Iterable[Lowered]) -> list[Diagnostic]:
@@ -74,29 +73,27 @@ def warnings(lowered: Iterable[Lowered]) -> list[Diagnostic]:
     found: dict[tuple, tuple[Diagnostic, list[Lowered]]] = {}
     rows: dict[int, int] = {}  # rows lowered per query: those its row filter kept
     for item in lowered:
-        rows[id(item.source)] = rows.get(id(item.source), 0) + 1
+        rows[item.origin] = rows.get(item.origin, 0) + 1
         q = item.query
         for conflict in emptiness(q.features, q.instances, q.constraints).conflicts:
             diagnostic = _diagnostic(item, conflict)
-            key = (id(item.source), diagnostic.code, diagnostic.span)
+            key = (item.origin, diagnostic.code, diagnostic.span)
             found.setdefault(key, (diagnostic, []))[1].append(item)
     return [
-        _for_rows(diagnostic, items, rows[id(items[0].source)])
+        _for_rows(diagnostic, items, rows[items[0].origin])
         for diagnostic, items in found.values()
     ]
 
 
-def empty_filters(
-    queries: Iterable[t.CheckedQuery], lowered: Iterable[Lowered]
-) -> list[Diagnostic]:
-    """A warning per query of ``queries`` whose row filter kept none of its batch's rows
-    (``lowered`` holds the queries' lowered rows): it runs nothing, and a property over no row
-    proves nothing."""
-    ran = {id(item.source) for item in lowered}
+def empty_filters(origins: Iterable[Origin], lowered: Iterable[Lowered]) -> list[Diagnostic]:
+    """A warning per query (of those ``origins`` name) whose row filter kept none of its batch's
+    rows (``lowered`` holds the queries' lowered rows): it runs nothing, and a property over no
+    row proves nothing."""
+    ran = {item.origin for item in lowered}
     found = []
-    for query in queries:
+    for query in origins:
         batch = query.batch
-        if batch is None or batch.filter is None or id(query) in ran:
+        if batch is None or batch.filter_span is None or query in ran:
             continue
         kind = "property" if query.is_property else "query"
         rows = f"{batch.data}[{batch.start}:{batch.stop}]"
@@ -116,14 +113,14 @@ def empty_filters(
 
 
 def _diagnostic(item: Lowered, conflict: Conflict) -> Diagnostic:
-    source = item.source
+    source = item.origin
     kind = "property" if source.is_property else "query"
     others = _spans(item, conflict.constraints)
     if conflict.disjunction is None:
         primary, others = _primary(others, source.span)
         if source.is_property:
             consequence = "a property whose premise is empty proves nothing: it is `vacuous`"
-        elif source.expectations:
+        elif item.expectations:
             consequence = "its expectations are about no input: they are `vacuous`"
         else:
             consequence = "every engine answers `infeasible`, whatever the models"
@@ -173,7 +170,7 @@ def _primary(spans: list[Span], fallback: Span) -> tuple[Span, list[Span]]:
 def _for_rows(diagnostic: Diagnostic, items: list[Lowered], kept: int) -> Diagnostic:
     """The warning of the rows ``items`` of a batch, which share its span; ``kept`` rows of the
     batch were lowered (all, unless a row filter dropped some)."""
-    batch = items[0].source.batch
+    batch = items[0].origin.batch
     if batch is None:
         return diagnostic
     rows = [f"{batch.data}[{item.row}]" for item in items]

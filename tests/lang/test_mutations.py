@@ -223,5 +223,5 @@ def test_extreme_numbers_give_a_located_error_or_a_finite_query(mutant):
         query = item.query
         for number, owner, field in _numbers((query.features, query.constraints, query.goal)):
             assert math.isfinite(number) or (owner, field) in INFINITE_OK, (owner, field, number)
-        for _, bound in item.expectations:
-            assert bound is None or math.isfinite(bound), bound
+        for expectation in item.expectations:
+            assert expectation.bound is None or math.isfinite(expectation.bound), expectation

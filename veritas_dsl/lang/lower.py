@@ -9,8 +9,6 @@ nothing but mathematics.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -28,6 +26,7 @@ from veritas_dsl.ir.evaluate import (
     vote_counts,
 )
 from veritas_dsl.ir.logic import MIRRORED, NEGATED, compare, drop_infinite, negate
+from veritas_dsl.ir.lowered import Expectation, Lowered, Origin, Rows
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -64,35 +63,34 @@ from veritas_dsl.lang import typed as t
 FALSE = AnyOf(())
 
 
-@dataclass(frozen=True)
-class Lowered:
-    """One IR query with what it came from: the checked query, the batch row, the bound
-    expectations (``(expectation, number)``; the number is None for found/none), and where each
-    constraint came from (``spans``: a constraint, or an alternative of an :class:`AnyOf`, to
-    the conditions it was written in, for located messages about it)."""
-
-    query: Query
-    source: t.CheckedQuery
-    row: int | None
-    expectations: tuple[tuple[t.Expectation, float | None], ...]
-    spans: Mapping[object, tuple[Span, ...]] = field(default_factory=dict, compare=False)
-
-
 def lower(spec: t.CheckedSpec, checked: t.CheckedQuery) -> list[Lowered]:
     """The IR queries of ``checked``: one, or one per row of its batch that its filter keeps."""
+    where = origin(checked)
     if checked.batch is None:
-        return [_Lowering(spec, checked, None).run()]
+        return [_Lowering(spec, checked, where, None).run()]
     return [
-        _Lowering(spec, checked, index).run()
+        _Lowering(spec, checked, where, index).run()
         for index in range(checked.batch.start, checked.batch.stop)
-        if _Lowering(spec, checked, index).keeps()
+        if _Lowering(spec, checked, where, index).keeps()
     ]
 
 
+def origin(checked: t.CheckedQuery) -> Origin:
+    """Where ``checked`` came from, as the running layer and the reports see it."""
+    batch = checked.batch
+    rows = None
+    if batch is not None:
+        rows = Rows(batch.name, batch.data, batch.start, batch.stop, batch.filter_span)
+    return Origin(checked.name, checked.is_property, checked.span, rows, checked.engines)
+
+
 class _Lowering:
-    def __init__(self, spec: t.CheckedSpec, checked: t.CheckedQuery, row: int | None) -> None:
+    def __init__(
+        self, spec: t.CheckedSpec, checked: t.CheckedQuery, where: Origin, row: int | None
+    ) -> None:
         self.spec = spec
         self.checked = checked
+        self.origin = where
         self.row = row
         self.data = checked.batch.data if checked.batch else None
         self.spans: dict[object, tuple[Span, ...]] = {}
@@ -114,10 +112,16 @@ class _Lowering:
             name, self.spec.features, checked.instances, self.spec.models, constraints, goal
         )
         expectations = tuple(
-            (e, None if e.value is None else self.constant(e.value, e.span))
+            Expectation(
+                e.subject,
+                e.op,
+                None if e.value is None else self.constant(e.value, e.span),
+                e.text,
+                e.span,
+            )
             for e in checked.expectations
         )
-        return Lowered(query, checked, self.row, expectations, self.spans)
+        return Lowered(query, self.origin, self.row, expectations, self.spans)
 
     def keeps(self) -> bool:
         """Whether the batch's filter holds on this row: lowered with the row as an instance

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span
+from veritas_dsl.ir.lowered import EngineChoice
 from veritas_dsl.ir.query import Feature, Row
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
@@ -293,15 +294,6 @@ class Expectation:
     op: str | None
     value: Lin | None
     text: str
-    span: Span
-
-
-@dataclass(frozen=True)
-class EngineChoice:
-    name: str
-    timeout_s: float | None
-    max_steps: int | None
-    max_memory_bytes: int | None
     span: Span
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +72,8 @@ class Ensemble:
     source : str
         Where the model came from, for messages (library, objective, path).
     library : LibraryModel or None
-        The original model, used to validate witnesses; None after :meth:`load`.
+        The original model, used to validate witnesses; None after :meth:`load`. It stays in
+        the process that loaded it: a pickled Ensemble has none (see :meth:`__reduce__`).
     fractions : LeafFractions or None
         The leaf values as exact fractions (a DaRE forest's, :mod:`veritas_dsl.model.fractions`),
         ``value`` holding each rounded once; the base score is then 0 and an output is the exact
@@ -109,6 +110,14 @@ class Ensemble:
             object.__setattr__(self, name, array)
         object.__setattr__(self, "feature_names", tuple(self.feature_names))
         self._check()
+
+    def __reduce__(self):
+        """Pickle the arrays, not the library model: that is a live Booster or estimator (often
+        holding closures), it may run code when unpickled, and an engine never needs it. Witnesses
+        are validated in the process that loaded the model (:mod:`veritas_dsl.parallel`). The
+        copy is rebuilt through the constructor, so a worker checks the arrays again."""
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "library"}
+        return _rebuilt, (type(self), state)
 
     def _check(self) -> None:
         """Everything an engine relies on without checking it again: engines index these arrays
@@ -475,3 +484,7 @@ def classes_of(margins: np.ndarray, model: Ensemble) -> np.ndarray:
     if model.task == "multiclass":
         return np.argmax(margins, axis=1).astype(np.int64)
     raise ModelError(f"{model.source} is a regression model; it has no classes")
+
+
+def _rebuilt(cls: type[Ensemble], state: dict) -> Ensemble:
+    return cls(**state)

@@ -90,7 +90,7 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                 {
                     "file": outcome.path,
                     "line": check.span.line,
-                    "query": run.lowered.source.name,
+                    "query": run.lowered.origin.name,
                     "row": run.lowered.row,
                     "check": check.text,
                     "verdict": check.verdict.value,

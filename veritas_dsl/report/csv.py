@@ -52,7 +52,7 @@ def _fields(run: QueryRun) -> list:
     verdicts = {c.verdict for c in run.checks}
     verdict = next((v.value for v in _WORST_FIRST if v in verdicts), "")
     return [
-        run.lowered.source.name,
+        run.lowered.origin.name,
         "" if run.lowered.row is None else run.lowered.row,
         run.kind,
         result.engine,
@@ -82,5 +82,5 @@ def witnesses(runs: list[QueryRun]) -> str:
         for instance, values in run.result.witnesses[0].inputs.items():
             by_name = dict(zip(run.feature_names, map(float32_text, values), strict=True))
             line = [by_name.get(name, "") for name in names]
-            writer.writerow([run.lowered.source.name, row, instance, *line])
+            writer.writerow([run.lowered.origin.name, row, instance, *line])
     return out.getvalue()

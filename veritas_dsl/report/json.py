@@ -61,7 +61,7 @@ def result_entry(run: QueryRun, result: Result) -> dict:
 
 def run_entry(run: QueryRun) -> dict:
     """One entry of the document's ``results``: a query (and row), its answer and checks."""
-    entry = {"query": run.lowered.source.name, "row": run.lowered.row, "kind": run.kind}
+    entry = {"query": run.lowered.origin.name, "row": run.lowered.row, "kind": run.kind}
     entry.update(result_entry(run, run.result))
     entry["checks"] = [
         {
@@ -106,14 +106,14 @@ def document(
 
 
 def _filtered_batches(runs: list[QueryRun]) -> list[dict]:
-    kept: dict[int, dict] = {}
+    kept: dict[object, dict] = {}
     for run in runs:
-        source = run.lowered.source
-        if source.batch is None or source.batch.filter is None:
+        source = run.lowered.origin
+        if source.batch is None or source.batch.filter_span is None:
             continue
         batch = source.batch
         entry = kept.setdefault(
-            id(source),
+            source,
             {"query": source.name, "data": batch.data, "start": batch.start, "stop": batch.stop},
         )
         entry["kept"] = entry.get("kept", 0) + 1

@@ -81,7 +81,7 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
         )
         for r in run.results:
             failure = failure_text(r)
-            note = (id(run.lowered.source), r.engine, r.message.replace(run.name, ""))
+            note = (run.lowered.origin, r.engine, r.message.replace(run.name, ""))
             if not (r.message or failure) or note in notes:
                 continue
             notes.add(note)
@@ -89,7 +89,7 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
             if r.message:
                 out.append(f"      {'error' if failure else 'note'}: {engine}{r.message}")
             if failure:
-                err.append(f"{run.lowered.source.span}: {run.name}: {failure}")
+                err.append(f"{run.lowered.origin.span}: {run.name}: {failure}")
         for check in run.checks:
             out.append(f"      {_MARK[check.verdict]:<7} {check.text} ({check.detail})")
             if check.verdict is not Verdict.HOLDS:
@@ -123,15 +123,15 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
     batches: dict[int, list[QueryRun]] = {}
     for run in runs:
         if run.lowered.row is not None:
-            batches.setdefault(id(run.lowered.source), []).append(run)
+            batches.setdefault(run.lowered.origin, []).append(run)
     for group in batches.values():
-        name = group[0].lowered.source.name
+        name = group[0].lowered.origin.name
         text = f"{name}: {len(group)} rows"
-        batch = group[0].lowered.source.batch
-        if batch.filter is not None:
+        batch = group[0].lowered.origin.batch
+        if batch.filter_span is not None:
             text = f"{name}: {len(group)} of {batch.stop - batch.start} rows (kept by the filter)"
         checks = [c for r in group for c in r.checks]
-        if group[0].lowered.source.is_property:
+        if group[0].lowered.origin.is_property:
             text += f": {counts(checks, failed='violated', undecided='unknown')}"
         elif group[0].kind in ("maximize", "minimize", "minimize_distance"):
             values = sorted(
