@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import operator
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,12 +24,11 @@ distributed = pytest.importorskip("distributed", reason="--scheduler needs dask[
 
 import dask  # noqa: E402
 
-from veritas_dsl import cluster, parse  # noqa: E402
+from veritas_dsl import cluster, load, parse  # noqa: E402
 from veritas_dsl.cli import ExitCode, main  # noqa: E402
 from veritas_dsl.parallel import run_all  # noqa: E402
 from veritas_dsl.result import Termination  # noqa: E402
 from veritas_dsl.run import RunOptions  # noqa: E402
-from veritas_dsl.spec import lowered_and_digest, lowered_queries  # noqa: E402
 
 from conftest import group_ends, sigint_as_in_a_terminal  # noqa: E402
 
@@ -44,6 +44,7 @@ query closest for r in rows[0:ROWS] {
 }
 """
 ROWS = 12
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -89,24 +90,17 @@ def test_a_cluster_gives_the_answers_of_one_process(spec, address, capsys):
     assert [[e[f] for f in fields] for e in remote] == [[e[f] for f in fields] for e in local]
 
 
-def broken_build(text, path, row):
-    """The spec's queries with one row's query broken: its task raises on any worker."""
-    lowered, digest = lowered_and_digest(text, path, False, False)
-    lowered[row] = dataclasses.replace(lowered[row], query=None)
-    return lowered, digest
-
-
 def test_a_task_that_raises_is_its_rows_error_reported_once(spec, address):
     loaded = parse(spec.read_text(), str(spec))
     lowered = list(loaded.lowered())
-    build = functools.partial(broken_build, spec.read_text(), str(spec), 3)
+    broken = list(lowered)
+    broken[3] = dataclasses.replace(lowered[3], query=None)  # its task raises on any worker
     options = RunOptions()
-    again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
     seen = []
     start = time.monotonic()
     with cluster.Connection(address) as connection:
-        pool = functools.partial(cluster.DaskPool, connection, build, loaded.digest(), options)
-        runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
+        pool = lambda _: cluster.DaskPool(connection, options, broken)  # noqa: E731
+        runs = run_all(lowered, options, 1, lambda r, n, t: seen.append(r.name), pool=pool)
     assert time.monotonic() - start < 120  # not retried forever
     assert len(seen) == len(lowered)  # every row reported once
     errors = [r for r in runs if r.result.termination is Termination.ERROR]
@@ -116,11 +110,34 @@ def test_a_task_that_raises_is_its_rows_error_reported_once(spec, address):
     assert all(r.result.termination is not Termination.ERROR for r in runs if r not in errors)
 
 
-def test_workers_that_load_other_files_stop_the_run(spec, address, capsys):
-    loaded = parse(spec.read_text(), str(spec))
-    (spec.parent / "rows.csv").write_text("x0,x1\n" + "5,5\n" * ROWS)  # after the parent loaded
-    with pytest.raises(cluster.SchedulerError, match="other files"):
-        loaded.run(scheduler=address)
+def witnesses(runs):
+    return [
+        {name: point.tolist() for name, point in w.inputs.items()}
+        for r in runs
+        for w in r.result.witnesses
+    ]
+
+
+def test_workers_need_no_model_files(tmp_path, address):
+    # The shipped example, its model and data copied, loaded here, then deleted: the workers
+    # (whose working directories never held them) answer from the queries they receive.
+    shipped = ROOT / "examples"
+    for name in ("closest.ver", "models/credit.json", "data/credit_test.csv"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shipped / name, tmp_path / name)
+    loaded = load(tmp_path / "closest.ver")
+    shutil.rmtree(tmp_path / "models")
+    shutil.rmtree(tmp_path / "data")
+    remote = loaded.run(scheduler=address)
+    alone = load(shipped / "closest.ver").run(jobs=1)
+    assert witnesses(remote) == witnesses(alone)
+    assert [(n, t, lo, hi) for n, t, lo, hi, _ in answers(remote)] == [
+        (n, t, lo, hi) for n, t, lo, hi, _ in answers(alone)
+    ]
+    assert [c.verdict for r in remote for c in r.checks] == [
+        c.verdict for r in alone for c in r.checks
+    ]
+    assert all(r.result.exact for r in remote), answers(remote)  # 16 optima, 4 infeasible
 
 
 @contextlib.contextmanager
@@ -214,16 +231,13 @@ def test_a_run_cut_short_and_resumed_on_the_cluster_answers_every_row_once(spec,
 
 
 class _Exit:
-    """A query whose first use ends the worker's process, as a crash in native code would."""
+    """A query whose first use ends the worker's process, as a crash in native code would
+    (pickling it is no use: pickle looks up special names)."""
 
     def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
         os._exit(1)
-
-
-def killing_build(text, path, row):
-    lowered, digest = lowered_and_digest(text, path, False, False)
-    lowered[row] = dataclasses.replace(lowered[row], query=_Exit())
-    return lowered, digest
 
 
 def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
@@ -231,13 +245,13 @@ def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
     # row is an error, once, and the run goes on. The row is the last one and a worker holds one
     # task at a time (worker-saturation 1), so that no other task dies with it twice (Dask would
     # count that one as suspicious too). Once both first workers died, no worker holds anything
-    # of the run: a task rerun then must still find the spec (it travels with each task).
+    # of the run: a task rerun then must still find the queries (Dask computes them again).
     loaded = parse(spec.read_text(), str(spec))
     lowered = list(loaded.lowered())
     last = len(lowered) - 1
-    build = functools.partial(killing_build, spec.read_text(), str(spec), last)
+    killing = list(lowered)
+    killing[last] = dataclasses.replace(lowered[last], query=_Exit())
     options = RunOptions()
-    again = functools.partial(lowered_queries, spec.read_text(), str(spec), False, False)
     seen = []
     with (
         dask.config.set(
@@ -251,8 +265,8 @@ def test_a_row_that_kills_every_worker_is_its_rows_error_reported_once(spec):
         ) as local,
         cluster.Connection(local.scheduler_address) as connection,
     ):
-        pool = functools.partial(cluster.DaskPool, connection, build, loaded.digest(), options)
-        runs = run_all(lowered, options, 1, again, lambda r, n, t: seen.append(r.name), pool=pool)
+        pool = lambda _: cluster.DaskPool(connection, options, killing)  # noqa: E731
+        runs = run_all(lowered, options, 1, lambda r, n, t: seen.append(r.name), pool=pool)
     assert sorted(seen) == sorted(r.name for r in runs) and len(seen) == len(lowered)
     errors = [r for r in runs if r.result.termination is Termination.ERROR]
     assert [r.name for r in errors] == [f"closest[{ROWS - 1}]"]

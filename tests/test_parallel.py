@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import os
 import signal
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from veritas_dsl import parse
+from veritas_dsl import load, parallel, parse
 from veritas_dsl.outcome import Interrupted
 from veritas_dsl.parallel import run_all
 from veritas_dsl.run import RunOptions
-from veritas_dsl.spec import lowered_queries
+from veritas_dsl.validate import WitnessMismatch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SPEC = """model m = ensemble "m.json"
 data rows = csv "rows.csv"
@@ -33,11 +37,10 @@ def test_two_processes_agree_with_one(tmp_path, two_trees):
     path = str(tmp_path / "spec.ver")
     spec = parse(SPEC, path)
     lowered = list(spec.lowered())
-    source = functools.partial(lowered_queries, SPEC, path, False, False)
-    alone = run_all(lowered, RunOptions(), 1, source)
+    alone = run_all(lowered, RunOptions(), 1)
     finished = []
     together = run_all(
-        lowered, RunOptions(), 2, source, done=lambda r, n, t: finished.append(n), worth_it_s=0
+        lowered, RunOptions(), 2, done=lambda r, n, t: finished.append(n), worth_it_s=0
     )
     assert sorted(finished) == list(range(1, 13))
     for a, b in zip(alone, together, strict=True):
@@ -70,7 +73,35 @@ def test_a_ctrl_c_while_a_run_is_reported_lets_the_report_finish(tmp_path, two_t
             os.kill(os.getpid(), signal.SIGINT)  # lands before the write below, undeferred
         written.append(run.name)
 
-    source = functools.partial(lowered_queries, SPEC, path, False, False)
     with pytest.raises(Interrupted) as stop:
-        run_all(lowered, RunOptions(), 1, source, done=done)
+        run_all(lowered, RunOptions(), 1, done=done)
     assert [run.name for run in stop.value.partial] == written == ["calm[0]", "calm[1]", "calm[2]"]
+
+
+def test_a_workers_witness_is_validated_here_on_the_library_model():
+    # Workers receive the models without their library models (those stay here): the answer
+    # of a row solved in a worker must still be checked on this process's library model. Rows
+    # from the third on get a library model that disagrees by 1000; only this process sees it.
+    lowered = list(load(ROOT / "examples" / "closest.ver").lowered())[:6]
+    model = lowered[0].query.models["clf"]
+    library = dataclasses.replace(model.library, raw_margin=_off_by_1000(model.library))
+    off = dataclasses.replace(model, library=library)
+    broken = lowered[:2] + [
+        dataclasses.replace(item, query=dataclasses.replace(item.query, models={"clf": off}))
+        for item in lowered[2:]
+    ]
+    assert all(r.result.witnesses for r in run_all(lowered, RunOptions(), 1, pool=_in_a_worker))
+    with pytest.raises(WitnessMismatch, match="predicts"):
+        run_all(broken, RunOptions(), 1, pool=_in_a_worker)
+
+
+def _off_by_1000(library):
+    return lambda X: np.asarray(library.raw_margin(X)) + 1000.0
+
+
+class _WorkerOnly(parallel._ProcessPool):
+    shares_work = False  # every row in the worker: none here, where the library models are
+
+
+def _in_a_worker(lowered):
+    return _WorkerOnly(1, lowered, RunOptions())

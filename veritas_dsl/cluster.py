@@ -1,16 +1,14 @@
 """Row tasks on a Dask cluster (``--scheduler ADDRESS`` or ``--scheduler local:N``): the
 :class:`~veritas_dsl.parallel.Pool` that :func:`veritas_dsl.parallel.run_all` hands a batch to.
 
-What workers receive: with each task, the spec's text and path (a few kilobytes) and the row's
-index; a worker loads the models and data from their paths once per run and keeps the lowered
-queries. The text travels with every task rather than being scattered once: scattered data has
-no recipe, so when every worker that held it dies (a row that crashes them all), Dask forgets it
-and the tasks that needed it never end. Models are loaded from paths, not scattered, because
-an Ensemble holds its library model (a live XGBoost Booster or estimator, which validates every
-witness) and that does not pickle; so the workers must read the spec's files at the same paths
-(one machine, or a shared file system). A worker checks that the bytes it loaded hash to the
-parent's digest, so a worker that sees other files fails the run instead of answering another
-spec.
+What workers receive: the run's lowered queries, once per run as one Dask task that unpickles
+them (plain data, the models' arrays included, not their library models:
+:class:`~veritas_dsl.ir.lowered.Lowered`), and with each row task its index. Workers need no
+model or data file and no model library; the client validates every witness on its library
+models when the answer comes back (:func:`veritas_dsl.parallel.run_all`). The queries travel as
+a task's argument rather than as scattered data: scattered data has no recipe, so when every
+worker that held it dies (a row that crashes them all), Dask forgets it and the tasks that
+needed it never end; a task's result Dask computes again.
 
 Dask reruns the tasks of a worker that dies (up to its ``allowed-failures``); a task that raises
 is not retried (``retries=0``) and its row is reported once as an ``error`` result.
@@ -21,16 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pickle
 import select
 import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
 
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.lowered import Lowered
@@ -47,41 +44,15 @@ CLOSE_TIMEOUT_S = 30.0
 
 
 class SchedulerError(UserError):
-    """The scheduler cannot be reached, or the workers do not see the spec's files."""
+    """The scheduler cannot be reached, or the local cluster does not start."""
 
 
-@dataclass(frozen=True)
-class Source:
-    """What a worker rebuilds the lowered queries from: ``build()`` gives the parent's list and
-    the digest of the files it loaded (:meth:`veritas_dsl.spec.Spec.digest`), which must be
-    ``expected``."""
-
-    token: str
-    build: object
-    expected: str
+def _unpickled(data: bytes) -> list[Lowered]:
+    return pickle.loads(data)
 
 
-_built: dict[str, list[Lowered]] = {}
-_building = threading.Lock()
-
-
-def _lowered_on_worker(source: Source) -> list[Lowered]:
-    with _building:
-        if source.token not in _built:
-            lowered, digest = source.build()
-            if digest != source.expected:
-                raise SchedulerError(
-                    f"a Dask worker loaded other files than this run: the spec's models or "
-                    f"data differ at its paths (digest {digest[:12]} instead of "
-                    f"{source.expected[:12]})"
-                )
-            _built.clear()  # one run's queries at a time
-            _built[source.token] = lowered
-        return _built[source.token]
-
-
-def _solve_on_worker(source: Source, index: int, options: RunOptions):
-    run = run_lowered(_lowered_on_worker(source)[index], options)
+def _solve_on_worker(lowered: list[Lowered], index: int, options: RunOptions):
+    run = run_lowered(lowered[index], options)
     return run.results, run.checks
 
 
@@ -266,21 +237,25 @@ def connected(scheduler: str | Connection | None) -> Iterator[Connection | None]
 
 
 class DaskPool(Pool):
-    """Row tasks on a connected Dask cluster; each carries the spec's source.
+    """Row tasks on a connected Dask cluster, each on the run's ``lowered`` queries.
 
     Answers come back through :func:`_pass_on`, not Dask's ``ClientExecutor``: that cancels
     every task on shutdown, finished ones too, and Dask then logged a ``FutureCancelledError``
     traceback for each answer still on its way when a Ctrl-C came."""
 
-    def __init__(self, connection: Connection, build, expected: str, options: RunOptions) -> None:
+    def __init__(
+        self, connection: Connection, options: RunOptions, lowered: list[Lowered]
+    ) -> None:
         self.client = connection.client
         self.options = options
-        self.source = Source(uuid.uuid4().hex, build, expected)
+        # Pickled here, once: Dask would otherwise walk the list looking for its own futures.
+        data = pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL)
+        self.queries = self.client.submit(_unpickled, data, pure=False)
         self.tasks: dict[Future, object] = {}
 
     def submit(self, index: int) -> Future:
         task = self.client.submit(
-            _solve_on_worker, self.source, index, self.options, retries=0, pure=False
+            _solve_on_worker, self.queries, index, self.options, retries=0, pure=False
         )
         answer = Future()
         self.tasks[answer] = task
@@ -296,6 +271,8 @@ class DaskPool(Pool):
 
     def close(self) -> None:
         self.stop()
+        with sigint_held():
+            self.queries.release()
 
 
 async def _pass_on(task, answer: Future) -> None:

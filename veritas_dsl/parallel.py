@@ -1,9 +1,11 @@
 """Queries solved across processes (``--jobs N``) or on a Dask cluster (``--scheduler``), for
 batches of rows: one loop hands row tasks to a :class:`Pool` and joins their answers.
 
-Each worker rebuilds the parent's list of lowered queries once (with a picklable function the
-caller gives, which loads the spec and lowers it the same way), so a task is only an index; back
-come the engines' Results and the checks, which the parent joins to its own lowered queries.
+Each worker receives the parent's list of lowered queries once, when it starts (plain data, the
+models' arrays without their library models: :class:`~veritas_dsl.ir.lowered.Lowered`), so a
+task is only an index; back come the engines' Results and the checks, which the parent joins to
+its own lowered queries after validating every witness on its library models (a worker has none:
+they do not pickle, and a worker needs neither the model files nor the libraries' code).
 Workers are spawned, not forked: the engines' native libraries hold threads.
 
 Ctrl-C reaches every process of the terminal's group. Workers are born ignoring it, so that one
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import multiprocessing
 import os
 import signal
@@ -31,12 +32,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from veritas_dsl.errors import SoundnessError, UserError
 from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.lowered import Lowered
-from veritas_dsl.outcome import Check, Interrupted, QueryRun
+from veritas_dsl.outcome import Interrupted, QueryRun
 from veritas_dsl.result import Result, Termination
-from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered
+from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered, validated
 
 #: Processes pay off only when the queries left would take longer than this in one process:
-#: each worker spends seconds importing, loading the spec and the compiled engines.
+#: each worker spends seconds importing and loading the compiled engines.
 _WORTH_IT_S = 10.0
 
 #: How long a wait for workers' answers lasts at most, so that a Ctrl-C held meanwhile acts.
@@ -71,13 +72,13 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _start_worker(rebuild: Callable[[], list[Lowered]], stop, pids, parent: int) -> None:
+def _start_worker(lowered: list[Lowered], stop, pids, parent: int) -> None:
     global _worker_lowered, _worker_stop
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # in case it was not ignored from birth
     pids.put(os.getpid())
     _worker_stop = stop
-    _worker_lowered = rebuild()
+    _worker_lowered = lowered
 
 
 def _die_with(parent: int) -> None:
@@ -120,17 +121,15 @@ def run_all(
     lowered: list[Lowered],
     options: RunOptions,
     jobs: int,
-    rebuild: Callable[[], list[Lowered]],
     done: Callable[[QueryRun, int, int], None] | None = None,
     worth_it_s: float = _WORTH_IT_S,
-    pool: Callable[[], Pool] | None = None,
+    pool: Callable[[list[Lowered]], Pool] | None = None,
 ) -> list[QueryRun]:
     """Run every lowered query, in order; on ``jobs`` processes when that pays off, or every one
     on the pool that ``pool()`` makes (a Dask cluster, :mod:`veritas_dsl.cluster`).
 
-    ``rebuild`` gives, in a worker process, the same list of lowered queries; it must pickle
-    (a module-level function, or a ``functools.partial`` of one). ``done(run, finished, total)``
-    is called as runs complete.
+    ``done(run, finished, total)`` is called as runs complete. ``pool(lowered)`` gets the list
+    of lowered queries to hand its workers.
 
     A task that raises (not a user's error, nor a soundness one, which stop the run) gives its
     row an ``error`` Result naming the exception, once; the other rows still run.
@@ -161,7 +160,7 @@ def run_all(
             next_index = _run_here(lowered, options, jobs, worth_it_s, record)
         if next_index < total:
             plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay here
-            chosen = pool() if pool else _ProcessPool(jobs - 1, rebuild, plain)
+            chosen = pool(lowered) if pool else _ProcessPool(jobs - 1, lowered, plain)
             _run_pool(chosen, lowered, options, next_index, record, keep)
     except KeyboardInterrupt:
         raise Interrupted([run for run in runs if run is not None]) from None
@@ -226,8 +225,8 @@ def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
 
 
 def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
-    """A worker's answer joined to this process's lowered query; a task that raised is the
-    row's ``error`` Result."""
+    """A worker's answer joined to this process's lowered query, its witnesses validated on the
+    library models here; a task that raised is the row's ``error`` Result."""
     try:
         results, checks = future.result()
     except (UserError, SoundnessError, KeyboardInterrupt):
@@ -243,19 +242,8 @@ def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
             message=message,
         )
         return QueryRun(lowered, [result], judge(lowered, result))
-    return QueryRun(lowered, results, _local_spans(lowered, checks))
-
-
-def _local_spans(lowered: Lowered, checks: list[Check]) -> list[Check]:
-    """Checks located in this process's spec (a worker may name the file by another path):
-    a property's check is at the query, an expectation's at the expectation."""
-    if lowered.origin.is_property:
-        spans = [lowered.origin.span]
-    else:
-        spans = [e.span for e in lowered.expectations]
-    if len(spans) != len(checks):
-        return checks
-    return [dataclasses.replace(c, span=s) for c, s in zip(checks, spans, strict=True)]
+    results = [validated(lowered, result) for result in results]
+    return QueryRun(lowered, results, checks)
 
 
 class _ProcessPool(Pool):
@@ -263,7 +251,7 @@ class _ProcessPool(Pool):
 
     shares_work = True
 
-    def __init__(self, workers: int, rebuild, options: RunOptions) -> None:
+    def __init__(self, workers: int, lowered: list[Lowered], options: RunOptions) -> None:
         context = multiprocessing.get_context("spawn")
         self.options = options
         self.stopped = context.Event()
@@ -272,7 +260,7 @@ class _ProcessPool(Pool):
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(rebuild, self.stopped, self.pids, os.getpid()),
+            initargs=(lowered, self.stopped, self.pids, os.getpid()),
         )
 
     def submit(self, index: int) -> Future:

@@ -138,12 +138,7 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
 
     start = time.monotonic()
     try:
-        result = run_engine(engine, lowered.query, limits, report)
-        for witness in result.witnesses:
-            try:
-                validate_witness(lowered.query, witness)
-            except WitnessMismatch as error:
-                raise WitnessMismatch(f"engine {name}: {error}") from None
+        result = validated(lowered, run_engine(engine, lowered.query, limits, report))
     except UnsupportedQuery as error:
         return _unsupported(lowered, name, str(error))
     except KeyboardInterrupt:
@@ -154,6 +149,18 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
             *trivial_bounds(lowered.query),
             time_s=time.monotonic() - start,
         )
+    return result
+
+
+def validated(lowered: Lowered, result: Result) -> Result:
+    """``result``, once each of its witnesses reproduced on the library models of ``lowered``
+    (:func:`~veritas_dsl.validate.validate_witness`); raises :class:`WitnessMismatch` naming the
+    engine otherwise."""
+    for witness in result.witnesses:
+        try:
+            validate_witness(lowered.query, witness)
+        except WitnessMismatch as error:
+            raise WitnessMismatch(f"engine {result.engine}: {error}") from None
     return result
 
 

@@ -108,22 +108,14 @@ class Spec:
         options = RunOptions(solver, timeout_s, progress)
         lowered = _without(self.lowered(checks_only), skip)
         preflight(lowered, options)
-        again = functools.partial(
-            lowered_queries, self.text, self.path, self.trust_pickle, checks_only, skip
-        )
         if scheduler is None:
-            return run_all(lowered, options, jobs, again, done)
+            return run_all(lowered, options, jobs, done)
         from veritas_dsl.cluster import DaskPool, connected
 
-        # Workers may run elsewhere: they read the files by absolute paths.
-        path = self.path if self.path == "<string>" else str(Path(self.path).resolve())
-        build = functools.partial(
-            lowered_and_digest, self.text, path, self.trust_pickle, checks_only, skip
-        )
-        plain = RunOptions(solver, timeout_s)
+        plain = RunOptions(solver, timeout_s)  # callbacks stay here
         with connected(scheduler) as connection:
-            pool = functools.partial(DaskPool, connection, build, self.digest(), plain)
-            return run_all(lowered, options, jobs, again, done, pool=pool)
+            pool = functools.partial(DaskPool, connection, plain)
+            return run_all(lowered, options, jobs, done, pool=pool)
 
     def digest(self) -> str:
         """SHA-256 of the spec's text and of the bytes of every model and data file it loaded
@@ -208,22 +200,6 @@ def decode(data: bytes, path: str) -> str:
 def _universal_newlines(text: str) -> str:
     # As Path.read_text does: Windows and old Mac line ends count as one line end.
     return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def lowered_queries(
-    text: str, path: str, trust_pickle: bool, checks_only: bool, skip=frozenset()
-) -> list[Lowered]:
-    """The lowered queries of spec text, as :meth:`Spec.run` runs them: how a worker process
-    rebuilds the parent's list (see :mod:`veritas_dsl.parallel`)."""
-    return _without(parse(text, path, trust_pickle).lowered(checks_only), skip)
-
-
-def lowered_and_digest(
-    text: str, path: str, trust_pickle: bool, checks_only: bool, skip=frozenset()
-) -> tuple[list[Lowered], str]:
-    """:func:`lowered_queries` and the :meth:`Spec.digest` of the files it loaded."""
-    spec = parse(text, path, trust_pickle)
-    return _without(spec.lowered(checks_only), skip), spec.digest()
 
 
 def _without(lowered, skip) -> list[Lowered]:
