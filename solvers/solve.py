@@ -9,6 +9,7 @@ carries it. Limits and Ctrl-C are the engine's own business: it reports them in 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -34,7 +35,13 @@ def check(engine: Engine, query: Query, limits: Limits) -> None:
     registry.check_limits(engine, limits)
 
 
-def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=None) -> Result:
+def solve(
+    engine: Engine,
+    query: Query,
+    limits: Limits | None = None,
+    progress=None,
+    shared: Chain = SHARED,
+) -> Result:
     """``engine``'s answer to ``query`` within ``limits``.
 
     Raises :class:`UnsupportedQuery` when the engine refuses the query, before it runs (see
@@ -45,22 +52,24 @@ def solve(engine: Engine, query: Query, limits: Limits | None = None, progress=N
     logger ``veritas_dsl``: ``ver --debug`` shows it). ``progress`` is handed to the engine
     (see :class:`~veritas_dsl.solvers.base.Engine`). A query of many output constraints is
     answered in rounds that add them as they are needed (:mod:`~veritas_dsl.solvers.lazy`).
+    ``shared`` replaces :data:`SHARED` only to measure what the shared rewrites save.
     """
     limits = limits or Limits()
     check(engine, query, limits)
+    once = functools.partial(_solve_once, shared=shared)
     if lazily(engine, query, limits):
-        return solve_lazily(engine, query, limits, progress, _solve_once)
-    return _solve_once(engine, query, limits, progress)
+        return solve_lazily(engine, query, limits, progress, once)
+    return once(engine, query, limits, progress)
 
 
-def _solve_once(engine: Engine, query: Query, limits: Limits, progress) -> Result:
+def _solve_once(engine: Engine, query: Query, limits: Limits, progress, shared: Chain) -> Result:
     """:func:`solve`, all constraints at once."""
     start = time.monotonic()
     try:
-        reduced, inverse = SHARED.apply(query)
+        reduced, inverse = shared.apply(query)
         # engine.solve applies the engine's chain of reductions (base.solve_with).
-        result = engine.solve(reduced, limits, progress=SHARED.invert_progress(progress, inverse))
-        return SHARED.invert(result, inverse)
+        result = engine.solve(reduced, limits, progress=shared.invert_progress(progress, inverse))
+        return shared.invert(result, inverse)
     except UnsupportedQuery as refusal:
         others = registry.able(query, but=engine)
         hint = f"; engines that can: {', '.join(others)}" if others else ""

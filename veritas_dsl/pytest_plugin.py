@@ -97,21 +97,21 @@ class VerItem(pytest.Item):
 
     def runtest(self) -> None:
         from veritas_dsl.diagnostics import render
-        from veritas_dsl.lang.lower import lower
-        from veritas_dsl.run import RunOptions, run_lowered
+        from veritas_dsl.lang.lower import lower, origin
+        from veritas_dsl.parallel import run_all
+        from veritas_dsl.run import RunOptions, preflight
         from veritas_dsl.vacuity import empty_filters, warnings
 
         options = RunOptions(
             self.config.getoption("ver_solver"), self.config.getoption("ver_timeout")
         )
         lowered = lower(self.spec.checked, self.query)
-        for warning in warnings(lowered) + empty_filters([self.query], lowered):
+        for warning in warnings(lowered) + empty_filters([origin(self.query)], lowered):
             self.warn(VerWarning(render(warning, self.spec.sources)))
-        runs = []
-        for item in lowered:
-            runs.append(run_lowered(item, options))
-            if runs[-1].interrupted:
-                raise KeyboardInterrupt  # Ctrl-C stops the session, as for any test
+        # As Spec.run: every engine choice checked before any row runs; Ctrl-C (Interrupted,
+        # a KeyboardInterrupt) stops the session, as for any test.
+        preflight(lowered, options)
+        runs = run_all(lowered, options, jobs=1)
         failed = [run for run in runs if run.failed]
         if failed:
             raise CheckFailed(self.describe(failed, len(runs)))

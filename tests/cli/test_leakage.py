@@ -8,7 +8,8 @@ import pytest
 from sklearn.datasets import make_classification
 
 from veritas_dsl.cli import ExitCode, main
-from veritas_dsl.unlearning import DareForest
+from veritas_dsl.solvers.milp.engine import MilpEngine
+from veritas_dsl.unlearning import DareForest, LeakageError, leakage
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,18 @@ def test_a_missing_or_foreign_file_is_an_error(tmp_path, capsys):
     (tmp_path / "bad.dare").write_text("not a forest")
     assert main(["leakage", str(tmp_path / "bad.dare"), "--delete", "1"]) == ExitCode.ERROR
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cancel", [True, False])
+def test_an_engine_fault_is_a_leakage_error_not_a_traceback(monkeypatch, cancel):
+    # leakage goes through the one route to an engine (solvers.solve.solve), which turns an
+    # engine's exception into an `error` Result; with or without the shared reductions.
+    def broken(self, query, limits, progress=None):
+        raise RuntimeError("a fault inside the engine")
+
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    before = DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y)
+    after = before.copy().delete([3])
+    monkeypatch.setattr(MilpEngine, "solve", broken)
+    with pytest.raises(LeakageError, match=r"stopped \(error\).*a fault inside the engine"):
+        leakage(before, after, engine="milp", cancel=cancel)

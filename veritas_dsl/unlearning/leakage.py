@@ -32,14 +32,14 @@ from veritas_dsl.ir.query import (
     OutputTerm,
     Query,
 )
-from veritas_dsl.ir.reductions import CancelTrees
+from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.dare.consistency import consistent_rows
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits
-from veritas_dsl.solvers.solve import check, solve
+from veritas_dsl.solvers.solve import SHARED, solve
 from veritas_dsl.validate import validate_witness
 
 #: The time limit of the whole report (trial deletions and both optimisations), unless told.
@@ -335,13 +335,9 @@ _LIMITS = (
 
 
 def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Result:
-    engine = registry.get(name)
-    limits = Limits(timeout_s=timeout_s)
-    if cancel:
-        result = solve(engine, query, limits)
-    else:  # the whole forests, without the shared reductions: for comparison only
-        check(engine, query, limits)
-        result = engine.solve(query, limits)
+    # Without ``cancel``, the whole forests, without the shared reductions: for comparison only.
+    shared = SHARED if cancel else Chain(())
+    result = solve(registry.get(name), query, Limits(timeout_s=timeout_s), shared=shared)
     if not (result.exact and result.witnesses) and result.termination not in _LIMITS:
         what = "minimum" if isinstance(query.goal, Minimize) else "maximum"
         detail = f": {result.message}" if result.message else ""
