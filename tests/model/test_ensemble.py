@@ -208,3 +208,20 @@ def test_le_threshold_as_lt_when_rounding_goes_up():
     s = le_threshold_as_lt(np.array([t]))[0]
     assert not np.float32(t) < s  # float32(0.1) > 0.1 goes right, as x <= 0.1 is false
     assert np.nextafter(np.float32(t), np.float32(0)) < s
+
+
+def test_a_pickled_ensemble_drops_its_library_model_and_a_copy_keeps_it(tmp_path):
+    import copy
+    import pickle
+
+    import xgboost as xgb
+
+    X = np.random.default_rng(0).normal(size=(60, 3)).astype(np.float32)
+    booster = xgb.train({"max_depth": 2}, xgb.DMatrix(X, label=X[:, 0] > 0), 3)
+    model = Ensemble.from_xgboost(booster)
+    assert model.library is not None
+    again = pickle.loads(pickle.dumps(model))
+    assert again.library is None  # a live Booster never travels to a worker
+    assert np.array_equal(again.eval(X), model.eval(X))
+    assert copy.deepcopy(model).library is model.library
+    assert copy.copy(model) is model

@@ -119,6 +119,12 @@ class Ensemble:
         state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "library"}
         return _rebuilt, (type(self), state)
 
+    def __copy__(self) -> Ensemble:
+        return self  # immutable (frozen, read-only arrays): a copy keeps its library model
+
+    def __deepcopy__(self, memo) -> Ensemble:
+        return self
+
     def _check(self) -> None:
         """Everything an engine relies on without checking it again: engines index these arrays
         without bounds checks, so a corrupt model file must stop here (a byte-flipped file once
