@@ -39,10 +39,6 @@ class Capabilities:
     ----------
     constructs : frozenset of str
         The query constructs it supports (names from :data:`veritas_dsl.ir.constructs.CONSTRUCTS`).
-    exact : bool
-        Its answers are exact when it finishes (optimum proven, or infeasibility proven).
-    anytime : bool
-        It reports valid bounds at every moment, so a time limit still gives an answer.
     limits : frozenset of str
         The limits it honours (names from :data:`LIMITS`); a spec asking it for another one is
         refused before solving, rather than ignored.
@@ -52,8 +48,6 @@ class Capabilities:
     """
 
     constructs: frozenset[str]
-    exact: bool
-    anytime: bool
     limits: frozenset[str] = frozenset({"timeout"})
     lazy: bool = True
 

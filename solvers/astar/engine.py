@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
     DomainKind,
     Find,
@@ -96,9 +95,15 @@ class AStarEngine:
 
     name = "astar"
     capabilities = Capabilities(
-        constructs=CONSTRUCTS - {"hard_vote"},
-        exact=True,
-        anytime=True,
+        # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet.
+        constructs=frozenset(
+            {
+                "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
+                "tie", "one_hot", "changed", "linf", "l1", "weighted_distance", "linear",
+                "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
+                "minimize_distance", "find", "prove",
+            }
+        ),
         limits=LIMITS,
         lazy=False,  # its searches switch output constraints on themselves (BranchSearch)
     )

@@ -22,7 +22,6 @@ from typing import Literal
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import (
     Ball,
     MinimizeDistance,
@@ -71,6 +70,17 @@ CHECK_RESOLUTION = 1e-8
 Driver = Literal["auto", "highs", "gurobi"]
 
 
+#: What the program answers. Not hard_vote: a count of trees would need one indicator per tree
+#: and label; not yet.
+SUPPORTED = frozenset(
+    {
+        "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",
+        "one_hot", "changed", "linf", "l1", "weighted_distance", "linear", "output_constraint",
+        "disjunction", "maximize", "minimize", "worst_of", "minimize_distance", "find", "prove",
+    }
+)
+
+
 class MilpEngine:
     """Exact answers by mixed-integer programming; anytime through the solver's bounds.
 
@@ -90,12 +100,9 @@ class MilpEngine:
     def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
         self.name = name
         self.driver = driver
-        # Hard voting (a count of trees) would need one indicator per tree and label; not yet.
         # Steps are branch-and-bound nodes; only Gurobi has a memory limit.
         limits = LIMITS if driver == "gurobi" else LIMITS - {"memory"}
-        self.capabilities = Capabilities(
-            constructs=CONSTRUCTS - {"hard_vote"}, exact=True, anytime=True, limits=limits
-        )
+        self.capabilities = Capabilities(constructs=SUPPORTED, limits=limits)
 
     def available(self) -> Availability:
         if self.driver == "gurobi":

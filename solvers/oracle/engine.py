@@ -18,7 +18,6 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.evaluate import goal_value, model_outputs, model_votes
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
@@ -55,7 +54,18 @@ class OracleEngine:
     """Exhaustive enumeration; exact on every IR construct, for tiny ensembles only."""
 
     name = "oracle"
-    capabilities = Capabilities(constructs=CONSTRUCTS, exact=True, anytime=False, lazy=False)
+    #: Every construct it enumerates: all of them, each added here when it is added to the IR.
+    capabilities = Capabilities(
+        constructs=frozenset(
+            {
+                "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
+                "tie", "one_hot", "changed", "linf", "l1", "weighted_distance", "linear",
+                "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
+                "minimize_distance", "find", "prove", "hard_vote",
+            }
+        ),
+        lazy=False,
+    )
     #: None: the reference answers every query as written, sharing no rewrite with the engines.
     chain = Chain()
 

@@ -235,3 +235,67 @@ def test_a_find_answered_at_a_time_limit_keeps_its_verdict(
     words = [line.split() for line in out]
     assert ["FAILED", "property", "small", "(counterexample", "found)"] in words
     assert ["small", "milp", "counterexample", "found", "(time_limit)"] in [w[:5] for w in words]
+
+
+# A new construct, added to the IR before any engine is imported: every engine must refuse a
+# query that uses it until it lists it (capabilities are listed, never CONSTRUCTS minus some).
+NEW_CONSTRUCT = """
+import importlib.abc, importlib.util, sys
+
+class AddL2(importlib.abc.MetaPathFinder):
+    # The IR module gets "l2" as it is first imported, before anything reads it.
+    def find_spec(self, name, path, target=None):
+        if name != "veritas_dsl.ir.constructs":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.CONSTRUCTS = module.CONSTRUCTS | {"l2"}
+            used = module.constructs
+            module.constructs = lambda query: used(query) | {"l2"}
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, AddL2())
+from veritas_dsl.solvers import registry
+from veritas_dsl.ir import Maximize, Query
+from veritas_dsl.ir.query import Feature, OutputTerm, OutputAtom
+from veritas_dsl.model import Ensemble
+model = Ensemble([-1], [0], [-1], [-1], [[1.0]], [0, 1], [0.0], ("x",))
+query = Query("q", (Feature("x"),), ("x",), {"m": model}, (),
+              Maximize(OutputTerm((OutputAtom(1.0, "m", "x", 0),))))
+claims = [n for n, e in registry.ENGINES.items() if "l2" in e.capabilities.constructs]
+assert not claims, claims
+assert registry.able(query) == [], registry.able(query)
+for engine in registry.ENGINES.values():
+    try:
+        registry.check_supports(engine, query)
+    except registry.UnsupportedQuery as refusal:
+        assert "l2" in str(refusal), refusal
+    else:
+        raise AssertionError(f"{engine.name} took a query using l2")
+print("every engine refused")
+"""
+
+
+def test_a_construct_new_to_the_ir_is_refused_by_every_engine():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", NEW_CONSTRUCT], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "every engine refused" in done.stdout, done.stderr
+
+
+def test_every_engine_lists_only_constructs_of_the_ir():
+    from veritas_dsl.ir.constructs import CONSTRUCTS
+
+    for engine in registry.ENGINES.values():
+        assert engine.capabilities.constructs <= CONSTRUCTS, engine.name
+    # the reference answers every construct, so that every engine can be checked against it
+    assert registry.get("oracle").capabilities.constructs == CONSTRUCTS
