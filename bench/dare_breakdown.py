@@ -27,9 +27,9 @@ from collections import defaultdict
 import numpy as np
 from sklearn.datasets import make_classification
 
-from veritas_dsl.model.dare import tree as tree_module
-from veritas_dsl.model.dare.pool import CachePool
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare import tree as tree_module
+from veritas_dsl.unlearning.dare.pool import CachePool
 
 PARTS = {
     "walk": (tree_module, "walk"),

@@ -1,9 +1,9 @@
 """How far a deletion's walk reads the presorted order of every row (issue 15: the walk is most of
-a calm tree's time; veritas_dsl/model/dare/cache.py).
+a calm tree's time; veritas_dsl/unlearning/dare/cache.py).
 
 Fits the forest (depth 10, k=10, max_features="sqrt", random_depth 0), then for ``--deletions``
 random rows follows each row down each tree (before deleting it) and, at each greedy node and
-attribute where :func:`~veritas_dsl.model.dare.cache.follow_deletion` must look for the node's
+attribute where :func:`~veritas_dsl.unlearning.dare.cache.follow_deletion` must look for the node's
 values next to the row's (no cached threshold beside it, and the cache does not hold every
 threshold), counts what the compiled code reads, in numpy:
 
@@ -27,9 +27,9 @@ from collections import defaultdict
 import numpy as np
 from sklearn.datasets import make_classification
 
-from veritas_dsl.model.dare.kernels import ALL, threshold_key
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.kernels import ALL, threshold_key
+from veritas_dsl.unlearning.dare.tree import LEAF
 
 
 def searches(tree, presorted, X, r):

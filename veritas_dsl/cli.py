@@ -22,9 +22,9 @@ from veritas_dsl.outcome import Interrupted
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import jsonl, terminal
-from veritas_dsl.report import leakage as leakage_report
 from veritas_dsl.report import progress as progress_report
 from veritas_dsl.result import Termination
+from veritas_dsl.unlearning import report as leakage_report
 
 
 class ExitCode(enum.IntEnum):
@@ -295,8 +295,8 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
 
 
 def _leakage(args: argparse.Namespace) -> ExitCode:
-    from veritas_dsl.leakage_targets import is_spec, targets
     from veritas_dsl.unlearning.leakage import DEFAULT_ENGINE, DEFAULT_TIMEOUT_S
+    from veritas_dsl.unlearning.targets import is_spec, targets
 
     ids = args.delete or "0"
     if not ids.startswith("@") and not all(p.strip().isdigit() for p in ids.split(",")):

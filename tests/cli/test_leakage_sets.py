@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from sklearn.datasets import make_classification
 
 from veritas_dsl.cli import ExitCode, main
-from veritas_dsl.model.dare import consistency
-from veritas_dsl.model.dare.consistency import consistent_rows, published
-from veritas_dsl.report.leakage import render
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.unlearning import DareForest, leakage
+from veritas_dsl.unlearning.dare import consistency
+from veritas_dsl.unlearning.dare.consistency import consistent_rows, published
+from veritas_dsl.unlearning.report import render
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

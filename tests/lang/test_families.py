@@ -9,9 +9,9 @@ import pytest
 
 from veritas_dsl import parse
 from veritas_dsl.ir import OutputConstraint
-from veritas_dsl.lang.families import draw_deletions
-from veritas_dsl.model.derive import deleted
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.checking.families import draw_deletions
+from veritas_dsl.unlearning.dare.derive import deleted
 
 BASE = 'model before = dare "forest.dare"\n'
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.tree import LEAF
 
 DETERMINISTIC = dict(k=None, max_features=None, random_depth=0)
 

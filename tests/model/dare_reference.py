@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.model.dare.kernels import attribute_keys, threshold_keys
+from veritas_dsl.unlearning.dare.kernels import attribute_keys, threshold_keys
 
 
 def candidates(x: np.ndarray, y: np.ndarray, min_samples_leaf: int):

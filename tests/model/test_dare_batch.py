@@ -14,8 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from veritas_dsl.model import ModelError
-from veritas_dsl.model.dare import forest as forest_module
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare import forest as forest_module
 
 from conftest import examples
 

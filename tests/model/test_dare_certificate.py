@@ -12,9 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from veritas_dsl.model.certificate import UnstableError, leaf_bounds, unstable_nodes
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.unlearning import DareForest, certified_fit, worst_case
+from veritas_dsl.unlearning.dare.certificate import UnstableError, leaf_bounds, unstable_nodes
 
 DETERMINISTIC = dict(k=None, max_features=None, random_depth=0)
 CONFIGS = {

@@ -11,8 +11,8 @@ import pytest
 from dare_helpers import structure
 
 from veritas_dsl.model import ModelError
-from veritas_dsl.model.derive import deleted
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.derive import deleted
 
 SETTINGS = [  # sampled thresholds and attributes, random top levels: the caches decide
     dict(n_trees=4, max_depth=6, k=3, max_features=2, random_depth=1),

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from veritas_dsl.model.dare.splits import random_bounds
-from veritas_dsl.model.dare.tree import RANDOM, is_leaf
-from veritas_dsl.model.derive import deleted, retrained
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.derive import deleted, retrained
+from veritas_dsl.unlearning.dare.splits import random_bounds
+from veritas_dsl.unlearning.dare.tree import RANDOM, is_leaf
 
 FIELDS = ("kind", "feature", "threshold", "left", "right", "count", "positives")
 X, Y = load_breast_cancer(return_X_y=True)

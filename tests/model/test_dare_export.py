@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veritas_dsl.model import Ensemble
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.tree import LEAF
 
 from conftest import examples
 

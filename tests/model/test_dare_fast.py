@@ -1,5 +1,5 @@
 """Deleting one row sends only that row down the trees and trusts each greedy node's cache
-(veritas_dsl/model/dare/cache.py): it must give the very forest the slow path gives (every node
+(veritas_dsl/unlearning/dare/cache.py): it must give the very forest the slow path gives (every node
 chosen again from its rows, ``DareForest._change``), random generator included, and leave every
 cache holding exactly the valid thresholds of key at most its bound, with their counts."""
 
@@ -13,10 +13,10 @@ from dare_helpers import structure, tied_data
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare.kernels import ALL, threshold_keys
-from veritas_dsl.model.dare.splits import greedy_choice
-from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.kernels import ALL, threshold_keys
+from veritas_dsl.unlearning.dare.splits import greedy_choice
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM
 
 from conftest import examples
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import veritas_dsl
-from veritas_dsl.model.dare.kernels import _sort_ranks, best_split, mix, mix_int
-from veritas_dsl.model.dare.splits import Presorted, greedy_split
+from veritas_dsl.unlearning.dare.kernels import _sort_ranks, best_split, mix, mix_int
+from veritas_dsl.unlearning.dare.splits import Presorted, greedy_split
 
 from conftest import examples
 

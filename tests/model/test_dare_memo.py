@@ -1,6 +1,6 @@
 """A greedy subtree is a pure function of its rows and its root's seed (tree.child_seed), so a
 subtree retired when its root's split changed can be grafted back when the split returns
-(model/dare/memo.py): deleting rows must give the very forest growing again gives."""
+(unlearning/dare/memo.py): deleting rows must give the very forest growing again gives."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from dare_helpers import DETERMINISTIC, assert_same_forest, structure, tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare import tree as dare_tree
-from veritas_dsl.model.dare.memo import graft
-from veritas_dsl.model.dare.tree import GREEDY, LEAF, Tree
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare import tree as dare_tree
+from veritas_dsl.unlearning.dare.memo import graft
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, Tree
 
 from conftest import examples
 

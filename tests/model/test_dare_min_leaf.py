@@ -11,9 +11,9 @@ from dare_helpers import structure, tied_data
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare.splits import is_leaf
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.splits import is_leaf
+from veritas_dsl.unlearning.dare.tree import LEAF
 
 from conftest import examples
 

@@ -14,10 +14,10 @@ from dare_helpers import ks, ks_critical, tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare.splits import greedy_split, is_leaf
-from veritas_dsl.model.dare.store import _check_rows
-from veritas_dsl.model.dare.tree import GREEDY, LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.splits import greedy_split, is_leaf
+from veritas_dsl.unlearning.dare.store import _check_rows
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF
 
 from conftest import examples
 

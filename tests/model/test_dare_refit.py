@@ -2,7 +2,7 @@
 threshold and attribute sampling, after deleting rows is the forest a fit with the same settings
 and seed on its remaining rows gives, node for node (each tree draws its root's seed before
 seeing any row, and a greedy subtree is a function of its rows and that seed). The language
-lets a certificate cover such refits (lang/coverage.py). With random nodes it is not so: a fit
+lets a certificate cover such refits (unlearning/checking/coverage.py). With random nodes it is not so: a fit
 draws their thresholds from the rows it is given."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dare_helpers import assert_same_forest, structure, tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.derive import deleted, retrained
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.derive import deleted, retrained
 
 from conftest import examples
 

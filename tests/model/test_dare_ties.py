@@ -13,9 +13,9 @@ from dare_helpers import tied_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.certificate import worst_case
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.certificate import worst_case
+from veritas_dsl.unlearning.dare.tree import LEAF
 
 from conftest import examples
 

@@ -1,4 +1,4 @@
-"""What the one-call walk (veritas_dsl/model/dare/walk.py) reads must stay what the tree is: the
+"""What the one-call walk (veritas_dsl/unlearning/dare/walk.py) reads must stay what the tree is: the
 node table and the leaves' row pool equal the node lists and leaves after every deletion, and
 each greedy node's cache, read from the flat pools through its slot as the kernel reads it,
 holds exactly the valid thresholds of key at most its bound with their counts, as the cache
@@ -12,11 +12,11 @@ from dare_helpers import tied_data
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from veritas_dsl.model.dare.kernels import ALL, threshold_keys
-from veritas_dsl.model.dare.splits import greedy_choice
-from veritas_dsl.model.dare.tree import GREEDY, LEAF
-from veritas_dsl.model.dare.walk import COUNT, FIELDS, ROWS
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.dare.kernels import ALL, threshold_keys
+from veritas_dsl.unlearning.dare.splits import greedy_choice
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF
+from veritas_dsl.unlearning.dare.walk import COUNT, FIELDS, ROWS
 
 from conftest import examples
 

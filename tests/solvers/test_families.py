@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from veritas_dsl import parse
-from veritas_dsl.lang.families import draw_deletions
-from veritas_dsl.model.derive import deleted
 from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.checking.families import draw_deletions
+from veritas_dsl.unlearning.dare.derive import deleted
 
 from reference.families import CELLS, granted
 

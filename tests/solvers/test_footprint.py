@@ -26,10 +26,10 @@ from sklearn.datasets import load_breast_cancer, make_classification
 
 from veritas_dsl.ir import Maximize, Minimize, Query
 from veritas_dsl.ir.query import Feature
-from veritas_dsl.model.dare.tree import LEAF
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.solve import solve
 from veritas_dsl.unlearning import DareForest, LeakageError, leakage
+from veritas_dsl.unlearning.dare.tree import LEAF
 from veritas_dsl.validate import validate_witness
 
 from conftest import require

@@ -17,13 +17,13 @@ from veritas_dsl import parse
 from veritas_dsl.ir.evaluate import holds as holds_on
 from veritas_dsl.ir.evaluate import model_outputs
 from veritas_dsl.ir.query import OutputConstraint
-from veritas_dsl.lang.families import draw_deletions
-from veritas_dsl.model.derive import deleted
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.lazy import LAZY_FROM, lazily, solve_lazily
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.checking.families import draw_deletions
+from veritas_dsl.unlearning.dare.derive import deleted
 
 from reference.families import CELLS, granted
 

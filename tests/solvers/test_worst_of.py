@@ -13,13 +13,13 @@ import pytest
 
 from veritas_dsl import parse
 from veritas_dsl.cli import main
-from veritas_dsl.lang.families import draw_deletions
-from veritas_dsl.model.derive import deleted
 from veritas_dsl.result import Termination, Witness
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.solve import solve
 from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning.checking.families import draw_deletions
+from veritas_dsl.unlearning.dare.derive import deleted
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 ENGINES = "astar, milp, sat, oracle"

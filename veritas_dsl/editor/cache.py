@@ -10,9 +10,9 @@ from typing import Any
 
 from veritas_dsl.data import DataError, Dataset
 from veritas_dsl.lang.files import Files
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.summary import ModelSummary, summarize
+from veritas_dsl.unlearning.dare import DareForest
 
 
 class CachedFiles(Files):

@@ -14,10 +14,10 @@ from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.inputs import excerpt
 from veritas_dsl.ir.query import DomainKind, Feature
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.families import Families
 from veritas_dsl.lang.symbols import Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, PickleRefused
+from veritas_dsl.unlearning.checking.families import Families
 
 DATA_FORMATS = {
     "csv": {},

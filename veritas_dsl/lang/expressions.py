@@ -407,8 +407,8 @@ class Expressions(Scales):
         )
 
     def objective_only(self, expr: ast.Call | ast.EachOf) -> Failed:
-        """The error for ``min(...)`` or ``max(...)`` used as a value (``lang.families`` reads
-        them as a whole objective only)."""
+        """The error for ``min(...)`` or ``max(...)`` used as a value
+        (``unlearning.checking.families`` reads them as a whole objective only)."""
         return self.error(
             "V332",
             f"`{expr.func}(...)` is an objective, not a value",

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from veritas_dsl.data import Dataset, read_csv, read_libsvm
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.load import load_forest, load_model
+from veritas_dsl.unlearning.dare import DareForest
 
 
 class Files:

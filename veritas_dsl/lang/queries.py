@@ -10,8 +10,8 @@ import math
 from veritas_dsl.diagnostics import suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.coverage import Coverage
 from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.unlearning.checking.coverage import Coverage
 
 OPTIONS = {
     "timeout": "a duration such as 10s",

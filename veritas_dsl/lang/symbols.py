@@ -19,8 +19,8 @@ from veritas_dsl.ir.query import Feature
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.ast import Name, SpecFile, Text
 from veritas_dsl.lang.files import Files
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.unlearning.dare import DareForest
 
 #: Names the language gives a meaning; a declaration may not take them.
 BUILTINS = ("class", "vote", "linf", "l1", "changed")

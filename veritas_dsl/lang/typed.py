@@ -15,8 +15,8 @@ from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span
 from veritas_dsl.ir.lowered import EngineChoice
 from veritas_dsl.ir.query import Feature, Row
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.unlearning.dare import DareForest
 
 # Symbols of affine forms:
 #   ("1",)                          the constant 1

@@ -16,9 +16,9 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from veritas_dsl.model import skops_file
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 from veritas_dsl.model.limits import model_size
+from veritas_dsl.unlearning.dare import DareForest
 
 FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "catboost", "onnx", "ensemble", "dare")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.model.dare import DareForest
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.unlearning.dare import DareForest
 
 
 def worst_deletion(forest: DareForest, candidates=1000, seed: int = 0) -> tuple[int, int]:

@@ -3,7 +3,7 @@
 Two facts, kept apart (``docs/unlearning.md``, "leakage"):
 
 - the **anonymity set**: the training rows whose deletion is consistent with the change, those
-  an observer of both models cannot rule out (:mod:`veritas_dsl.model.dare.consistency`, by trial
+  an observer of both models cannot rule out (:mod:`.dare.consistency`, by trial
   deletions on copies; no engine). It always holds the deleted rows;
 - the **footprint** ``after(x) - before(x)``: both extremes, each with bounds from an engine
   (proven, or what it had at its limit), the best input found, the box of leaves around it where
@@ -33,13 +33,13 @@ from veritas_dsl.ir.query import (
     Query,
 )
 from veritas_dsl.ir.reductions import CancelTrees, Chain
-from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.dare.consistency import consistent_rows
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits
 from veritas_dsl.solvers.solve import SHARED, solve
+from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare.consistency import consistent_rows
 from veritas_dsl.validate import validate_witness
 
 #: The time limit of the whole report (trial deletions and both optimisations), unless told.

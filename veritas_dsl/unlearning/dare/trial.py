@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from veritas_dsl.model.dare.walk import AT_LEAF, COUNT, ROWS, walk
+from veritas_dsl.unlearning.dare.walk import AT_LEAF, COUNT, ROWS, walk
 
 if TYPE_CHECKING:
-    from veritas_dsl.model.dare.forest import DareForest
-    from veritas_dsl.model.dare.tree import Grower, Tree
+    from veritas_dsl.unlearning.dare.forest import DareForest
+    from veritas_dsl.unlearning.dare.tree import Grower, Tree
 
 
 def deletion_cost(forest: DareForest, r: int) -> int:

@@ -20,7 +20,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.environment import Environment
 from veritas_dsl.lang.symbols import Failed
 
-#: The certified bounds (lang/derived.py makes them).
+#: The certified bounds (unlearning/checking/derived.py makes them).
 CERTIFICATES = ("worst_case", "best_case")
 
 

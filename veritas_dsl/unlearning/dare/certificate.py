@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from veritas_dsl.model.dare.kernels import attribute_keys, threshold_key
-from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.errors import ModelError
-from veritas_dsl.model.gini_margin import overtaking_cut
+from veritas_dsl.unlearning.dare.gini_margin import overtaking_cut
+from veritas_dsl.unlearning.dare.kernels import attribute_keys, threshold_key
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM
 
 if TYPE_CHECKING:
-    from veritas_dsl.model.dare.forest import DareForest
+    from veritas_dsl.unlearning.dare.forest import DareForest
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def certified_fit(X, y, deletions: int, X_test, y_test, seeds: range, **settings
     accepts at ``deletions``, the most accurate on ``X_test, y_test`` (the first of equals);
     None when none is certified. Random nodes, because the certificate accepts them far more
     often than greedy ones (docs/unlearning.md)."""
-    from veritas_dsl.model.dare import DareForest
+    from veritas_dsl.unlearning.dare import DareForest
 
     best = None
     for seed in seeds:

@@ -1,7 +1,7 @@
 """Models derived from a ``dare`` forest: ``delete(base, rows = ...)`` and
 ``retrain(base, without = ...)``, their row ids checked and located (in the spec or in a rows file),
 and the certified bounds ``worst_case(base, deletions = k)`` and ``best_case(...)`` of every forest
-``delete`` of at most k rows gives (not of a ``retrain``: lang/coverage.py).
+``delete`` of at most k rows gives (not of a ``retrain``: unlearning/checking/coverage.py).
 
 The base forest is never changed: each derived model is made on a copy, once per check.
 """
@@ -19,10 +19,10 @@ from veritas_dsl.inputs import excerpt
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.lang.symbols import Failed, Scope
-from veritas_dsl.model.certificate import UnstableError, worst_case
-from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.derive import deleted, id_problems, retrained
 from veritas_dsl.model.ensemble import Ensemble, ModelError
+from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare.certificate import UnstableError, worst_case
+from veritas_dsl.unlearning.dare.derive import deleted, id_problems, retrained
 
 #: Each derivation and its one argument: the rows to leave out, or how many may be deleted.
 DERIVATIONS = {
@@ -103,7 +103,7 @@ class DerivedModels(Expressions):
         """``(bound, k)``: ``worst_case(base, deletions = k)`` (the lower bound) or
         ``best_case`` (the upper) of every forest ``DareForest.delete`` of at most k rows of
         ``base`` gives; refused (V421, naming the splits) when a deletion may change a split.
-        A refit is not covered (lang/coverage.py)."""
+        A refit is not covered (unlearning/checking/coverage.py)."""
         base = self.base_forest(decl, later)
         arg = self.rows_arg(decl)
         if isinstance(arg.value, ast.RowList | ast.Text):

@@ -13,10 +13,10 @@ from functools import cached_property
 
 import numpy as np
 
-from veritas_dsl.model.dare.tree import LEAF, Tree
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.fractions import LeafFractions
 from veritas_dsl.model.library import LibraryModel, le_threshold_as_lt
+from veritas_dsl.unlearning.dare.tree import LEAF, Tree
 
 
 @dataclass(frozen=True, eq=False)

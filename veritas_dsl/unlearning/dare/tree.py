@@ -42,11 +42,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import mix_int
-from veritas_dsl.model.dare.leaves import LeafRows
-from veritas_dsl.model.dare.memo import ROWS_PER_TREE, Memos, graft
-from veritas_dsl.model.dare.pool import CachePool
-from veritas_dsl.model.dare.splits import (
+from veritas_dsl.unlearning.dare.kernels import mix_int
+from veritas_dsl.unlearning.dare.leaves import LeafRows
+from veritas_dsl.unlearning.dare.memo import ROWS_PER_TREE, Memos, graft
+from veritas_dsl.unlearning.dare.pool import CachePool
+from veritas_dsl.unlearning.dare.splits import (
     Split,
     greedy_choice,
     is_leaf,
@@ -54,7 +54,7 @@ from veritas_dsl.model.dare.splits import (
     random_split,
     random_threshold,
 )
-from veritas_dsl.model.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
+from veritas_dsl.unlearning.dare.walk import AT_LEAF, CHANGED, CHOOSE_AGAIN, FIELDS, walk
 
 LEAF, GREEDY, RANDOM = 0, 1, 2
 _DTYPES = {"threshold": np.float64, "seed": np.uint64}  # Tree.FIELDS' (int64 otherwise)

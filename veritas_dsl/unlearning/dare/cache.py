@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.kernels import ALL, better, gini, key_base, keyed, threshold_key
+from veritas_dsl.unlearning.dare.kernels import ALL, better, gini, key_base, keyed, threshold_key
 
 _LEAF = 0  # tree.LEAF (tree imports this module through walk)
 

@@ -12,10 +12,10 @@ from veritas_dsl.data import DataError, read_row_ids
 from veritas_dsl.diagnostics import SPEC_SUFFIX, Diagnostic, Span, SpecError
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.query import Feature
-from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.derive import deleted, id_problems
 from veritas_dsl.spec import load
-from veritas_dsl.unlearning import Leakage, leakage
+from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare.derive import deleted, id_problems
+from veritas_dsl.unlearning.leakage import Leakage, leakage
 
 
 class TargetError(UserError):

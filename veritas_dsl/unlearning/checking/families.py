@@ -5,8 +5,8 @@ of it; and ``for m in V`` around a condition, which holds when it holds for ever
 A family's models are ``base`` itself (no deletion is one of the outcomes, so a condition over
 the family also holds on the model as it is) and ``V[0]``, ``V[1]``, ... (names no declaration
 can take unquoted), each the base after ``DareForest.delete`` of its own set of training rows
-(``model.derive.deleted``, so the base is never changed); not a refit, which draws random nodes
-afresh. Drawn sets are a function of the base's remaining rows, the fraction, the count and the
+(``unlearning.dare.derive.deleted``, so the base is never changed); not a refit, which draws
+random nodes afresh. Drawn sets are a function of the base's remaining rows, the fraction, the count and the
 seed alone: the same spec gives the same variants.
 """
 
@@ -21,11 +21,11 @@ from veritas_dsl.data import read_row_sets
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.derived import DerivedModels
 from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
-from veritas_dsl.model.dare import DareForest
-from veritas_dsl.model.derive import deleted, id_problems
 from veritas_dsl.model.ensemble import ModelError
+from veritas_dsl.unlearning.checking.derived import DerivedModels
+from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare.derive import deleted, id_problems
 
 #: The functions that make a family, and their arguments.
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}

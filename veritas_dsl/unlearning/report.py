@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 from veritas_dsl.report.table import float32_text
-from veritas_dsl.unlearning import Leakage
-from veritas_dsl.unlearning.leakage import Extreme
+from veritas_dsl.unlearning.leakage import Extreme, Leakage
 
 #: Ids of a set shown before "... (n more)".
 SHOWN = 20

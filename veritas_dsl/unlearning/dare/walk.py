@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.cache import DECIDED, follow_deletion
+from veritas_dsl.unlearning.dare.cache import DECIDED, follow_deletion
 
 #: Columns of a tree's node table: :class:`~.tree.Tree`'s lists of these names (``rows``: the
 #: leaf's offset in ``held``).

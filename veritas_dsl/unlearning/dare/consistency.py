@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.model.dare.forest import DareForest
-from veritas_dsl.model.dare.tree import LEAF, Grower, Tree
 from veritas_dsl.model.library import le_threshold_as_lt
+from veritas_dsl.unlearning.dare.forest import DareForest
+from veritas_dsl.unlearning.dare.tree import LEAF, Grower, Tree
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ import numpy as np
 
 from veritas_dsl.inputs import excerpt, size_text
 from veritas_dsl.model.archive import check_inflation
-from veritas_dsl.model.dare.tree import GREEDY, LEAF, RANDOM, Tree
-from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets
 from veritas_dsl.model.limits import MAX_BYTES, model_size
+from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM, Tree
+from veritas_dsl.unlearning.dare.view import ForestView
 
 FILE_FORMAT = "veritas-dsl-dare"
 FILE_VERSION = 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.model.dare.kernels import best_split
+from veritas_dsl.unlearning.dare.kernels import best_split
 
 #: The most sampled thresholds a greedy node caches (``k=None`` on many rows would cache every
 #: valid threshold); a node without a cache chooses again from its rows after a deletion.

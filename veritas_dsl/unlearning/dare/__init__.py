@@ -1,5 +1,5 @@
 """DaRE forests: random forests that forget training rows exactly (see :mod:`.forest`)."""
 
-from veritas_dsl.model.dare.forest import DareForest
+from veritas_dsl.unlearning.dare.forest import DareForest
 
 __all__ = ["DareForest"]

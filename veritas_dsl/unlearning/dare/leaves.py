@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.model.dare.walk import COUNT, KIND, ROWS
+from veritas_dsl.unlearning.dare.walk import COUNT, KIND, ROWS
 
 _LEAF = 0  # tree.LEAF (tree imports this module)
 

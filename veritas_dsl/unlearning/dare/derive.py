@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from veritas_dsl.model.dare import DareForest
+from veritas_dsl.unlearning.dare import DareForest
 
 
 def deleted(forest: DareForest, ids) -> DareForest:

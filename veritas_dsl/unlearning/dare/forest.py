@@ -5,7 +5,7 @@ value is its fraction of positives and the forest outputs the mean over its tree
 the positions of the rows in the order given to :meth:`fit` then :meth:`add`; deleted ids stay
 deleted. With ``random_depth=0, k=None, max_features=None`` the forest is deterministic and a
 deletion gives the very forest a fit on the remaining rows gives, node for node; otherwise it
-gives a forest distributed as such a fit (see :mod:`veritas_dsl.model.dare.tree`).
+gives a forest distributed as such a fit (see :mod:`veritas_dsl.unlearning.dare.tree`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from veritas_dsl.model.dare.splits import Presorted
-from veritas_dsl.model.dare.tree import Grower, Settings, Tree
-from veritas_dsl.model.dare.view import ForestView
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.unlearning.dare.splits import Presorted
+from veritas_dsl.unlearning.dare.tree import Grower, Settings, Tree
+from veritas_dsl.unlearning.dare.view import ForestView
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -149,7 +149,7 @@ class DareForest:
         left as it was (generator included). Costs about one walk of the row down each tree,
         plus the deletion itself on a copy of each tree where the walk stops early
         (:mod:`.trial`): :meth:`warm` a loaded forest first, or every tree stops early."""
-        from veritas_dsl.model.dare.trial import deletion_cost
+        from veritas_dsl.unlearning.dare.trial import deletion_cost
 
         return deletion_cost(self, int(self._deletable([row])[0]))
 
@@ -274,7 +274,7 @@ class DareForest:
 
     def save(self, path: str | Path) -> None:
         """Write the forest to an ``.npz`` file (no pickle), see :mod:`.store`."""
-        from veritas_dsl.model.dare.store import save
+        from veritas_dsl.unlearning.dare.store import save
 
         self._fitted()
         save(self, path)
@@ -282,7 +282,7 @@ class DareForest:
     @classmethod
     def load(cls, path: str | Path) -> DareForest:
         """Read a forest written by :meth:`save`; a corrupt or foreign file is a ModelError."""
-        from veritas_dsl.model.dare.store import load
+        from veritas_dsl.unlearning.dare.store import load
 
         return load(cls, path)
 
