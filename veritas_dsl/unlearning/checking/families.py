@@ -6,8 +6,8 @@ A family's models are ``base`` itself (no deletion is one of the outcomes, so a 
 the family also holds on the model as it is) and ``V[0]``, ``V[1]``, ... (names no declaration
 can take unquoted), each the base after ``DareForest.delete`` of its own set of training rows
 (``unlearning.dare.derive.deleted``, so the base is never changed); not a refit, which draws
-random nodes afresh. Drawn sets are a function of the base's remaining rows, the fraction, the count and the
-seed alone: the same spec gives the same variants.
+random nodes afresh. Drawn sets are a function of the base's remaining rows, the fraction, the
+count and the seed alone: the same spec gives the same variants.
 """
 
 from __future__ import annotations
