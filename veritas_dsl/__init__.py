@@ -2,7 +2,8 @@
 
 The data flows one way: ``.ver`` text, syntax tree, typed AST, query IR (:mod:`veritas_dsl.ir`),
 an engine (:mod:`veritas_dsl.solvers`), a :class:`Result`, a report. The model layer
-(:class:`Ensemble`) turns XGBoost, scikit-learn and LightGBM models into flat arrays.
+(:class:`Ensemble`) turns XGBoost, scikit-learn, LightGBM, CatBoost and ONNX models, and DaRE
+forests (:mod:`veritas_dsl.unlearning`), into flat arrays.
 """
 
 from veritas_dsl.diagnostics import Diagnostic, SpecError
