@@ -14,6 +14,7 @@ pygments = pytest.importorskip("pygments", reason="the lexer needs Pygments (the
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename  # noqa: E402
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String  # noqa: E402
 
+from veritas_dsl import names  # noqa: E402
 from veritas_dsl.editor import highlight, words  # noqa: E402
 
 SPECS = shipped_specs()
@@ -58,5 +59,17 @@ def test_the_textmate_grammar_knows_the_lexers_words():
         pattern = re.compile(patterns[scope]["match"])
         assert all(pattern.match(w) for w in listed), scope
         assert not pattern.match("modelled")
+        # and no word the lexer does not know: the alternation is exactly the list
+        (alternation,) = re.findall(r"\\b\(([^()]*)\)\\b", patterns[scope]["match"])
+        assert set(alternation.split("|")) == {w.rstrip("(") for w in listed}, scope
     package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
     assert package["contributes"]["grammars"][0]["scopeName"] == grammar["scopeName"]
+
+
+def test_every_format_engine_and_builtin_of_the_names_table_is_highlighted():
+    # catboost and onnx were missing from the lexer, the completions and the VS Code grammar
+    text = " ".join(names.CONSTANTS) + " " + " ".join(f"{b}()" for b in names.BUILTINS) + "\n"
+    kinds = {value: kind for kind, value in get_lexer_by_name("ver").get_tokens(text)}
+    assert all(kinds[w] in Name.Constant for w in names.CONSTANTS)
+    assert all(kinds[b] in Name.Builtin for b in names.BUILTINS)
+    assert {"catboost", "onnx"} <= set(words.CONSTANTS)

@@ -130,6 +130,7 @@ def test_hover_completion_and_definition_answer_from_the_file(client, folder):
     assert labels["clf"] == "model" and labels["test"] == "data" and labels["older"] == "const"
     assert labels["age"] == "feature" and labels["astar"] == "engine"
     assert labels["maximize"] == "keyword" and labels["oldest"] == "query"
+    assert labels["catboost"] == labels["onnx"] == labels["csv"] == "format"
     after_dot = client.request("textDocument/completion", at(document, 6, 12))["items"]
     assert {item["label"] for item in after_dot} == {
         "age", "income", "debt", "sex", "housing_own", "housing_rent", "housing_free",

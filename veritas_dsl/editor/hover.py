@@ -13,7 +13,7 @@ from veritas_dsl.editor.analysis import Analysis
 from veritas_dsl.editor.cache import CachedFiles
 from veritas_dsl.editor.words import BUILTINS, KEYWORDS, OPERATOR_WORDS, TYPES
 from veritas_dsl.ir.query import DomainKind, Feature
-from veritas_dsl.solvers import registry
+from veritas_dsl.names import DATA_FORMATS, ENGINES, MODEL_FORMATS
 
 #: A name as the grammar reads it: plain, or anything but a backquote in backquotes.
 _NAME = re.compile(r"`[^`\n]+`|[A-Za-z_][A-Za-z_0-9]*")
@@ -33,7 +33,8 @@ class Word:
 @dataclass(frozen=True)
 class Completion:
     label: str
-    kind: str  # "keyword", "model", "family", "data", "const", "feature", "engine", "function"
+    #: "keyword", "model", "family", "data", "const", "feature", "engine", "format", "function"
+    kind: str
     detail: str = ""
 
 
@@ -116,8 +117,8 @@ def _domain(feature: Feature, analysis: Analysis) -> str:
 
 
 def completions(analysis: Analysis, line: int, column: int) -> list[Completion]:
-    """Feature names after ``x.``; elsewhere the declared names, features, engines, functions
-    and keywords."""
+    """Feature names after ``x.``; elsewhere the declared names, features, engines, formats,
+    functions and keywords."""
     word = word_at(analysis.text, line, column)
     source = analysis.text.split("\n")[line] if line < len(analysis.text.split("\n")) else ""
     after_dot = word.after_dot if word else source[:column].rstrip().endswith(".")
@@ -126,7 +127,8 @@ def completions(analysis: Analysis, line: int, column: int) -> list[Completion]:
         return features
     found = [Completion(name, kind) for name, (kind, _) in analysis.names.items()]
     found += features
-    found += [Completion(name, "engine") for name in registry.ENGINES]
+    found += [Completion(name, "engine") for name in ENGINES]
+    found += [Completion(name, "format") for name in (*MODEL_FORMATS, *DATA_FORMATS)]
     found += [Completion(name, "function") for name in BUILTINS]
     found += [Completion(word, "keyword") for word in (*KEYWORDS, *OPERATOR_WORDS, *TYPES)]
     seen: set[str] = set()

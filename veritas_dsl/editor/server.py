@@ -39,6 +39,7 @@ _KINDS = {
     "query": lsp.CompletionItemKind.Event,
     "feature": lsp.CompletionItemKind.Field,
     "engine": lsp.CompletionItemKind.Value,
+    "format": lsp.CompletionItemKind.Unit,
     "function": lsp.CompletionItemKind.Function,
 }
 

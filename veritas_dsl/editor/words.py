@@ -1,8 +1,10 @@
-"""The words of `.ver` that highlighting and completion know, by class (``grammar/ver.lark`` and
-the checker's tables are the truth; tests/editor/test_highlight.py checks the TextMate grammar
-against these)."""
+"""The words of `.ver` that highlighting and completion know, by class: the keywords of
+``grammar/ver.lark``, and the names of :mod:`veritas_dsl.names` (tests/editor/test_highlight.py
+checks the TextMate grammar against these)."""
 
 from __future__ import annotations
+
+from veritas_dsl import names
 
 KEYWORDS = (
     "model", "models", "data", "features", "from", "const", "query", "property", "for", "in",
@@ -11,13 +13,8 @@ KEYWORDS = (
 )  # fmt: skip
 OPERATOR_WORDS = ("and", "or", "not")
 TYPES = ("real", "int", "bool", "onehot")
-#: Functions of conditions and objectives, derived models, scale statistics, family extremes.
-BUILTINS = (
-    "class", "vote", "linf", "l1", "changed", "mad", "std", "min", "max", "delete", "retrain",
-    "worst_case", "best_case", "deletions",
-)  # fmt: skip
+#: Functions of conditions and objectives, scale statistics, derived models, families
+#: (:data:`veritas_dsl.names.BUILTINS`).
+BUILTINS = names.BUILTINS
 #: Model and data formats, engines, and what `expect` looks at.
-CONSTANTS = (
-    "xgboost_dump", "xgboost", "lightgbm", "sklearn", "ensemble", "dare", "csv", "libsvm",
-    "astar", "milp", "gurobi", "sat", "oracle", "upper", "lower", "found", "none", "inf",
-)  # fmt: skip
+CONSTANTS = names.CONSTANTS

@@ -17,13 +17,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from veritas_dsl import names
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.symbols import Failed, Scope, Symbols
 
 #: The statistics a scale may be: the median absolute deviation from the median (MAD, the
 #: counterfactual literature's choice, Wachter et al. 2017) and the standard deviation (ddof 0).
-STATISTICS = ("mad", "std")
+STATISTICS = names.STATISTICS
 #: A feature whose statistic is 0 keeps scale 1; this warning says which.
 ZERO_SCALE = "V604"
 

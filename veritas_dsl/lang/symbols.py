@@ -20,10 +20,11 @@ from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.ast import Name, SpecFile, Text
 from veritas_dsl.lang.files import Files
 from veritas_dsl.model.ensemble import Ensemble
+from veritas_dsl.names import FUNCTIONS
 from veritas_dsl.unlearning.dare import DareForest
 
 #: Names the language gives a meaning; a declaration may not take them.
-BUILTINS = ("class", "vote", "linf", "l1", "changed")
+BUILTINS = FUNCTIONS
 
 
 class Failed(Exception):

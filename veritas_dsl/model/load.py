@@ -18,9 +18,10 @@ from pathlib import Path
 from veritas_dsl.model import skops_file
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 from veritas_dsl.model.limits import model_size
+from veritas_dsl.names import MODEL_FORMATS
 from veritas_dsl.unlearning.dare import DareForest
 
-FORMATS = ("xgboost", "xgboost_dump", "lightgbm", "sklearn", "catboost", "onnx", "ensemble", "dare")
+FORMATS = MODEL_FORMATS
 
 #: Options each format takes (name -> what it is); only tree dumps need any.
 FORMAT_OPTIONS: dict[str, dict[str, str]] = {

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from veritas_dsl import names
 from veritas_dsl.diagnostics import Span
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.environment import Environment
 from veritas_dsl.lang.symbols import Failed
 
 #: The certified bounds (unlearning/checking/derived.py makes them).
-CERTIFICATES = ("worst_case", "best_case")
+CERTIFICATES = names.CERTIFICATES
 
 
 class Coverage(Environment):

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from veritas_dsl import names
 from veritas_dsl.data import read_row_sets
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
@@ -31,7 +32,7 @@ from veritas_dsl.unlearning.dare.derive import deleted, id_problems
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}
 _EXAMPLE = "models V = deletions(before, fraction = 0.01, count = 20, seed = 0)"
 #: The objectives over several terms: ``maximize min(...)`` and ``minimize max(...)``.
-WORST = ("min", "max")
+WORST = names.WORST_OF
 #: The most models a family may hold: a typo like `count = 1e6` is an error, not an hour's wait.
 MAX_COUNT = 1000
 
