@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from veritas_dsl import names
 from veritas_dsl.lang import environment, scales, symbols
-from veritas_dsl.model import load
+from veritas_dsl.model import limits, load
 from veritas_dsl.solvers import registry
 from veritas_dsl.unlearning.checking import coverage, derived, families
 
 
 def test_the_loaders_and_the_registry_read_the_table():
     assert load.FORMATS == names.MODEL_FORMATS
+    # a format without its own limit would silently get the largest one
+    assert set(limits.MAX_BYTES) == set(names.MODEL_FORMATS)
+    assert set(load.FORMAT_OPTIONS) <= set(names.MODEL_FORMATS)
     assert set(environment.DATA_FORMATS) == set(names.DATA_FORMATS)
     assert tuple(registry.ENGINES) == names.ENGINES
 

@@ -1,14 +1,11 @@
 """The `ver` Pygments lexer (by entry point) colours every shipped spec without an error token,
-and the TextMate grammar of editors/vscode knows the same words."""
+and every name of the names table as its class (the TextMate grammar: test_textmate.py)."""
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 
-from .corpus import ROOT, shipped_specs
+from .corpus import shipped_specs
 
 pygments = pytest.importorskip("pygments", reason="the lexer needs Pygments (the highlight extra)")
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename  # noqa: E402
@@ -18,7 +15,6 @@ from veritas_dsl import names  # noqa: E402
 from veritas_dsl.editor import highlight, words  # noqa: E402
 
 SPECS = shipped_specs()
-TEXTMATE = ROOT / "editors" / "vscode" / "syntaxes" / "ver.tmLanguage.json"
 
 
 def test_the_lexer_is_found_by_its_entry_point():
@@ -43,27 +39,6 @@ def test_the_lexer_classes_the_words_of_the_grammar():
     assert kinds["and"] in Operator and kinds[">="] in Operator
     assert kinds["class"] in Name.Builtin and kinds["astar"] in Name.Constant
     assert any("$" in v for k, v in get_lexer_by_name("ver").get_tokens("q { $ }") if k in Error)
-
-
-def test_the_textmate_grammar_knows_the_lexers_words():
-    grammar = json.loads(TEXTMATE.read_text())
-    patterns = {p["name"]: p for p in grammar["patterns"]}
-    listed_words = {
-        "keyword.control.ver": words.KEYWORDS,
-        "keyword.operator.word.ver": words.OPERATOR_WORDS,
-        "storage.type.ver": words.TYPES,
-        "support.function.builtin.ver": [w + "(" for w in words.BUILTINS],
-        "support.constant.ver": words.CONSTANTS,
-    }
-    for scope, listed in listed_words.items():
-        pattern = re.compile(patterns[scope]["match"])
-        assert all(pattern.match(w) for w in listed), scope
-        assert not pattern.match("modelled")
-        # and no word the lexer does not know: the alternation is exactly the list
-        (alternation,) = re.findall(r"\\b\(([^()]*)\)\\b", patterns[scope]["match"])
-        assert set(alternation.split("|")) == {w.rstrip("(") for w in listed}, scope
-    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
-    assert package["contributes"]["grammars"][0]["scopeName"] == grammar["scopeName"]
 
 
 def test_every_format_engine_and_builtin_of_the_names_table_is_highlighted():

@@ -2,8 +2,8 @@
 and MkDocs code blocks, ``rich``). Needs Pygments (``pip install "veritas-dsl[highlight]"``).
 
 Its words are the grammar's, listed in ``words.py``: tests/editor/test_highlight.py lexes every
-spec of the docs and the examples and finds no error token. ``editors/vscode`` holds the TextMate
-grammar with the same classes.
+spec of the docs and the examples and finds no error token. ``grammar.py`` writes the TextMate
+grammar of ``editors/vscode`` with the same classes, from the same words.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The words of `.ver` that highlighting and completion know, by class: the keywords of
-``grammar/ver.lark``, and the names of :mod:`veritas_dsl.names` (tests/editor/test_highlight.py
-checks the TextMate grammar against these)."""
+``grammar/ver.lark`` (tests/editor/test_textmate.py checks them against it), and the names of
+:mod:`veritas_dsl.names`. The Pygments lexer, completion and the TextMate grammar
+(``grammar.py``) read these."""
 
 from __future__ import annotations
 
