@@ -22,6 +22,7 @@ from veritas_dsl.ir import (
     Tie,
 )
 from veritas_dsl.ir.empty import emptiness
+from veritas_dsl.ir.reductions import variables_of
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 
@@ -145,6 +146,17 @@ def test_ties_merge_instances():
     assert emptiness(space(REAL), ("x1", "x2"), (a, b)).empty is False
 
 
+def test_a_bool_takes_0_or_1_whatever_its_range():
+    # as the engines' box (StaticBounds) and the oracle have it: one rule, in ir/box.py (a .ver
+    # file cannot give a bool a range; a query built in Python can)
+    features, above = (Feature("b", BOOL, 0.0, 5.0),), Interval("x", 0, 2.0)
+    answer = emptiness(features, ("x",), (above,))
+    assert answer.empty is True and answer.conflicts[0].constraints == (above,)
+    assert "its domain: bool in [0, 5]" in answer.conflicts[0].reason
+    query = Query("b", features, ("x",), {}, (above,), Find())
+    assert variables_of(query).empty
+
+
 def test_disjunctions():
     top = Interval("x", 0, 30.0)
     dead, alive = (Interval("x", 0, hi=10.0),), (Interval("x", 1, 0.0, 1.0),)
@@ -254,6 +266,15 @@ def test_the_box_agrees_with_the_oracle(case):
             rest = tuple(c for c in constraints if not isinstance(c, AnyOf))
             dead = Query("dead", features, instances, {"m": model}, rest + alternative, Find())
             assert registry.get("oracle").solve(dead).termination is Termination.INFEASIBLE
+
+
+@given(conjunctions())
+def test_an_empty_box_for_the_engines_is_explained_to_the_user(case):
+    features, instances, constraints = case
+    plain = tuple(c for c in constraints if not isinstance(c, AnyOf))
+    query = Query("box", features, instances, {}, plain, Find())
+    if variables_of(query).empty:  # StaticBounds' box, which the engines read
+        assert emptiness(features, instances, plain).empty is True
 
 
 def _overlapping_groups(constraints) -> bool:

@@ -1,13 +1,14 @@
 """Input conditions that no input satisfies, found before any engine runs: the static box.
 
 Many input constraints confine one feature of one instance on their own: its domain (a closed
-range; integral for int and bool features), an :class:`Interval`, and an ``linf`` :class:`Ball`
-around a constant row (per feature, the float32 values within the radius). Intersected on the
-float32 grid, merged across instances by :class:`Tie`, and checked against :class:`OneHot`
-groups and the total extent of ``l1`` balls around rows, they show a conjunction empty, never
-wrongly. When a conjunction holds nothing else (intervals, ties, one-hot groups, ``linf`` balls
-around rows, and one ``l1`` ball around a row), the same box also shows it non-empty: those
-constraints are exact per feature (and per group, for the distance of the ``l1`` ball).
+range; integral for int and bool features), an :class:`Interval`, and a :class:`Ball` around a
+constant row (per feature, the float32 values within the radius). Intersected on the float32
+grid and merged across instances by :class:`Tie` (the box the engines get too,
+:mod:`veritas_dsl.ir.box`), and checked against :class:`OneHot` groups and the total extent
+of ``l1`` balls around rows, they show a conjunction empty, never wrongly. When a conjunction
+holds nothing else (intervals, ties, one-hot groups, ``linf`` balls around rows, and one ``l1``
+ball around a row), the same box also shows it non-empty: those constraints are exact per
+feature (and per group, for the distance of the ``l1`` ball).
 Other constraints (outputs, votes, linear, change counts, distances between instances) leave the
 answer undecided unless the box alone is empty.
 
@@ -23,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.float32 import ball_interval, ceil32, floor32
+from veritas_dsl.ir.box import StaticBox, inward, static_box, tie_classes
 from veritas_dsl.ir.query import (
     AnyOf,
     Ball,
@@ -120,23 +121,11 @@ class _Range:
     lo_by: Constraint | None = None
     hi_by: Constraint | None = None
 
-    def tighten(self, lo: float, hi: float, by: Constraint) -> None:
-        lo, hi = ceil32(lo), floor32(hi)  # inputs are float32: the closed ends on the grid
-        if lo > self.lo:
-            self.lo, self.lo_by = lo, by
-        if hi < self.hi:
-            self.hi, self.hi_by = hi, by
-
     @property
     def grid(self) -> tuple[float, float]:
         """The ends rounded inward to the values the feature may take."""
-        if not self.integral:
-            return self.lo, self.hi
-        # A float32 of magnitude 2**23 or more is a whole number already; below, the whole
-        # numbers are float32 values. An infinite end (from an empty bound) stays.
-        lo = float(math.ceil(self.lo)) if math.isfinite(self.lo) else self.lo
-        hi = float(math.floor(self.hi)) if math.isfinite(self.hi) else self.hi
-        return lo, hi
+        lo, hi = inward(self.lo, self.hi, self.integral)
+        return float(lo), float(hi)
 
     @property
     def empty(self) -> bool:
@@ -157,34 +146,29 @@ class _Box:
         self.features = features
         self.instances = instances
         self.constraints = constraints
-        self.root = {(i, f): i for i in instances for f in range(len(features))}
+        var = tie_classes(instances, len(features), constraints)
+        box = static_box(features, instances, constraints, var)
+        #: The instance each (instance, feature) goes by: the first of its tied instances.
+        self.root: dict[tuple[str, int], str] = {}
+        self.ranges: dict[tuple[str, int], _Range] = {}
+        for f, feature in enumerate(features):
+            integral = feature.kind is not DomainKind.REAL
+            for i, instance in enumerate(instances):
+                v = int(var[i, f])
+                first = instances[int(np.argmax(var[:, f] == v))]
+                self.root[instance, f] = first
+                if first == instance:
+                    self.ranges[instance, f] = _range(box, v, integral)
         self.ties: dict[tuple[str, int], list[Tie]] = {}
         for c in constraints:
             if isinstance(c, Tie):
-                a, b = self.find(c.first, c.feature), self.find(c.second, c.feature)
-                self.root[b, c.feature] = a
-                merged = [*self.ties.pop((b, c.feature), []), c]
-                self.ties.setdefault((a, c.feature), []).extend(merged)
-        self.ranges = {}
-        for f, feature in enumerate(features):
-            integral = feature.kind is not DomainKind.REAL
-            lo = max(ceil32(feature.lo), -_FLOAT32_MAX)
-            hi = min(floor32(feature.hi), _FLOAT32_MAX)
-            for i in instances:
-                if self.find(i, f) == i:
-                    self.ranges[i, f] = _Range(lo, hi, integral)
+                self.ties.setdefault((self.find(c.first, c.feature), c.feature), []).append(c)
         #: Whether the ranges, one-hot groups and l1 balls say everything the constraints say.
-        self.exact = True
-        for c in constraints:
-            if isinstance(c, Interval):
-                self.range(c.instance, c.feature).tighten(c.lo, c.hi, c)
-            elif isinstance(c, Ball) and isinstance(c.center, Row):
-                for f, center in enumerate(c.center.values):
-                    self.range(c.instance, f).tighten(
-                        *ball_interval(center, c.radius, weight_of(c.weights, f)), c
-                    )
-            elif not isinstance(c, Tie | OneHot):
-                self.exact = False
+        self.exact = all(
+            isinstance(c, Interval | Tie | OneHot)
+            or (isinstance(c, Ball) and isinstance(c.center, Row))
+            for c in constraints
+        )
         #: One-hot groups as sets of merged features, once each.
         self.groups = list(dict.fromkeys(self.members(c) for c in self.onehots))
         # Exactly-one choices over shared members interact unless the groups are equal or
@@ -209,9 +193,7 @@ class _Box:
         return frozenset((self.find(group.instance, f), f) for f in group.features)
 
     def find(self, instance: str, feature: int) -> str:
-        while self.root[instance, feature] != instance:
-            instance = self.root[instance, feature]
-        return instance
+        return self.root[instance, feature]
 
     def range(self, instance: str, feature: int) -> _Range:
         return self.ranges[self.find(instance, feature), feature]
@@ -336,6 +318,17 @@ class _Box:
                 best = cost, [k for k, gap in gaps.items() if gap]
         assert best is not None, "a group with no possible 1 is a conflict found before"
         return best
+
+
+def _range(box: StaticBox, v: int, integral: bool) -> _Range:
+    """Variable ``v`` of ``box`` as a range; an infinite end becomes the largest float32 of its
+    sign (inputs are finite), set by the feature's range."""
+    lo, lo_by, hi, hi_by = float(box.lo[v]), box.lo_by[v], float(box.hi[v]), box.hi_by[v]
+    if lo < -_FLOAT32_MAX:
+        lo, lo_by = -_FLOAT32_MAX, None
+    if hi > _FLOAT32_MAX:
+        hi, hi_by = _FLOAT32_MAX, None
+    return _Range(lo, hi, integral, lo_by, hi_by)
 
 
 def _gap(center: Fraction, r: _Range) -> Fraction:

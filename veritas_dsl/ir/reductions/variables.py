@@ -1,11 +1,9 @@
 """The input variables of a query: tied (instance, feature) pairs merged, and the static box.
 
-Each (instance, feature) pair is a variable, except that pairs tied by a top-level :class:`Tie`
+Each (instance, feature) pair is a variable, except that pairs tied by a top-level ``Tie``
 share one (:class:`MergeTies`). Each variable has a closed float32 interval that every input
-meeting the query lies in (:class:`StaticBounds`): the feature's range, narrowed by top-level
-intervals and by balls around a row, of either norm (an L1 ball of radius ``r`` also keeps each
-coordinate within ``r`` of the row; that is the tightest per-coordinate bound either norm gives).
-Integer and bool variables get integral bounds.
+meeting the query lies in (:class:`StaticBounds`). Both rules live in :mod:`veritas_dsl.ir.box`,
+which the static box of :mod:`veritas_dsl.ir.empty` reads too.
 
 Both steps leave the constraints as they are and attach the result to the query, as a
 :class:`Variables` table on a :class:`VariableQuery`, for engines to read instead of rebuilding.
@@ -19,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from veritas_dsl.float32 import ball_interval, ceil32, ceil32_array, floor32, floor32_array
-from veritas_dsl.ir.query import Ball, DomainKind, Interval, Query, Row, Tie, weight_of
+from veritas_dsl.ir.box import inward, static_box, tie_classes
+from veritas_dsl.ir.query import DomainKind, Query
 from veritas_dsl.ir.reductions.base import Reduction, ReductionRefused
 
 
@@ -103,31 +101,8 @@ class MergeTies(Reduction):
     """
 
     def apply(self, query: Query) -> tuple[VariableQuery, None]:
-        n_inst, n_feat = len(query.instances), query.n_features
-        if not any(isinstance(c, Tie) for c in query.constraints):  # each pair its own variable
-            var = np.arange(n_inst * n_feat, dtype=np.int64).reshape(n_inst, n_feat)
-            real = np.array([f.kind is DomainKind.REAL for f in query.features], dtype=bool)
-            integral = np.tile(~real, n_inst)
-            unbounded = np.full(n_inst * n_feat, math.inf)
-            table = Variables(var, integral, -unbounded, unbounded.copy(), _source(query))
-            return _with(query, table), None
-        parent = list(range(n_inst * n_feat))
-
-        def find(a: int) -> int:
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        for c in query.constraints:
-            if isinstance(c, Tie):
-                a = query.instances.index(c.first) * n_feat + c.feature
-                b = query.instances.index(c.second) * n_feat + c.feature
-                parent[find(a)] = find(b)
-        roots = [find(a) for a in range(n_inst * n_feat)]
-        _, number = np.unique(roots, return_inverse=True)
-        var = number.reshape(n_inst, n_feat).astype(np.int64)
-        n_vars = int(number.max()) + 1 if len(number) else 0
+        var = tie_classes(query.instances, query.n_features, query.constraints)
+        n_vars = int(var.max()) + 1 if var.size else 0
         integral = np.zeros(n_vars, dtype=bool)
         for f, feature in enumerate(query.features):
             if feature.kind is not DomainKind.REAL:
@@ -154,29 +129,6 @@ class StaticBounds(Reduction):
         table = _attached(query)
         if table is None:
             raise ReductionRefused(f"query {query.name}: {self.refusal(query)}")
-        var = table.var
-        lo, hi = table.lo.copy(), table.hi.copy()
-
-        def narrow(v: int, low: float, high: float) -> None:
-            lo[v] = max(lo[v], ceil32(low))
-            hi[v] = min(hi[v], floor32(high))
-
-        features = query.features
-        low = np.array([f.lo for f in features], dtype=np.float64)
-        high = np.array([f.hi for f in features], dtype=np.float64)
-        boolean = np.array([f.kind is DomainKind.BOOL for f in features], dtype=bool)
-        low = ceil32_array(np.where(boolean, np.maximum(low, 0.0), low))
-        high = floor32_array(np.where(boolean, np.minimum(high, 1.0), high))
-        for i in range(len(query.instances)):  # a tied variable takes the narrowest
-            np.maximum.at(lo, var[i], low)
-            np.minimum.at(hi, var[i], high)
-        for c in query.constraints:
-            if isinstance(c, Interval):
-                narrow(var[query.instances.index(c.instance), c.feature], c.lo, c.hi)
-            elif isinstance(c, Ball) and isinstance(c.center, Row):
-                i = query.instances.index(c.instance)
-                for f, center in enumerate(c.center.values):
-                    narrow(var[i, f], *ball_interval(center, c.radius, weight_of(c.weights, f)))
-        lo = np.where(table.integral, np.ceil(lo), lo)
-        hi = np.where(table.integral, np.floor(hi), hi)
-        return _with(query, Variables(var, table.integral, lo, hi, table.source, True)), None
+        box = static_box(query.features, query.instances, query.constraints, table.var)
+        lo, hi = inward(box.lo, box.hi, table.integral)
+        return _with(query, Variables(table.var, table.integral, lo, hi, table.source, True)), None
