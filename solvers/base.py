@@ -129,12 +129,19 @@ class Engine(Protocol):
 
     name: str
     capabilities: Capabilities
-    #: The reductions the engine needs (see :func:`solve_with`); the oracle needs none.
+    #: The reductions the engine needs (see :func:`route`); the oracle needs none.
     chain: Chain
 
     def available(self) -> Availability: ...
 
-    def solve(self, query: Query, limits: Limits, *, progress=None) -> Result: ...
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        """The engine's own work: answer ``query`` after the route's reductions rewrote it."""
+        ...
+
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+        """The engine alone, through its own chain (:func:`route` without the shared steps),
+        for tests and benchmarks; ``veritas_dsl.solvers.solve.solve`` is the checked route."""
+        ...
 
 
 def unfinished(query: Query, engine: str, termination: Termination, start: float) -> Result:
@@ -161,12 +168,19 @@ def within_trivial(query: Query, result: Result) -> Result:
     return result
 
 
-def solve_with(engine, query: Query, limits: Limits | None = None, progress=None) -> Result:
-    """Answer ``query`` on ``engine`` through the engine's chain of reductions: the chain
-    rewrites the query (``engine.chain``), ``engine.solve_reduced`` answers the rewritten one,
-    and the chain maps the answer (and every progress report) back. The one place a chain is
-    applied. Raises :class:`UnsupportedQuery` when a step of the chain refuses the query."""
-    chain = engine.chain
+#: No shared steps: an engine's own chain alone.
+ALONE = Chain()
+
+
+def route(
+    engine, query: Query, limits: Limits | None = None, progress=None, shared: Chain = ALONE
+) -> Result:
+    """Answer ``query`` on ``engine`` through one chain of reductions, ``shared`` then the
+    engine's own (``engine.chain``), with the engine's :meth:`~Engine.solve_reduced` as its last
+    step: the chain rewrites the query, the engine answers the rewritten one, and the chain maps
+    the answer (and every progress report) back. The one place a chain is applied. Raises
+    :class:`UnsupportedQuery` when a step of the chain refuses the query."""
+    chain = Chain(shared.steps + engine.chain.steps)
     try:
         reduced, inverse = chain.apply(query)
     except ReductionRefused as error:
@@ -174,3 +188,10 @@ def solve_with(engine, query: Query, limits: Limits | None = None, progress=None
     progress = chain.invert_progress(progress, inverse)
     result = engine.solve_reduced(reduced, limits or Limits(), progress=progress)
     return chain.invert(result, inverse)
+
+
+class ChainedEngine:
+    """What every engine shares: :meth:`solve`, the engine alone through its own chain."""
+
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+        return route(self, query, limits, progress)

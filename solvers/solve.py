@@ -18,7 +18,7 @@ from veritas_dsl.ir.query import Query
 from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
-from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
+from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery, route
 from veritas_dsl.solvers.lazy import lazily, solve_lazily
 
 logger = logging.getLogger("veritas_dsl")
@@ -66,10 +66,7 @@ def _solve_once(engine: Engine, query: Query, limits: Limits, progress, shared: 
     """:func:`solve`, all constraints at once."""
     start = time.monotonic()
     try:
-        reduced, inverse = shared.apply(query)
-        # engine.solve applies the engine's chain of reductions (base.solve_with).
-        result = engine.solve(reduced, limits, progress=shared.invert_progress(progress, inverse))
-        return shared.invert(result, inverse)
+        return route(engine, query, limits, progress, shared)
     except UnsupportedQuery as refusal:
         others = registry.able(query, but=engine)
         hint = f"; engines that can: {', '.join(others)}" if others else ""

@@ -64,11 +64,11 @@ from veritas_dsl.solvers.base import (
     LIMITS,
     Availability,
     Capabilities,
+    ChainedEngine,
     Deadline,
     Limits,
     OutOfTime,
     UnsupportedQuery,
-    solve_with,
     unfinished,
     within_trivial,
 )
@@ -82,7 +82,7 @@ DEFAULT_MEMORY_SHARE = 0.5
 DEFAULT_MEMORY_BYTES = 2 << 30
 
 
-class AStarEngine:
+class AStarEngine(ChainedEngine):
     """Anytime best-first search over leaf combinations, with every input constraint lifted.
 
     Declares every construct of the IR but hard voting. Within them it refuses, with
@@ -133,18 +133,6 @@ class AStarEngine:
             return Availability.NOT_INSTALLED
         return Availability.AVAILABLE
 
-    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
-        """Answer ``query`` within ``limits``.
-
-        ``progress``, when given, is called with a :class:`~outcome.Progress` at most ten times
-        a second and once at the end (the CLI shows it as a live line). Raises
-        :class:`UnsupportedQuery` for a query outside the engine's reach within its declared
-        constructs (checked before, by :func:`veritas_dsl.solvers.solve.solve`); limits are
-        reported in the Result, never raised.
-        """
-        _refuse_large_integers(query)
-        return solve_with(self, query, limits, progress)
-
     def prepare(self, query: Query) -> float:
         """Build the per-model structures that ``query`` reads (cells and compacted trees,
         memoised per model and static box: :func:`.problem.build_structure`), so that the first
@@ -163,11 +151,17 @@ class AStarEngine:
         return time.perf_counter() - start
 
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
-        """:meth:`solve` for a query ``chain`` rewrote.
+        """Answer ``query`` (rewritten by ``chain``) within ``limits``.
+
+        ``progress``, when given, is called with a :class:`~outcome.Progress` at most ten times
+        a second and once at the end (the CLI shows it as a live line). Raises
+        :class:`UnsupportedQuery` for a query outside the engine's reach within its declared
+        constructs; limits are reported in the Result, never raised.
 
         The clock of the limits starts once the kernels are ready (:func:`.ready.ready`): the
         first solve in a process may take longer in wall time than its limit, by the time it took
         to compile or load them (``stats["compile_s"]``, 0 once they are ready)."""
+        _refuse_large_integers(query)
         try:
             compile_s = ready()
         except KeyboardInterrupt:

@@ -41,10 +41,10 @@ from veritas_dsl.solvers.base import (
     LIMITS,
     Availability,
     Capabilities,
+    ChainedEngine,
     Deadline,
     Limits,
     OutOfTime,
-    solve_with,
     unfinished,
     within_trivial,
 )
@@ -81,7 +81,7 @@ SUPPORTED = frozenset(
 )
 
 
-class MilpEngine:
+class MilpEngine(ChainedEngine):
     """Exact answers by mixed-integer programming; anytime through the solver's bounds.
 
     Parameters
@@ -109,16 +109,13 @@ class MilpEngine:
             return gurobi.licence()
         return Availability.AVAILABLE if highs.available() else Availability.NOT_INSTALLED
 
-    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
-        """Answer ``query`` exactly within ``limits``; bounds stream into the Result's trace.
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        """Answer ``query`` (rewritten by ``chain``) exactly within ``limits``; bounds stream into
+        the Result's trace.
 
         ``progress``, when given, sees the solver's own bounds while it runs, at most ten times a
         second: unchecked values, for a live display; the Result holds only checked ones.
         """
-        return solve_with(self, query, limits, progress)
-
-    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
-        """:meth:`solve` for a query ``chain`` rewrote."""
         start = time.monotonic()
         live = Live(start, progress) if progress is not None else None
         budget = _Budget.of(limits, start)

@@ -35,7 +35,13 @@ from veritas_dsl.ir.query import (
 )
 from veritas_dsl.ir.reductions import Chain
 from veritas_dsl.result import Result, Termination, Witness
-from veritas_dsl.solvers.base import Availability, Capabilities, Limits, UnsupportedQuery
+from veritas_dsl.solvers.base import (
+    Availability,
+    Capabilities,
+    ChainedEngine,
+    Limits,
+    UnsupportedQuery,
+)
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
 from veritas_dsl.solvers.oracle.enumerate import Combination, combinations, reachable_counts
 from veritas_dsl.solvers.oracle.points import choices, find_point
@@ -50,7 +56,7 @@ MAX_CHOICES = 4096
 _HOPELESS = 10_000
 
 
-class OracleEngine:
+class OracleEngine(ChainedEngine):
     """Exhaustive enumeration; exact on every IR construct, for tiny ensembles only."""
 
     name = "oracle"
@@ -75,7 +81,7 @@ class OracleEngine:
     def available(self) -> Availability:
         return Availability.AVAILABLE
 
-    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
         """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large.
 
         An exact program it cannot finish or round onto float32 raises
@@ -86,7 +92,6 @@ class OracleEngine:
         Stopped by the time limit or Ctrl-C, it reports what the combinations tried so far
         prove: none better than the next one has an input (for a distance, than its box's).
         """
-        limits = limits or Limits()
         start = time.monotonic()
         deadline = None if limits.timeout_s is None else start + limits.timeout_s
         known = _Known(*trivial_bounds(query))

@@ -51,10 +51,10 @@ from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import (
     Availability,
     Capabilities,
+    ChainedEngine,
     Deadline,
     Limits,
     OutOfTime,
-    solve_with,
     unfinished,
     within_trivial,
 )
@@ -80,7 +80,7 @@ SUPPORTED = frozenset(
 SOLVER = "cadical195"
 
 
-class SatEngine:
+class SatEngine(ChainedEngine):
     """Exact answers by SAT with an exact propagator for sums of leaf values."""
 
     name = "sat"
@@ -95,23 +95,11 @@ class SatEngine:
             return Availability.NOT_INSTALLED
         return Availability.AVAILABLE
 
-    def solve(
-        self,
-        query: Query,
-        limits: Limits | None = None,
-        *,
-        progress=None,
-    ) -> Result:
-        """Answer ``query`` exactly, or with valid bounds at the time limit.
-
-        ``progress``, when given, receives each new point of the trace as it is found. The
-        query's constructs are within :data:`SUPPORTED` (checked before, by
-        :func:`veritas_dsl.solvers.solve.solve`).
-        """
-        return solve_with(self, query, limits, progress)
-
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
-        """:meth:`solve` for a query ``chain`` rewrote."""
+        """Answer ``query`` (rewritten by ``chain``) exactly, or with valid bounds at the time
+        limit. ``progress``, when given, receives each new point of the trace as it is found.
+        The query's constructs are within :data:`SUPPORTED` (checked before, by
+        :func:`veritas_dsl.solvers.solve.solve`)."""
         start = time.monotonic()
         search = _Search(query, limits, progress, start)
         try:

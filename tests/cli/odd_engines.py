@@ -21,7 +21,7 @@ class Failing(OracleEngine):
 
     name = "failing"
 
-    def solve(self, query, limits=None, *, progress=None):
+    def solve_reduced(self, query, limits, *, progress=None):
         lower, upper = trivial_bounds(query)
         if upper is not None:
             lower = upper = 1e-9
@@ -29,11 +29,11 @@ class Failing(OracleEngine):
 
 
 class Raising(OracleEngine):
-    """Raises from ``solve``, as a bug in an engine would."""
+    """Raises from ``solve_reduced``, as a bug in an engine would."""
 
     name = "raising"
 
-    def solve(self, query, limits=None, *, progress=None):
+    def solve_reduced(self, query, limits, *, progress=None):
         raise ZeroDivisionError("a bug in the engine")
 
 
@@ -42,17 +42,17 @@ class Stopped(OracleEngine):
 
     name = "stopped"
 
-    def solve(self, query, limits=None, *, progress=None):
-        result = super().solve(query, limits)
+    def solve_reduced(self, query, limits, *, progress=None):
+        result = super().solve_reduced(query, limits)
         return replace(result, engine=self.name, termination=Termination.INTERRUPTED)
 
 
 class Escaping(OracleEngine):
-    """Lets Ctrl-C out of ``solve``, as an engine that does not catch it would."""
+    """Lets Ctrl-C out of ``solve_reduced``, as an engine that does not catch it would."""
 
     name = "escaping"
 
-    def solve(self, query, limits=None, *, progress=None):
+    def solve_reduced(self, query, limits, *, progress=None):
         raise KeyboardInterrupt
 
 

@@ -79,8 +79,8 @@ class _OffByOne(OracleEngine):
 
     name = "liar"
 
-    def solve(self, query, limits=None, *, progress=None):
-        result = replace(super().solve(query, limits), engine=self.name)
+    def solve_reduced(self, query, limits, *, progress=None):
+        result = replace(super().solve_reduced(query, limits), engine=self.name)
         if result.lower is None:
             return result
         return replace(result, lower=result.lower + 1, upper=result.upper + 1)

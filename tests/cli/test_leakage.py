@@ -74,6 +74,6 @@ def test_an_engine_fault_is_a_leakage_error_not_a_traceback(monkeypatch, cancel)
     X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
     before = DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y)
     after = before.copy().delete([3])
-    monkeypatch.setattr(MilpEngine, "solve", broken)
+    monkeypatch.setattr(MilpEngine, "solve_reduced", broken)
     with pytest.raises(LeakageError, match=r"stopped \(error\).*a fault inside the engine"):
         leakage(before, after, engine="milp", cancel=cancel)

@@ -174,9 +174,9 @@ def test_engines_agree_with_and_without_cancelling(name):
 
 def test_solve_hands_every_engine_the_reduced_query_and_validates_on_the_originals():
     class Recording(OracleEngine):
-        def solve(self, query, limits=None, *, progress=None):
+        def solve_reduced(self, query, limits, *, progress=None):
             self.seen = query
-            return super().solve(query, limits, progress=progress)
+            return super().solve_reduced(query, limits, progress=progress)
 
     before, after = changed_pair()
     query = footprint(before, after)

@@ -32,11 +32,11 @@ from veritas_dsl.ir.query import (
     OutputTerm,
     Query,
 )
-from veritas_dsl.ir.reductions import CancelTrees, Chain
+from veritas_dsl.ir.reductions import CancelTrees
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
-from veritas_dsl.solvers.base import Limits
+from veritas_dsl.solvers.base import ALONE, Limits
 from veritas_dsl.solvers.solve import SHARED, solve
 from veritas_dsl.unlearning.dare import DareForest
 from veritas_dsl.unlearning.dare.consistency import consistent_rows
@@ -336,7 +336,7 @@ _LIMITS = (
 
 def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Result:
     # Without ``cancel``, the whole forests, without the shared reductions: for comparison only.
-    shared = SHARED if cancel else Chain(())
+    shared = SHARED if cancel else ALONE
     result = solve(registry.get(name), query, Limits(timeout_s=timeout_s), shared=shared)
     if not (result.exact and result.witnesses) and result.termination not in _LIMITS:
         what = "minimum" if isinstance(query.goal, Minimize) else "maximum"
