@@ -48,3 +48,11 @@ def test_every_format_engine_and_builtin_of_the_names_table_is_highlighted():
     assert all(kinds[w] in Name.Constant for w in names.CONSTANTS)
     assert all(kinds[b] in Name.Builtin for b in names.BUILTINS)
     assert {"catboost", "onnx"} <= set(words.CONSTANTS)
+
+
+
+def test_every_unit_of_the_names_table_is_a_number():
+    lexer = get_lexer_by_name("ver")
+    for units, kind in ((names.DURATION_UNITS, Number.Float), (names.SIZE_UNITS, Number.Integer)):
+        for unit in units:
+            assert next(lexer.get_tokens(f"2{unit}")) == (kind, f"2{unit}")

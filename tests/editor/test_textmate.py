@@ -61,3 +61,14 @@ def test_the_editors_keywords_are_the_grammars_words():
     assert sorted(known) == sorted(literal)
     # the grammar reads formats, engines and built-ins as plain names: none is a keyword
     assert not literal & set(names.BUILTINS + names.CONSTANTS)
+
+
+def test_every_unit_of_the_names_table_is_a_number():
+    patterns = {p["name"]: p for p in grammar.textmate()["patterns"]}
+    for units, scope in (
+        (names.DURATION_UNITS, "constant.numeric.duration.ver"),
+        (names.SIZE_UNITS, "constant.numeric.size.ver"),
+    ):
+        number = re.compile(patterns[scope]["match"])
+        assert all(number.fullmatch(f"2{unit}") for unit in units), scope
+        assert not number.fullmatch("2d")

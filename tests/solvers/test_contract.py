@@ -13,6 +13,7 @@ import pytest
 from veritas_dsl.cli import ExitCode, main
 from veritas_dsl.ir import Ball, Maximize, OutputConstraint, Query, Row
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import Find, Prove
 from veritas_dsl.result import Result, Solution, Termination, Witness
 from veritas_dsl.run import EngineDisagreement, cross_check
@@ -293,9 +294,25 @@ def test_a_construct_new_to_the_ir_is_refused_by_every_engine():
 
 
 def test_every_engine_lists_only_constructs_of_the_ir():
-    from veritas_dsl.ir.constructs import CONSTRUCTS
-
     for engine in registry.ENGINES.values():
         assert engine.capabilities.constructs <= CONSTRUCTS, engine.name
     # the reference answers every construct, so that every engine can be checked against it
     assert registry.get("oracle").capabilities.constructs == CONSTRUCTS
+
+
+@pytest.mark.parametrize("construct", sorted(CONSTRUCTS))
+def test_every_engine_supports_or_refuses_every_construct(construct, two_trees, monkeypatch):
+    # a query that uses just this construct, as constructs() would report it
+    monkeypatch.setattr(registry, "constructs", lambda query: frozenset({construct}))
+    query = query_of(two_trees, Maximize(term(out())))
+    takers = [n for n, e in registry.ENGINES.items() if construct in e.capabilities.constructs]
+    assert registry.able(query) == takers
+    for name, engine in registry.ENGINES.items():
+        if name in takers:
+            registry.check_supports(engine, query)
+            continue
+        with pytest.raises(UnsupportedQuery) as refusal:
+            registry.check_supports(engine, query)
+        assert f"does not support {construct}; engines that can: {', '.join(takers)}" in str(
+            refusal.value
+        )

@@ -13,12 +13,32 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from veritas_dsl.editor.words import BUILTINS, CONSTANTS, KEYWORDS, OPERATOR_WORDS, TYPES
+from veritas_dsl.editor.words import (
+    BUILTINS,
+    CONSTANTS,
+    DURATION_UNITS,
+    KEYWORDS,
+    OPERATOR_WORDS,
+    SIZE_UNITS,
+    TYPES,
+)
+
+
+def _one_of(words: Iterable[str]) -> str:
+    """One of ``words``, longest first, so that none stops inside a longer one."""
+    return "(" + "|".join(sorted(words, key=lambda word: (-len(word), word))) + ")"
 
 
 def _any_of(words: Iterable[str]) -> str:
-    """One whole word of ``words``; longest first, so no word stops inside a longer one."""
-    return r"\b(" + "|".join(sorted(words, key=lambda word: (-len(word), word))) + r")\b"
+    """One whole word of ``words``."""
+    return r"\b" + _one_of(words) + r"\b"
+
+
+def _number(units: Iterable[str], whole: bool = False) -> str:
+    """A number with one of ``units`` after it (sizes start with a digit: ``2GB``, not ``.5GB``),
+    as the grammar's DURATION and SIZE have it."""
+    number = r"\d+(\.\d*)?" if whole else r"(\d+(\.\d*)?|\.\d+)"
+    return r"\b" + number + _one_of(units) + r"\b"
 
 
 def textmate() -> dict:
@@ -28,8 +48,8 @@ def textmate() -> dict:
         ("comment.line.number-sign.ver", {"match": "#.*$"}),
         ("string.quoted.double.ver", {"begin": '"', "end": '"|$', "patterns": [escape]}),
         ("variable.other.quoted.ver", {"match": "`[^`]+`"}),
-        ("constant.numeric.duration.ver", {"match": r"\b(\d+(\.\d*)?|\.\d+)(ms|s|min|h)\b"}),
-        ("constant.numeric.size.ver", {"match": r"\b\d+(\.\d*)?(B|KB|MB|GB|KiB|MiB|GiB)\b"}),
+        ("constant.numeric.duration.ver", {"match": _number(DURATION_UNITS)}),
+        ("constant.numeric.size.ver", {"match": _number(SIZE_UNITS, whole=True)}),
         ("constant.numeric.ver", {"match": r"(\b\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"}),
         ("keyword.control.ver", {"match": _any_of(KEYWORDS)}),
         ("keyword.operator.word.ver", {"match": _any_of(OPERATOR_WORDS)}),

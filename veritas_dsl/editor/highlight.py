@@ -20,7 +20,15 @@ from pygments.token import (
     Text,
 )
 
-from veritas_dsl.editor.words import BUILTINS, CONSTANTS, KEYWORDS, OPERATOR_WORDS, TYPES
+from veritas_dsl.editor.words import (
+    BUILTINS,
+    CONSTANTS,
+    DURATION_UNITS,
+    KEYWORDS,
+    OPERATOR_WORDS,
+    SIZE_UNITS,
+    TYPES,
+)
 
 
 class VerLexer(RegexLexer):
@@ -37,8 +45,8 @@ class VerLexer(RegexLexer):
             (r"#.*?$", Comment.Single),
             (r'"([^"\\\n]|\\.)*"', String.Double),
             (r"`[^`\n]+`", Name.Variable),
-            (r"(\d+(\.\d*)?|\.\d+)(ms|s|min|h)\b", Number.Float),
-            (r"\d+(\.\d*)?(B|KB|MB|GB|KiB|MiB|GiB)\b", Number.Integer),
+            (words(DURATION_UNITS, prefix=r"(\d+(\.\d*)?|\.\d+)", suffix=r"\b"), Number.Float),
+            (words(SIZE_UNITS, prefix=r"\d+(\.\d*)?", suffix=r"\b"), Number.Integer),
             (r"(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", Number),
             (words(KEYWORDS, suffix=r"\b"), Keyword),
             (words(OPERATOR_WORDS, suffix=r"\b"), Operator.Word),

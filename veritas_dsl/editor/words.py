@@ -1,7 +1,7 @@
 """The words of `.ver` that highlighting and completion know, by class: the keywords of
 ``grammar/ver.lark`` (tests/editor/test_textmate.py checks them against it), and the names of
-:mod:`veritas_dsl.names`. The Pygments lexer, completion and the TextMate grammar
-(``grammar.py``) read these."""
+:mod:`veritas_dsl.names` (formats, engines, built-ins, units). The Pygments lexer, completion
+and the TextMate grammar (``grammar.py``) read these."""
 
 from __future__ import annotations
 
@@ -19,3 +19,6 @@ TYPES = ("real", "int", "bool", "onehot")
 BUILTINS = names.BUILTINS
 #: Model and data formats, engines, and what `expect` looks at.
 CONSTANTS = names.CONSTANTS
+#: The units after a number: ``10s``, ``2GB``.
+DURATION_UNITS = tuple(names.DURATION_UNITS)
+SIZE_UNITS = tuple(names.SIZE_UNITS)

@@ -16,6 +16,7 @@ from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.scales import Scales
 from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
+from veritas_dsl.names import SCALED
 
 
 class Expressions(Scales):
@@ -329,7 +330,7 @@ class Expressions(Scales):
         args = expr.args
         if func in self.broken:
             raise Failed
-        if expr.keywords and func not in ("linf", "l1", "changed"):
+        if expr.keywords and func not in SCALED:
             keyword = expr.keywords[0]
             raise self.error(
                 "V331",
@@ -384,7 +385,7 @@ class Expressions(Scales):
                     args[1].span,
                 )
             return t.ClassOf(model.name, subject, vote=func == "vote")
-        if func in ("linf", "l1", "changed"):
+        if func in SCALED:
             if len(args) != 2:
                 raise self.error("V326", f"{func} takes two inputs: {func}(x, test[0])", expr.span)
             a, b = self.value(args[0], scope), self.value(args[1], scope)

@@ -11,6 +11,7 @@ from veritas_dsl.diagnostics import suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.names import DURATION_UNITS, SIZE_UNITS
 from veritas_dsl.unlearning.checking.coverage import Coverage
 
 OPTIONS = {
@@ -18,8 +19,6 @@ OPTIONS = {
     "steps": "a whole number",
     "memory": "a size such as 2GB",
 }
-_SECONDS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-_BYTES = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
 class Queries(Coverage):
@@ -284,9 +283,7 @@ class Queries(Coverage):
         value = option.value
         expected = OPTIONS[option.name]
         if isinstance(value, ast.Quantity):
-            units = (
-                _SECONDS if option.name == "timeout" else _BYTES if option.name == "memory" else {}
-            )
+            units = {"timeout": DURATION_UNITS, "memory": SIZE_UNITS}.get(option.name, {})
             if value.unit not in units:
                 raise self.error("V502", f"`{option.name}` is {expected}", value.span)
             amount = value.value * units[value.unit]
