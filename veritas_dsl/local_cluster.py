@@ -30,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         # Dask's scheduler serves HTTP even without its dashboard, on port 8787 unless told:
         # a free port on this machine (8787 in use printed "Port 8787 is already in use").
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
+        # Workers fetch the run's queries from each other (veritas_dsl.cluster); a Ctrl-C that
+        # closes the cluster mid-fetch made a worker log the broken transfer as an ERROR with
+        # its traceback. ver reports every task's failure itself (an `error` row), so the
+        # cluster's own logs say nothing a user needs.
+        silence_logs=logging.CRITICAL,
     ) as cluster:
         print(ANNOUNCE + cluster.scheduler_address, flush=True)
         sys.stdin.read()  # until ver closes it, or dies
