@@ -11,7 +11,7 @@ import pytest
 from veritas_dsl import names, parse
 from veritas_dsl.ir.constructs import CONSTRUCTS
 from veritas_dsl.ir.query import Norm
-from veritas_dsl.lang import environment, scales, symbols
+from veritas_dsl.lang import context, environment, quantifiers, scales
 from veritas_dsl.lang.parser import parser
 from veritas_dsl.model import limits, load
 from veritas_dsl.run import DEFAULT_ENGINES
@@ -32,12 +32,12 @@ def test_the_loaders_and_the_registry_read_the_table():
 
 
 def test_the_checkers_tables_are_the_names_tables():
-    assert symbols.BUILTINS == names.FUNCTIONS
+    assert context.BUILTINS == names.FUNCTIONS
     assert scales.STATISTICS == names.STATISTICS
     assert tuple(derived.DERIVATIONS) == names.DERIVATIONS
     assert set(derived.BOUNDS) == set(coverage.CERTIFICATES) == set(names.CERTIFICATES)
     assert tuple(families.FAMILIES) == names.FAMILIES
-    assert families.WORST == names.WORST_OF
+    assert quantifiers.WORST == names.WORST_OF
 
 
 def test_no_name_has_two_meanings():

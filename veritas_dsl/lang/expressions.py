@@ -5,6 +5,7 @@ condition a typed comparison, with a located error for anything the language doe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -14,17 +15,27 @@ from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.ir.logic import MIRRORED, NEGATED
 from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
+from veritas_dsl.lang.context import BUILTINS, Context, Failed, Scope
+from veritas_dsl.lang.quantifiers import Quantifiers
 from veritas_dsl.lang.scales import Scales
-from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
 from veritas_dsl.names import SCALED
 
 
-class Expressions(Scales):
-    """Types expressions and conditions against the names declared so far."""
+class Expressions:
+    """Types expressions and conditions against the names ``ctx`` holds so far; a distance's
+    scale is typed by :class:`Scales`, ``for m in V`` by :class:`Quantifiers` (``m`` then names
+    one model of the family in the :class:`Scope`)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.scales = Scales(ctx, self)
+        self.quantifiers = Quantifiers(ctx, self)
 
     # -- conditions -------------------------------------------------------------------------
 
     def condition(self, cond: ast.Cond, scope: Scope, negated: bool = False) -> t.Condition:
+        if isinstance(cond, ast.ForEach):
+            return self.quantifiers.for_each(cond, scope, negated)
         if isinstance(cond, ast.Not):
             return self.condition(cond.part, scope, not negated)
         if isinstance(cond, ast.And | ast.Or):
@@ -33,7 +44,9 @@ class Expressions(Scales):
             return t.AllOf(parts) if conjunctive else t.EitherOf(parts)
         values = [self.value(operand, scope) for operand in cond.operands]
         if cond.excepted and (len(cond.ops) != 1 or cond.ops[0] != "=="):
-            raise self.error("V312", "`except` follows `a == b` between two instances", cond.span)
+            raise self.ctx.error(
+                "V312", "`except` follows `a == b` between two instances", cond.span
+            )
         pairs = []
         for k, op in enumerate(cond.ops):
             span = join(cond.operands[k].span, cond.operands[k + 1].span)
@@ -55,7 +68,7 @@ class Expressions(Scales):
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
             diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":
-                raise self.error(
+                raise self.ctx.error(
                     "V313",
                     "this compares model outputs with input features",
                     span,
@@ -75,29 +88,29 @@ class Expressions(Scales):
                     help = (
                         "only upper bounds on a distance are supported (the region must be convex)"
                     )
-                raise self.error(
+                raise self.ctx.error(
                     "V314", f"a distance can be bounded with <=, not {op}", span, help=help
                 )
             return t.DistanceAtMost(left, right, span)
         if isinstance(left, t.Changed):
             self.need_constant(right, span, "a count of changed features")
             if op not in ("<=", "<"):
-                raise self.error(
+                raise self.ctx.error(
                     "V314", f"a count of changed features is bounded with <= or <, not {op}", span
                 )
             return t.ChangedAtMost(left, right, op == "<", span)
         if isinstance(left, t.ClassOf):
             if op not in ("==", "!="):
-                raise self.error("V315", f"classes are compared with == or !=, not {op}", span)
+                raise self.ctx.error("V315", f"classes are compared with == or !=, not {op}", span)
             if isinstance(right, t.Lin):
                 self.need_constant(right, span, "a class")
                 if not right.row_dependent:
                     k = right.constant_value()
-                    n = max(2, self.n_outputs(left.model))
+                    n = max(2, self.ctx.n_outputs(left.model))
                     if not k.is_integer() or not 0 <= k < n:
-                        raise self.error("V315", f"class {k:g} is not one of 0..{n - 1}", span)
+                        raise self.ctx.error("V315", f"class {k:g} is not one of 0..{n - 1}", span)
             elif not isinstance(right, t.ClassOf):
-                raise self.error(
+                raise self.ctx.error(
                     "V315",
                     f"a class is compared with a class or a number, not {self.describe(right)}",
                     span,
@@ -105,21 +118,21 @@ class Expressions(Scales):
             return t.ClassCompare(left, right, op == "==", span)
         if isinstance(left, t.Instance) and isinstance(right, t.Instance | t.RowValue):
             if op != "==":
-                raise self.error(
+                raise self.ctx.error(
                     "V316",
                     f"an instance is tied with ==, not compared with {op}",
                     span,
                     help="compare features instead, e.g. x1.age < x2.age",
                 )
             if right == left:
-                raise self.error("V316", "an instance is always equal to itself", span)
+                raise self.ctx.error("V316", "an instance is always equal to itself", span)
             excepted = set()
             for name in cond.excepted:
-                if name.id in self.groups:
-                    excepted.update(self.groups[name.id])
-                elif name.id in self.members:  # its tied partners would pin it: nothing freed
-                    group = self.members[name.id][0]
-                    raise self.error(
+                if name.id in self.ctx.groups:
+                    excepted.update(self.ctx.groups[name.id])
+                elif name.id in self.ctx.members:  # its tied partners would pin it: nothing freed
+                    group = self.ctx.members[name.id][0]
+                    raise self.ctx.error(
                         "V317",
                         f"`{name.id}` is a member of one-hot group `{group}`, "
                         "which `except` frees as a whole",
@@ -127,33 +140,33 @@ class Expressions(Scales):
                         help=f"write `except {group}`",
                     )
                 else:
-                    excepted.add(self.feature_of(name.id, name.span))
+                    excepted.add(self.ctx.feature_of(name.id, name.span))
             if isinstance(right, t.RowValue):
                 return t.SameAsRow(left.name, right, frozenset(excepted), span)
             return t.TieAll(left.name, right.name, frozenset(excepted), span)
         if isinstance(left, t.GroupRef) and isinstance(right, t.Member):
             if right.group != left.group:
-                raise self.error(
+                raise self.ctx.error(
                     "V317",
-                    f"`{self.features[right.feature].name}` is not in group `{left.group}`",
+                    f"`{self.ctx.features[right.feature].name}` is not in group `{left.group}`",
                     span,
                     help=suggest(
-                        self.features[right.feature].name,
-                        [self.features[f].name for f in self.groups[left.group]],
+                        self.ctx.features[right.feature].name,
+                        [self.ctx.features[f].name for f in self.ctx.groups[left.group]],
                     ),
                 )
             if op not in ("==", "!="):
-                raise self.error(
+                raise self.ctx.error(
                     "V317", f"a one-hot group is compared with == or !=, not {op}", span
                 )
             return t.GroupIs(left.instance, right.feature, op == "==", span)
-        raise self.error(
+        raise self.ctx.error(
             "V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span
         )
 
     def need_constant(self, value, span, what) -> None:
         if not isinstance(value, t.Lin) or value.kind != "constant":
-            raise self.error("V319", f"{what} is compared with a number", span)
+            raise self.ctx.error("V319", f"{what} is compared with a number", span)
 
     def outputs_only(self, cond: t.Condition, span: Span) -> None:
         if isinstance(cond, t.AllOf | t.EitherOf):
@@ -162,7 +175,7 @@ class Expressions(Scales):
         elif isinstance(cond, t.LinCompare) and cond.lin.kind in ("outputs", "constant"):
             return
         elif not isinstance(cond, t.ClassCompare):
-            raise self.error(
+            raise self.ctx.error(
                 "V320",
                 "the conclusion of a property may only constrain model outputs",
                 getattr(cond, "span", span),
@@ -174,7 +187,7 @@ class Expressions(Scales):
     def constant(self, expr: ast.Expr, scope: Scope) -> float:
         value = self.value(expr, scope)
         if not isinstance(value, t.Lin) or value.kind != "constant" or value.row_dependent:
-            raise self.error(
+            raise self.ctx.error(
                 "V321", "a number is expected here", expr.span, f"this is {self.describe(value)}"
             )
         return value.constant_value()
@@ -196,7 +209,7 @@ class Expressions(Scales):
         if isinstance(expr, ast.Arith):
             return self.arithmetic(expr, scope)
         if isinstance(expr, ast.EachOf):
-            raise self.objective_only(expr)
+            raise self.quantifiers.objective_only(expr)
         raise AssertionError(f"unknown expression {expr!r}")
 
     def arithmetic(self, expr: ast.Arith, scope: Scope) -> t.Lin:
@@ -210,7 +223,7 @@ class Expressions(Scales):
                 result = self.arith(arith.plus, span, result, right, 1.0 if op == "+" else -1.0)
             elif op == "*":
                 if not (arith.is_number(right) or arith.is_number(result)):
-                    raise self.error(
+                    raise self.ctx.error(
                         "V322",
                         "only a number can multiply",
                         span,
@@ -221,7 +234,7 @@ class Expressions(Scales):
                 result = self.arith(arith.times, span, result, right.constant_value())
             else:
                 if not arith.is_number(right):
-                    raise self.error("V322", "division is by a non-zero number", operand.span)
+                    raise self.ctx.error("V322", "division is by a non-zero number", operand.span)
                 divisor = right.constant_value()
                 at = operand.span if divisor == 0 or math.isinf(divisor) else span
                 result = self.arith(arith.divide, at, result, divisor)
@@ -232,154 +245,175 @@ class Expressions(Scales):
         try:
             return operation(*args)
         except arith.NumberError as error:
-            raise self.error(error.code, error.message, span, help=error.help) from None
+            raise self.ctx.error(error.code, error.message, span, help=error.help) from None
 
     def linear(self, expr: ast.Expr, scope: Scope) -> t.Lin:
         value = self.value(expr, scope)
         if not isinstance(value, t.Lin):
-            raise self.error(
+            raise self.ctx.error(
                 "V323", f"{self.describe(value)} cannot be used in arithmetic", expr.span
             )
         return value
 
     def name(self, expr: ast.Name, scope: Scope) -> t.Value:
         name = expr.id
+        if name in scope.models:
+            return t.ModelRef(scope.models[name])
+        if name in self.ctx.families:
+            raise self.quantifiers.not_a_model(name, expr.span)
         if name in scope.instances:
             return t.Instance(name)
         if name == scope.batch:
             return t.RowValue(scope.batch_data, None, name)
-        if name in self.constants:
-            return t.Lin.constant(self.constants[name])
-        if name in self.models:
+        if name in self.ctx.constants:
+            return t.Lin.constant(self.ctx.constants[name])
+        if name in self.ctx.models:
             return t.ModelRef(name)
-        if name in self.datasets:
-            raise self.error(
+        if name in self.ctx.datasets:
+            raise self.ctx.error(
                 "V211", f"`{name}` is a data set; pick a row", expr.span, help=f"e.g. {name}[0]"
             )
-        if name in self.members:
-            group, f = self.members[name]
+        if name in self.ctx.members:
+            group, f = self.ctx.members[name]
             return t.Member(group, f)
-        if name in self.broken or name in self.broken_groups or self.features_unknown:
+        if name in self.ctx.broken or name in self.ctx.broken_groups or self.ctx.features_unknown:
             raise Failed  # a failed declaration, or maybe a feature of a model that failed
-        if name in self.feature_index:
-            raise self.error(
+        if name in self.ctx.feature_index:
+            raise self.ctx.error(
                 "V212",
                 f"`{name}` is a feature; say whose",
                 expr.span,
                 help=f"e.g. {min(scope.instances, default='x')}.{_written(name)}",
             )
-        known = [*scope.instances, *self.constants, *self.models, *self.datasets, *self.members]
+        known = [
+            *scope.instances,
+            *self.ctx.constants,
+            *self.ctx.models,
+            *self.ctx.datasets,
+            *self.ctx.members,
+        ]
         if scope.batch:
             known.append(scope.batch)
-        raise self.error(
+        raise self.ctx.error(
             "V213", f"unknown name `{name}`", expr.span, "not declared", help=suggest(name, known)
         )
 
     def attr(self, expr: ast.Attr, scope: Scope) -> t.Value:
         obj = self.value(expr.obj, scope)
         if isinstance(obj, t.Instance):
-            if expr.name in self.groups:
+            if expr.name in self.ctx.groups:
                 return t.GroupRef(obj.name, expr.name)
-            if expr.name in self.broken_groups and expr.name not in self.feature_index:
+            if expr.name in self.ctx.broken_groups and expr.name not in self.ctx.feature_index:
                 raise Failed
-            if obj.name == scope.batch and expr.name not in self.feature_index:
+            if obj.name == scope.batch and expr.name not in self.ctx.feature_index:
                 return self.filter_column(expr, scope)
-            f = self.feature_of(expr.name, expr.name_span)
+            f = self.ctx.feature_of(expr.name, expr.name_span)
             return t.Lin.of({("feat", obj.name, f): 1.0})
         if isinstance(obj, t.RowValue):
-            column = self.column_of(obj.data, expr.name, expr.name_span)
+            column = self.ctx.column_of(obj.data, expr.name, expr.name_span)
             if obj.index is None:
                 return t.Lin.of({("rowcol", expr.name): 1.0})
-            return t.Lin.constant(float(self.datasets[obj.data].values[obj.index, column]))
-        raise self.error("V215", f"{self.describe(obj)} has no features", expr.span)
+            return t.Lin.constant(float(self.ctx.datasets[obj.data].values[obj.index, column]))
+        raise self.ctx.error("V215", f"{self.describe(obj)} has no features", expr.span)
 
     def filter_column(self, expr: ast.Attr, scope: Scope) -> t.Lin:
         """``r.label``: a row filter's row (see :class:`t.Batch`) also has the data set's
         columns that are not features."""
-        if self.features_unknown:
+        if self.ctx.features_unknown:
             raise Failed
-        self.column_of(scope.batch_data, expr.name, expr.name_span)
+        self.ctx.column_of(scope.batch_data, expr.name, expr.name_span)
         return t.Lin.of({("rowcol", expr.name): 1.0})
 
     def index(self, expr: ast.Index, scope: Scope) -> t.Value:
-        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.models:
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in scope.models:
+            obj = dataclasses.replace(expr.obj, func=scope.models[expr.obj.func])
+            expr = dataclasses.replace(expr, obj=obj)
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.ctx.models:
             k = self.constant(expr.index, scope)
-            n = self.n_outputs(expr.obj.func)
+            n = self.ctx.n_outputs(expr.obj.func)
             if not k.is_integer() or not 0 <= k < n:
-                raise self.error(
+                raise self.ctx.error(
                     "V324", f"model `{expr.obj.func}` has outputs 0..{n - 1}", expr.index.span
                 )
             return self.call(expr.obj, scope, output=int(k))
-        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.datasets:
+        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.ctx.datasets:
             data = expr.obj.id
-            i = self.row_index(expr.index, len(self.datasets[data]))
+            i = self.row_index(expr.index, len(self.ctx.datasets[data]))
             return t.RowValue(data, i, f"{data}[{i}]")
-        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.broken:
+        if isinstance(expr.obj, ast.Name) and expr.obj.id in self.ctx.broken:
             raise Failed
-        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.broken:
+        if isinstance(expr.obj, ast.Call) and expr.obj.func in self.ctx.broken:
             raise Failed
-        raise self.error(
+        raise self.ctx.error(
             "V325",
             "only data sets (rows) and model outputs can be indexed",
             expr.span,
             help="e.g. test[3], or clf(x)[2] for output 2",
         )
 
+    def model_output(self, expr: ast.Call, scope: Scope, output: int | None) -> t.Value:
+        """``clf(x)`` or ``clf(x)[k]`` (``output`` k; None when not indexed)."""
+        func, args = expr.func, expr.args
+        if len(args) != 1:
+            raise self.ctx.error("V326", f"model `{func}` takes one input", expr.span)
+        subject = self.value(args[0], scope)
+        if output is None:
+            if self.ctx.n_outputs(func) > 1:
+                raise self.ctx.error(
+                    "V324",
+                    f"model `{func}` has {self.ctx.n_outputs(func)} outputs; pick one",
+                    expr.span,
+                    help=f"e.g. {func}({_text(args[0])})[0]",
+                )
+            output = 0
+        if isinstance(subject, t.Instance):
+            return t.Lin.of({("out", func, subject.name, output): 1.0})
+        if isinstance(subject, t.RowValue):
+            if subject.index is None:
+                return t.Lin.of({("rowout", func, output): 1.0})
+            row = self.ctx.row_point(subject)
+            return t.Lin.constant(float(np.atleast_1d(self.ctx.models[func].eval(row))[output]))
+        raise self.ctx.error(
+            "V326",
+            f"model `{func}` takes an instance or a data row, not {self.describe(subject)}",
+            args[0].span,
+        )
+
     def call(self, expr: ast.Call, scope: Scope, output: int | None) -> t.Value:
+        expr = self.quantifiers.as_model_call(expr, scope)
         func = expr.func
         args = expr.args
-        if func in self.broken:
+        if func in self.ctx.broken:
             raise Failed
         if expr.keywords and func not in SCALED:
             keyword = expr.keywords[0]
-            raise self.error(
+            raise self.ctx.error(
                 "V331",
                 f"`{func}` takes no argument `{keyword.name}`",
                 keyword.name_span,
                 help="only distances take one: l1(x, r, scale = mad(train))",
             )
-        if func in self.models:
-            if len(args) != 1:
-                raise self.error("V326", f"model `{func}` takes one input", expr.span)
-            subject = self.value(args[0], scope)
-            if output is None:
-                if self.n_outputs(func) > 1:
-                    raise self.error(
-                        "V324",
-                        f"model `{func}` has {self.n_outputs(func)} outputs; pick one",
-                        expr.span,
-                        help=f"e.g. {func}({_text(args[0])})[0]",
-                    )
-                output = 0
-            if isinstance(subject, t.Instance):
-                return t.Lin.of({("out", func, subject.name, output): 1.0})
-            if isinstance(subject, t.RowValue):
-                if subject.index is None:
-                    return t.Lin.of({("rowout", func, output): 1.0})
-                row = self.row_point(subject)
-                return t.Lin.constant(float(np.atleast_1d(self.models[func].eval(row))[output]))
-            raise self.error(
-                "V326",
-                f"model `{func}` takes an instance or a data row, not {self.describe(subject)}",
-                args[0].span,
-            )
+        if func in self.ctx.models:
+            return self.model_output(expr, scope, output)
         if func in ("class", "vote"):
             if len(args) != 2:
-                raise self.error(
+                raise self.ctx.error(
                     "V326", f"{func} takes a model and an input: {func}(clf, x)", expr.span
                 )
             model = self.value(args[0], scope)
             if not isinstance(model, t.ModelRef):
-                raise self.error("V326", f"the first argument of {func} is a model", args[0].span)
-            if self.models[model.name].task == "regression":
-                raise self.error(
+                raise self.ctx.error(
+                    "V326", f"the first argument of {func} is a model", args[0].span
+                )
+            if self.ctx.models[model.name].task == "regression":
+                raise self.ctx.error(
                     "V327",
                     f"model `{model.name}` is a regression model; it has no class",
                     args[0].span,
                 )
             subject = self.value(args[1], scope)
             if not isinstance(subject, t.Instance | t.RowValue):
-                raise self.error(
+                raise self.ctx.error(
                     "V326",
                     f"the second argument of {func} is an instance or a data row",
                     args[1].span,
@@ -387,41 +421,32 @@ class Expressions(Scales):
             return t.ClassOf(model.name, subject, vote=func == "vote")
         if func in SCALED:
             if len(args) != 2:
-                raise self.error("V326", f"{func} takes two inputs: {func}(x, test[0])", expr.span)
+                raise self.ctx.error(
+                    "V326", f"{func} takes two inputs: {func}(x, test[0])", expr.span
+                )
             a, b = self.value(args[0], scope), self.value(args[1], scope)
             if isinstance(b, t.Instance) and not isinstance(a, t.Instance):
                 a, b = b, a
             if not isinstance(a, t.Instance) or not isinstance(b, t.Instance | t.RowValue):
-                raise self.error(
+                raise self.ctx.error(
                     "V326", f"{func} relates an instance with an instance or a data row", expr.span
                 )
-            weights = self.distance_weights(func, expr)
+            weights = self.scales.distance_weights(func, expr)
             if func == "changed":
                 return t.Changed(a.name, b)
             return t.Distance(func, a.name, b, weights)
-        known = [*self.models, *BUILTINS]
-        raise self.error(
+        known = [*self.ctx.models, *BUILTINS]
+        raise self.ctx.error(
             "V216",
             f"unknown function `{func}`",
             expr.func_span,
-            help=suggest(func, known) or f"models are {', '.join(self.models) or 'none'}",
-        )
-
-    def objective_only(self, expr: ast.Call | ast.EachOf) -> Failed:
-        """The error for ``min(...)`` or ``max(...)`` used as a value
-        (``unlearning.checking.families`` reads them as a whole objective only)."""
-        return self.error(
-            "V332",
-            f"`{expr.func}(...)` is an objective, not a value",
-            expr.span,
-            help="write `maximize min(m(x) for m in V)`; in a condition, state it of each "
-            "model: m(x) >= 0.5 for m in V",
+            help=suggest(func, known) or f"models are {', '.join(self.ctx.models) or 'none'}",
         )
 
     def row_index(self, expr: ast.Expr, limit: int) -> int:
         value = self.constant(expr, Scope())
         if not value.is_integer() or not 0 <= value < limit:
-            raise self.error("V306", f"row index {value:g} is not in 0..{limit - 1}", expr.span)
+            raise self.ctx.error("V306", f"row index {value:g} is not in 0..{limit - 1}", expr.span)
         return int(value)
 
     def describe(self, value) -> str:

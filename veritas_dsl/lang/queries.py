@@ -4,13 +4,15 @@ checked in the spec's environment.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
-from veritas_dsl.diagnostics import suggest
+from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.lang.context import Context, Failed, Scope
+from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.names import DURATION_UNITS, SIZE_UNITS
 from veritas_dsl.unlearning.checking.coverage import Coverage
 
@@ -21,8 +23,33 @@ OPTIONS = {
 }
 
 
-class Queries(Coverage):
-    """Checks each query in the environment its declarations built."""
+class Queries:
+    """Checks each query in the environment its declarations built (``ctx``), its expressions
+    and conditions typed by ``expressions``."""
+
+    def __init__(self, ctx: Context, expressions: Expressions) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
+        self.quantifiers = expressions.quantifiers
+        self.coverage = Coverage(ctx)
+
+    def check_all(self, items: tuple[ast.Item, ...]) -> tuple[t.CheckedQuery, ...]:
+        """Every query that checks, in order; each problem of the others is reported."""
+        queries = []
+        names: dict[str, Span] = {}
+        for item in items:
+            if isinstance(item, ast.QueryDecl):
+                if item.name in names:
+                    self.ctx.error(
+                        "V201",
+                        f"query `{item.name}` is declared twice",
+                        item.span,
+                        notes=[f"first declared at {names[item.name]}"],
+                    )
+                names[item.name] = item.span
+                with contextlib.suppress(Failed):  # already reported
+                    queries.append(self.query(item))
+        return tuple(queries)
 
     def query(self, decl: ast.QueryDecl) -> t.CheckedQuery:
         """A query or property. Long (over 80 lines) because its statements are checked in one
@@ -33,25 +60,25 @@ class Queries(Coverage):
         inputs = [s for s in body if isinstance(s, ast.Input)]
         foralls = [s for s in body if isinstance(s, ast.Forall)]
         for extra in inputs[1:]:
-            self.error("V206", "instances are declared once, with one `input`", extra.span)
+            self.ctx.error("V206", "instances are declared once, with one `input`", extra.span)
         for extra in foralls[1:]:
-            self.error("V206", "a property has one `forall`", extra.span)
+            self.ctx.error("V206", "a property has one `forall`", extra.span)
         if decl.is_property and not foralls:
-            raise self.error(
+            raise self.ctx.error(
                 "V207",
                 f"property `{decl.name}` states no `forall`",
                 decl.span,
                 help="write: forall x: <premise> => <conclusion>",
             )
         if foralls and not decl.is_property:
-            raise self.error(
+            raise self.ctx.error(
                 "V207",
                 "`forall` belongs in a `property`",
                 foralls[0].span,
                 help=f"write `property {decl.name}` instead of `query {decl.name}`",
             )
         if inputs and foralls:
-            raise self.error(
+            raise self.ctx.error(
                 "V206",
                 "the instances of a property are those of its `forall`",
                 inputs[0].span,
@@ -59,7 +86,7 @@ class Queries(Coverage):
             )
         names = inputs[0].names if inputs else foralls[0].names if foralls else ()
         if not names:
-            raise self.error(
+            raise self.ctx.error(
                 "V208",
                 f"query `{decl.name}` declares no input",
                 decl.span,
@@ -67,8 +94,8 @@ class Queries(Coverage):
             )
         instances = []
         for name in names:
-            if name.id in scope.instances or name.id in self.declared or name.id == scope.batch:
-                raise self.error(
+            if name.id in scope.instances or name.id in self.ctx.declared or name.id == scope.batch:
+                raise self.ctx.error(
                     "V201",
                     f"`{name.id}` is already a name here",
                     name.span,
@@ -92,16 +119,16 @@ class Queries(Coverage):
         for statement in body:
             try:
                 if isinstance(statement, ast.Where):
-                    constraints.append(self.condition(statement.cond, scope))
+                    constraints.append(self.expressions.condition(statement.cond, scope))
                 elif isinstance(statement, ast.Forall):
                     if statement.premise is not None:
-                        constraints.append(self.condition(statement.premise, scope))
-                    conclusion = self.condition(statement.conclusion, scope)
-                    self.outputs_only(conclusion, statement.conclusion.span)
+                        constraints.append(self.expressions.condition(statement.premise, scope))
+                    conclusion = self.expressions.condition(statement.conclusion, scope)
+                    self.expressions.outputs_only(conclusion, statement.conclusion.span)
                     goal = t.ProveThat(conclusion, statement.span)
                 elif isinstance(statement, ast.Objective | ast.FindStmt):
                     if goal is not None:
-                        raise self.error(
+                        raise self.ctx.error(
                             "V209",
                             "a query has one objective",
                             statement.span,
@@ -123,7 +150,7 @@ class Queries(Coverage):
                     failed = True
         if failed:
             raise Failed
-        self.certificate_coverage(decl)
+        self.coverage.certificate_coverage(decl)
         return t.CheckedQuery(
             decl.name,
             decl.is_property,
@@ -138,11 +165,11 @@ class Queries(Coverage):
 
     def batch(self, batch: ast.Batch, scope: Scope) -> t.Batch:
         data = batch.data.id
-        n = len(self.dataset_named(batch.data))
-        start = 0 if batch.start is None else self.row_index(batch.start, n + 1)
-        stop = n if batch.stop is None else self.row_index(batch.stop, n + 1)
+        n = len(self.ctx.dataset_named(batch.data))
+        start = 0 if batch.start is None else self.expressions.row_index(batch.start, n + 1)
+        stop = n if batch.stop is None else self.expressions.row_index(batch.stop, n + 1)
         if start >= stop:
-            raise self.error("V305", f"the rows {data}[{start}:{stop}] are empty", batch.span)
+            raise self.ctx.error("V305", f"the rows {data}[{start}:{stop}] are empty", batch.span)
         scope.batch = batch.name
         scope.batch_data = data
         return t.Batch(batch.name, data, start, stop)
@@ -153,7 +180,7 @@ class Queries(Coverage):
         the query's inputs."""
         for name in _names(cond):
             if name.id in instances:
-                raise self.error(
+                raise self.ctx.error(
                     "V330",
                     f"the row filter reads input `{name.id}`",
                     name.span,
@@ -165,17 +192,17 @@ class Queries(Coverage):
         scope = Scope()
         scope.instances.add(batch.name)
         scope.batch, scope.batch_data = batch.name, batch.data
-        return self.condition(cond, scope)
+        return self.expressions.condition(cond, scope)
 
     def objective(self, statement, scope: Scope) -> t.Goal:
         if isinstance(statement, ast.FindStmt):
             return t.FindAny(statement.span)
-        if self.is_worst_of(statement.expr):
-            return self.worst_objective(statement, scope)
-        value = self.value(statement.expr, scope)
+        if self.quantifiers.is_worst_of(statement.expr):
+            return self.quantifiers.worst_objective(statement, scope)
+        value = self.expressions.value(statement.expr, scope)
         if isinstance(value, t.Distance):
             if statement.sense == "maximize":
-                raise self.error(
+                raise self.ctx.error(
                     "V307",
                     "maximizing a distance is not supported",
                     statement.expr.span,
@@ -184,16 +211,16 @@ class Queries(Coverage):
             return t.ClosestDistance(value, statement.span)
         if isinstance(value, t.Lin) and value.kind == "outputs":
             if any(math.isinf(c) for _, c in value.coefs):
-                raise self.error(
+                raise self.ctx.error(
                     "V308",
                     f"cannot {statement.sense} an infinite value",
                     statement.expr.span,
                     help="leave inf out of objectives",
                 )
             return t.OptimizeOutputs(statement.sense, value, statement.span)
-        raise self.error(
+        raise self.ctx.error(
             "V308",
-            f"cannot {statement.sense} {self.describe(value)}",
+            f"cannot {statement.sense} {self.expressions.describe(value)}",
             statement.expr.span,
             help="objectives are model outputs such as clf(x) or clf(x2) - clf(x1), "
             "or a distance to minimize",
@@ -206,44 +233,50 @@ class Queries(Coverage):
         subject = statement.subject
         text = f"expect {subject}" + (f" {statement.op} ..." if statement.op else "")
         if decl.is_property:
-            raise self.error("V309", "a property needs no `expect`: it must hold", statement.span)
+            raise self.ctx.error(
+                "V309", "a property needs no `expect`: it must hold", statement.span
+            )
         if subject in ("upper", "lower"):
             if statement.op is None:
-                raise self.error(
+                raise self.ctx.error(
                     "V310",
                     f"`expect {subject}` needs a comparison",
                     statement.span,
                     help=f"e.g. expect {subject} <= 0.5",
                 )
             if statement.op in ("==", "!="):
-                raise self.error(
+                raise self.ctx.error(
                     "V310",
                     f"compare a bound with <, <=, > or >=, not {statement.op}",
                     statement.span,
                 )
             if isinstance(goal, t.FindAny | t.ProveThat):
-                raise self.error(
+                raise self.ctx.error(
                     "V310",
                     f"`{subject}` is a bound of an objective; this query has none",
                     statement.subject_span,
                     help="add maximize/minimize, or use `expect found`",
                 )
-            value = self.value(statement.value, scope)
+            value = self.expressions.value(statement.value, scope)
             if not isinstance(value, t.Lin) or value.kind != "constant":
-                raise self.error("V310", "a bound is compared with a number", statement.value.span)
+                raise self.ctx.error(
+                    "V310", "a bound is compared with a number", statement.value.span
+                )
             return t.Expectation(subject, statement.op, value, text, statement.span)
         if subject in ("found", "none"):
             if statement.op is not None:
-                raise self.error("V310", f"`expect {subject}` takes no comparison", statement.span)
+                raise self.ctx.error(
+                    "V310", f"`expect {subject}` takes no comparison", statement.span
+                )
             if goal is not None and not isinstance(goal, t.FindAny):
-                raise self.error(
+                raise self.ctx.error(
                     "V310",
                     f"`expect {subject}` is for queries that find an input",
                     statement.subject_span,
                     help="bound an objective with `expect upper <= ...`",
                 )
             return t.Expectation(subject, None, None, text, statement.span)
-        raise self.error(
+        raise self.ctx.error(
             "V311",
             f"unknown expectation `{subject}`",
             statement.subject_span,
@@ -254,18 +287,18 @@ class Queries(Coverage):
     def solve_with(self, statement: ast.SolveWith) -> tuple[t.EngineChoice, ...]:
         choices = []
         for engine in statement.engines:
-            if engine.name not in self.engines:
-                raise self.error(
+            if engine.name not in self.ctx.engines:
+                raise self.ctx.error(
                     "V501",
                     f"unknown engine `{engine.name}`",
                     engine.span,
-                    help=suggest(engine.name, self.engines)
-                    or f"engines are {', '.join(self.engines)}",
+                    help=suggest(engine.name, self.ctx.engines)
+                    or f"engines are {', '.join(self.ctx.engines)}",
                 )
             limits = {"timeout": None, "steps": None, "memory": None}
             for option in engine.options:
                 if option.name not in OPTIONS:
-                    raise self.error(
+                    raise self.ctx.error(
                         "V502",
                         f"unknown engine option `{option.name}`",
                         option.span,
@@ -285,19 +318,19 @@ class Queries(Coverage):
         if isinstance(value, ast.Quantity):
             units = {"timeout": DURATION_UNITS, "memory": SIZE_UNITS}.get(option.name, {})
             if value.unit not in units:
-                raise self.error("V502", f"`{option.name}` is {expected}", value.span)
+                raise self.ctx.error("V502", f"`{option.name}` is {expected}", value.span)
             amount = value.value * units[value.unit]
         elif isinstance(value, ast.Text):
-            raise self.error("V502", f"`{option.name}` is {expected}, not a string", value.span)
+            raise self.ctx.error("V502", f"`{option.name}` is {expected}, not a string", value.span)
         else:
-            amount = self.constant(value, Scope())
+            amount = self.expressions.constant(value, Scope())
         if amount <= 0:
-            raise self.error("V502", f"`{option.name}` must be positive", option.span)
+            raise self.ctx.error("V502", f"`{option.name}` must be positive", option.span)
         if not math.isfinite(amount):
-            raise self.error("V502", f"`{option.name}` must be finite", option.span)
+            raise self.ctx.error("V502", f"`{option.name}` must be finite", option.span)
         if option.name == "steps":
             if not float(amount).is_integer():
-                raise self.error("V502", "`steps` is a whole number", option.span)
+                raise self.ctx.error("V502", "`steps` is a whole number", option.span)
             return int(amount)
         return int(amount) if option.name == "memory" else float(amount)
 

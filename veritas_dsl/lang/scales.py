@@ -20,7 +20,7 @@ import numpy as np
 from veritas_dsl import names
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span, suggest
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.symbols import Failed, Scope, Symbols
+from veritas_dsl.lang.context import Context, Failed, Scope
 
 #: The statistics a scale may be: the median absolute deviation from the median (MAD, the
 #: counterfactual literature's choice, Wachter et al. 2017) and the standard deviation (ddof 0).
@@ -47,8 +47,13 @@ def std(values: np.ndarray) -> np.ndarray:
     return np.std(values, axis=0)
 
 
-class Scales(Symbols):
-    """Types the keyword arguments of a distance into its weights."""
+class Scales:
+    """Types the keyword arguments of a distance into its weights; a scale's numbers are typed by
+    ``expressions`` (an :class:`~veritas_dsl.lang.expressions.Expressions`)."""
+
+    def __init__(self, ctx: Context, expressions) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
 
     def distance_weights(self, func: str, call: ast.Call) -> tuple[float, ...] | None:
         """The weights of distance ``func`` (``l1``, ``linf`` or ``changed``) from the call's
@@ -56,45 +61,45 @@ class Scales(Symbols):
         weights = None
         for keyword in call.keywords:
             if keyword.name != "scale":
-                raise self.error(
+                raise self.ctx.error(
                     "V331",
                     f"`{func}` takes no argument `{keyword.name}`",
                     keyword.name_span,
                     help=suggest(keyword.name, ["scale"]) or "",
                 )
             if func == "changed":
-                raise self.error(
+                raise self.ctx.error(
                     "V331",
                     "`changed` counts features; it takes no scale",
                     keyword.span,
                     help="scale a distance: l1(x, r, scale = mad(train))",
                 )
             if weights is not None:
-                raise self.error("V331", "`scale` is given twice", keyword.span)
+                raise self.ctx.error("V331", "`scale` is given twice", keyword.span)
             scales = self.scales_of(keyword.value)
             weights = tuple(weight(s) for s in scales)
         return weights
 
     def scales_of(self, value: ast.Expr | ast.PerFeature) -> list[float]:
         """One positive finite scale per feature, in the feature space's order."""
-        if self.features_unknown:
+        if self.ctx.features_unknown:
             raise Failed  # the failed model's error says it all
-        n = len(self.features)
+        n = len(self.ctx.features)
         if isinstance(value, ast.PerFeature):
             scales = [1.0] * n
             named: dict[int, Span] = {}
             for entry in value.entries:
-                if entry.name in self.broken_groups:
+                if entry.name in self.ctx.broken_groups:
                     raise Failed
-                members = self.groups.get(entry.name) or (
-                    self.feature_of(entry.name, entry.name_span),
+                members = self.ctx.groups.get(entry.name) or (
+                    self.ctx.feature_of(entry.name, entry.name_span),
                 )  # a one-hot group: each member
                 scale = self.one_scale(entry.value)
                 for f in members:
                     if f in named:
-                        raise self.error(
+                        raise self.ctx.error(
                             "V331",
-                            f"feature `{self.features[f].name}` is scaled twice",
+                            f"feature `{self.ctx.features[f].name}` is scaled twice",
                             entry.name_span,
                             notes=[f"first scaled at {named[f]}"],
                         )
@@ -103,8 +108,8 @@ class Scales(Symbols):
             return scales
         if isinstance(value, ast.Call) and value.func in STATISTICS:
             return self.statistic(value)
-        if isinstance(value, ast.Call) and value.func not in self.models:
-            raise self.error(
+        if isinstance(value, ast.Call) and value.func not in self.ctx.models:
+            raise self.ctx.error(
                 "V216",
                 f"unknown statistic `{value.func}`",
                 value.func_span,
@@ -113,16 +118,16 @@ class Scales(Symbols):
         return [self.one_scale(value)] * n
 
     def one_scale(self, expr: ast.Expr) -> float:
-        scale = self.constant(expr, Scope())  # type: ignore[attr-defined]  # Expressions'
+        scale = self.expressions.constant(expr, Scope())
         if not (math.isfinite(scale) and scale > 0):
-            raise self.error(
+            raise self.ctx.error(
                 "V331",
                 f"a scale must be positive and finite, not {scale:g}",
                 expr.span,
                 help="a distance divides each feature's change by its scale",
             )
         if not math.isfinite(1.0 / scale):
-            raise self.error(
+            raise self.ctx.error(
                 "V331",
                 f"a scale of {scale!r} is too small: one over it is beyond a double",
                 expr.span,
@@ -134,26 +139,28 @@ class Scales(Symbols):
         """``mad(DATA)`` or ``std(DATA)`` per feature, over the data set's rows; 0 becomes 1,
         with a warning."""
         if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
-            raise self.error("V326", f"{call.func} takes a data set: {call.func}(train)", call.span)
+            raise self.ctx.error(
+                "V326", f"{call.func} takes a data set: {call.func}(train)", call.span
+            )
         source = call.args[0]
-        dataset = self.dataset_named(source)
+        dataset = self.ctx.dataset_named(source)
         if len(dataset) == 0:
-            raise self.error(
+            raise self.ctx.error(
                 "V414",
                 f"data `{source.id}` has no rows to take a scale from",
                 source.span,
                 help="name a data set with rows, or give the scales: {income: 1000, ...}",
             )
-        columns = [self.column_of(source.id, f.name, source.span) for f in self.features]
+        columns = [self.ctx.column_of(source.id, f.name, source.span) for f in self.ctx.features]
         key = (call.func, source.id)
-        if key not in self.statistics:
+        if key not in self.ctx.statistics:
             values = dataset.values[:, columns].astype(np.float64)
-            self.statistics[key] = (mad if call.func == "mad" else std)(values).tolist()
-        scales = list(self.statistics[key])
-        zero = [f.name for f, s in zip(self.features, scales, strict=True) if not s > 0]
+            self.ctx.statistics[key] = (mad if call.func == "mad" else std)(values).tolist()
+        scales = list(self.ctx.statistics[key])
+        zero = [f.name for f, s in zip(self.ctx.features, scales, strict=True) if not s > 0]
         if zero:
             shown = ", ".join(f"`{name}`" for name in zero[:5]) + (", ..." if len(zero) > 5 else "")
-            self.warnings.append(
+            self.ctx.warnings.append(
                 Diagnostic(
                     ZERO_SCALE,
                     f"{call.func} of {shown} over `{source.id}` is 0; "

@@ -18,27 +18,29 @@ import dataclasses
 from veritas_dsl import names
 from veritas_dsl.diagnostics import Span
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.environment import Environment
-from veritas_dsl.lang.symbols import Failed
+from veritas_dsl.lang.context import Context, Failed
 
 #: The certified bounds (unlearning/checking/derived.py makes them).
 CERTIFICATES = names.CERTIFICATES
 
 
-class Coverage(Environment):
+class Coverage:
     """Refuses a query that reads a certified bound and a refit it does not cover."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def certificate_coverage(self, decl: ast.QueryDecl) -> None:
         """Raise (V422, at the model's first use in ``decl``) when ``decl`` reads a bound and a
         model separated from the bound's forest by a ``retrain``, the forest having random
         nodes."""
         uses: dict[str, tuple[Span, str | None]] = {}
-        for name, span, family in _references(decl, self.models, self.families):
+        for name, span, family in _references(decl, self.ctx.models, self.ctx.families):
             uses.setdefault(name, (span, family))
-        bounds = [n for n in uses if self.lineage.get(n, ("",))[0] in CERTIFICATES]
+        bounds = [n for n in uses if self.ctx.lineage.get(n, ("",))[0] in CERTIFICATES]
         for bound in bounds:
-            base = self.lineage[bound][1]
-            if self.forests[base].random_depth == 0:
+            base = self.ctx.lineage[bound][1]
+            if self.ctx.forests[base].random_depth == 0:
                 continue  # a same-seed refit is the deleted forest (module docstring)
             for other in uses:
                 if other == bound:
@@ -49,14 +51,14 @@ class Coverage(Environment):
 
     def _forest_of(self, name: str) -> str:
         """The forest a model stands for here: a bound's base, else the model itself."""
-        func, base = self.lineage.get(name, ("", ""))
+        func, base = self.ctx.lineage.get(name, ("", ""))
         return base if func in CERTIFICATES else name
 
     def _chain(self, name: str) -> list[str]:
         """``name``, the model it was made from, and so on to a model read from a file."""
         chain = [name]
-        while chain[-1] in self.lineage:
-            chain.append(self.lineage[chain[-1]][1])
+        while chain[-1] in self.ctx.lineage:
+            chain.append(self.ctx.lineage[chain[-1]][1])
         return chain
 
     def refit_between(self, a: str, b: str) -> str | None:
@@ -67,12 +69,12 @@ class Coverage(Environment):
         if common is None:
             return None
         steps = chain_a[: chain_a.index(common)] + chain_b[: chain_b.index(common)]
-        return next((n for n in steps if self.lineage[n][0] == "retrain"), None)
+        return next((n for n in steps if self.ctx.lineage[n][0] == "retrain"), None)
 
     def uncovered(self, bound: str, other: str, refit: str, span: Span, family) -> Failed:
         """The error for ``bound`` set against ``other`` (read at ``span``, as a model of
         ``family`` or by name), ``refit`` between their forests."""
-        func, base = self.lineage[bound]
+        func, base = self.ctx.lineage[bound]
         made = self._chain(self._forest_of(other))
         if refit == other:
             relation = f"`{other}` is fit again (`retrain`)"
@@ -82,18 +84,18 @@ class Coverage(Environment):
             relation = f"`{base}` is itself a refit (`retrain`)"
         else:
             relation = f"`{base}` is made from `{refit}`, a refit (`retrain`)"
-        return self.error(
+        return self.ctx.error(
             "V422",
             f"`{bound}` does not bound `{other}`: `{func}` covers `delete` of up to "
-            f"{self.certified_rows[bound]} row(s) of `{base}`, and {relation}",
+            f"{self.ctx.certified_rows[bound]} row(s) of `{base}`, and {relation}",
             span,
             f"`{family}` holds `{other}`, " * (family is not None) + f"not covered by `{bound}`",
             help=f"compare with `delete({base}, rows = ...)`, which it covers",
             notes=[
-                f"`{refit}` is declared at {self.declared[refit]}: a fit draws the random nodes "
-                f"(the top {self.forests[base].random_depth} level(s)) afresh, so it is another "
-                "forest, of which the certificate says nothing",
-                f"`{bound}` is declared at {self.declared[bound]}",
+                f"`{refit}` is declared at {self.ctx.declared[refit]}: a fit draws the random "
+                f"nodes (the top {self.ctx.forests[base].random_depth} level(s)) afresh, so it is "
+                "another forest, of which the certificate says nothing",
+                f"`{bound}` is declared at {self.ctx.declared[bound]}",
             ],
         )
 

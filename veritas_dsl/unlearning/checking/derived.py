@@ -17,8 +17,7 @@ from veritas_dsl.data import DataError, read_row_ids
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.inputs import excerpt
 from veritas_dsl.lang import ast
-from veritas_dsl.lang.expressions import Expressions
-from veritas_dsl.lang.symbols import Failed, Scope
+from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.unlearning.dare import DareForest
 from veritas_dsl.unlearning.dare.certificate import UnstableError, worst_case
@@ -50,30 +49,38 @@ class _Id:
     span: Span
 
 
-class DerivedModels(Expressions):
-    """Checks ``model NAME = delete(...)`` and ``= retrain(...)`` against the models before it."""
+class DerivedModels:
+    """Checks ``model NAME = delete(...)``, ``= retrain(...)``, ``= worst_case(...)`` and
+    ``= best_case(...)`` against the models before it; the numbers in its arguments are typed by
+    ``expressions`` (an :class:`~veritas_dsl.lang.expressions.Expressions`)."""
+
+    def __init__(self, ctx: Context, expressions) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
 
     def derived_decl(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> None:
         """``later``: names of models declared after this declaration, and where."""
-        if not self.declare(decl.name, decl.span, "model"):
+        if not self.ctx.declare(decl.name, decl.span, "model"):
             return
         try:
             if decl.func in BOUNDS:
-                self.models[decl.name], self.certified_rows[decl.name] = self.bound(decl, later)
-                self.model_formats[decl.name] = decl.func
-                self.lineage[decl.name] = (decl.func, decl.base.id)
+                self.ctx.models[decl.name], self.ctx.certified_rows[decl.name] = self.bound(
+                    decl, later
+                )
+                self.ctx.model_formats[decl.name] = decl.func
+                self.ctx.lineage[decl.name] = (decl.func, decl.base.id)
                 return
             forest = self.derive(decl, later)
         except Failed:
-            self.broken.add(decl.name)
+            self.ctx.broken.add(decl.name)
             return
-        self.forests[decl.name] = forest
-        self.models[decl.name] = forest.to_ensemble()
-        self.derivations[decl.name] = self.lineage[decl.name] = (decl.func, decl.base.id)
+        self.ctx.forests[decl.name] = forest
+        self.ctx.models[decl.name] = forest.to_ensemble()
+        self.ctx.derivations[decl.name] = self.ctx.lineage[decl.name] = (decl.func, decl.base.id)
 
     def derive(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
         if decl.func not in DERIVATIONS:
-            raise self.error(
+            raise self.ctx.error(
                 "V411",
                 f"unknown model derivation `{decl.func}`",
                 decl.func_span,
@@ -85,7 +92,7 @@ class DerivedModels(Expressions):
         ids = self.row_ids(arg, decl, base)
         values = [i.value for i in ids]
         if len(set(values)) >= len(base.remaining()):
-            raise self.error(
+            raise self.ctx.error(
                 "V413",
                 f"this leaves `{decl.base.id}` no training row",
                 arg.span,
@@ -95,7 +102,7 @@ class DerivedModels(Expressions):
         try:
             return deleted(base, values) if decl.func == "delete" else retrained(base, values)
         except ModelError as error:
-            raise self.error(
+            raise self.ctx.error(
                 "V413", f"cannot {decl.func} `{decl.base.id}`: {error}", decl.span
             ) from None
 
@@ -107,16 +114,16 @@ class DerivedModels(Expressions):
         base = self.base_forest(decl, later)
         arg = self.rows_arg(decl)
         if isinstance(arg.value, ast.RowList | ast.Text):
-            raise self.error(
+            raise self.ctx.error(
                 "V420",
                 "`deletions` is a number of rows",
                 arg.value.span,
                 help=_EXAMPLES[decl.func],
             )
         self.early(arg.value)
-        k = self.constant(arg.value, Scope())
+        k = self.expressions.constant(arg.value, Scope())
         if not k.is_integer() or k < 0:
-            raise self.error(
+            raise self.ctx.error(
                 "V420",
                 f"`{k:g}` is not a number of rows",
                 arg.value.span,
@@ -127,7 +134,7 @@ class DerivedModels(Expressions):
         except UnstableError as error:
             shown = [str(node) for node in error.nodes[: UnstableError.SHOWN]]
             more = len(error.nodes) - len(shown)
-            raise self.error(
+            raise self.ctx.error(
                 "V421",
                 f"`{decl.func}` of `{decl.base.id}` is not certified: {len(error.nodes)} "
                 f"split(s) can change when {int(k)} row(s) are deleted",
@@ -140,11 +147,11 @@ class DerivedModels(Expressions):
 
     def base_forest(self, decl: ast.DerivedDecl, later: dict[str, Span]) -> DareForest:
         base = decl.base
-        if base.id in self.broken:
+        if base.id in self.ctx.broken:
             raise Failed  # its own error says it all
-        if base.id not in self.declared:
+        if base.id not in self.ctx.declared:
             if base.id in later:
-                raise self.error(
+                raise self.ctx.error(
                     "V217",
                     f"model `{base.id}` is declared later",
                     base.span,
@@ -152,47 +159,48 @@ class DerivedModels(Expressions):
                     help=f"move `{decl.name}` below the declaration of `{base.id}`",
                     notes=[f"`{base.id}` is declared at {later[base.id]}"],
                 )
-            raise self.error(
+            raise self.ctx.error(
                 "V217",
                 f"unknown model `{base.id}`",
                 base.span,
                 "not a model declared above",
-                help=suggest(base.id, self.models) or 'declare it: model m = dare "forest.dare"',
+                help=suggest(base.id, self.ctx.models)
+                or 'declare it: model m = dare "forest.dare"',
             )
-        if base.id not in self.forests:
-            raise self.error(
+        if base.id not in self.ctx.forests:
+            raise self.ctx.error(
                 "V410",
                 f"`{base.id}` is not a `dare` forest: its format is "
-                f"`{self.model_formats.get(base.id, '?')}`",
+                f"`{self.ctx.model_formats.get(base.id, '?')}`",
                 base.span,
                 f"`{decl.func}` needs a DareForest",
                 help='declare a forest saved by DareForest.save: model m = dare "forest.dare"',
             )
-        return self.forests[base.id]
+        return self.ctx.forests[base.id]
 
     def rows_arg(self, decl: ast.DerivedDecl) -> ast.DeriveArg:
         wanted = DERIVATIONS[decl.func]
         found = None
         for arg in decl.args:
             if arg.name != wanted:
-                raise self.error(
+                raise self.ctx.error(
                     "V403",
                     f"unknown argument `{arg.name}` of `{decl.func}`",
                     arg.span,
                     help=suggest(arg.name, [wanted]) or f"`{decl.func}` takes `{wanted}`",
                 )
             if found is not None:
-                raise self.error("V403", f"`{wanted}` is given twice", arg.span)
+                raise self.ctx.error("V403", f"`{wanted}` is given twice", arg.span)
             found = arg
         if found is None and decl.func in BOUNDS:
-            raise self.error(
+            raise self.ctx.error(
                 "V403",
                 f"`{decl.func}` needs `{wanted}`: the most rows a deletion may remove",
                 decl.span,
                 help=_EXAMPLES[decl.func],
             )
         if found is None:
-            raise self.error(
+            raise self.ctx.error(
                 "V403",
                 f"`{decl.func}` needs `{wanted}`: the training rows to leave out",
                 decl.span,
@@ -203,7 +211,7 @@ class DerivedModels(Expressions):
     def row_ids(self, arg: ast.DeriveArg, decl: ast.DerivedDecl, base: DareForest) -> list[_Id]:
         """The ids of ``arg``, each checked against ``base``; every bad one is reported."""
         if not isinstance(arg.value, ast.RowList | ast.Text):
-            raise self.error(
+            raise self.ctx.error(
                 "V412",
                 f"`{arg.name}` is a list of row ids or the name of a rows file",
                 arg.value.span,
@@ -211,22 +219,24 @@ class DerivedModels(Expressions):
             )
         ids = self.file_ids(arg.value) if isinstance(arg.value, ast.Text) else self.list_ids(arg)
         if not ids and decl.func == "delete":
-            raise self.error("V412", "no rows to delete", arg.value.span, help=_EXAMPLES["delete"])
+            raise self.ctx.error(
+                "V412", "no rows to delete", arg.value.span, help=_EXAMPLES["delete"]
+            )
         n, name = base.n_rows, decl.base.id
         problems = id_problems(base, [i.value for i in ids])
         for k, reason, first in problems:
             row = ids[k]
             if reason == "range":
                 message = f"row {row.value} does not exist: `{name}` has rows 0 to {n - 1}"
-                self.error("V412", message, row.span, "out of range")
+                self.ctx.error("V412", message, row.span, "out of range")
             elif reason == "twice":
                 notes = [f"first listed at {ids[first].span}"]
-                self.error(
+                self.ctx.error(
                     "V412", f"row {row.value} is listed twice", row.span, "again", notes=notes
                 )
             else:
                 message = f"row {row.value} is already deleted in `{name}`"
-                self.error(
+                self.ctx.error(
                     "V412", message, row.span, "the saved forest forgot it", help="leave it out"
                 )
         if problems:
@@ -237,9 +247,9 @@ class DerivedModels(Expressions):
         ids = []
         for item in arg.value.items:
             self.early(item, "V412")
-            value = self.constant(item, Scope())
+            value = self.expressions.constant(item, Scope())
             if not value.is_integer() or value < 0:
-                raise self.error(
+                raise self.ctx.error(
                     "V412",
                     f"`{value:g}` is not a row id",
                     item.span,
@@ -250,14 +260,14 @@ class DerivedModels(Expressions):
 
     def early(self, item: ast.Expr, code: str = "V420") -> None:
         """Models are read before data sets: ``item`` must not name a constant that reads one."""
-        if isinstance(item, ast.Name) and item.id in self.late_constants:
-            raise self.error(
+        if isinstance(item, ast.Name) and item.id in self.ctx.late_constants:
+            raise self.ctx.error(
                 code,
                 f"`{item.id}` is not known when models are read",
                 item.span,
                 "a constant that reads more than numbers",
                 help="here a number, or a constant made of numbers and such constants",
-                notes=[f"`{item.id}` is declared at {self.late_constants[item.id]}"],
+                notes=[f"`{item.id}` is declared at {self.ctx.late_constants[item.id]}"],
             )
 
     def file_ids(self, text: ast.Text) -> list[_Id]:
@@ -270,16 +280,16 @@ class DerivedModels(Expressions):
     def read_rows_file(self, text: ast.Text, reader: Callable[[Path], T]) -> tuple[Path, T]:
         """The rows file ``text`` names (relative to the spec) read by ``reader``; its errors
         located (V408 in the file, V406 at the name)."""
-        path = self.path_of(text)
+        path = self.ctx.path_of(text)
         try:
             return path, reader(path)
         except DataError as error:
             span = Span(
                 error.path, error.line, error.column, error.line, error.column + error.width
             )
-            raise self.error("V408", error.message, span, help=error.help) from None
+            raise self.ctx.error("V408", error.message, span, help=error.help) from None
         except OSError as error:
-            raise self.error(
+            raise self.ctx.error(
                 "V406",
                 f"cannot read the rows file `{excerpt(text.value)}`: {error.strerror or error}",
                 text.span,

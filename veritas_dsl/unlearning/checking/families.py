@@ -12,17 +12,12 @@ count and the seed alone: the same spec gives the same variants.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-
 import numpy as np
 
-from veritas_dsl import names
 from veritas_dsl.data import read_row_sets
 from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
-from veritas_dsl.lang import typed as t
-from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
+from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
 from veritas_dsl.unlearning.checking.derived import DerivedModels
 from veritas_dsl.unlearning.dare import DareForest
@@ -31,8 +26,6 @@ from veritas_dsl.unlearning.dare.derive import deleted, id_problems
 #: The functions that make a family, and their arguments.
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}
 _EXAMPLE = "models V = deletions(before, fraction = 0.01, count = 20, seed = 0)"
-#: The objectives over several terms: ``maximize min(...)`` and ``minimize max(...)``.
-WORST = names.WORST_OF
 #: The most models a family may hold: a typo like `count = 1e6` is an error, not an hour's wait.
 MAX_COUNT = 1000
 
@@ -46,24 +39,29 @@ def draw_deletions(forest: DareForest, fraction: float, count: int, seed: int) -
     return [sorted(rng.choice(alive, size, replace=False).tolist()) for _ in range(count)]
 
 
-class Families(DerivedModels):
-    """Checks ``models NAME = deletions(...)`` and types ``cond for m in V``; ``self.families``
-    maps each family to its models' names, the base first."""
+class Families:
+    """Checks ``models NAME = deletions(...)``: ``ctx.families`` maps each family to its models'
+    names, the base first. ``derived`` finds the base forest and reads rows files."""
+
+    def __init__(self, ctx: Context, expressions, derived: DerivedModels) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
+        self.derived = derived
 
     def family_decl(self, decl: ast.FamilyDecl, later: dict[str, Span]) -> None:
         """``later``: names of models declared after this declaration, and where."""
-        if not self.declare(decl.name, decl.span, "family of models"):
+        if not self.ctx.declare(decl.name, decl.span, "family of models"):
             return
         try:
             if decl.func not in FAMILIES:
-                raise self.error(
+                raise self.ctx.error(
                     "V411",
                     f"unknown family of models `{decl.func}`",
                     decl.func_span,
                     "not `deletions`",
                     help=suggest(decl.func, FAMILIES) or _EXAMPLE,
                 )
-            base = self.base_forest(decl, later)
+            base = self.derived.base_forest(decl, later)
             sets = self.deletion_sets(decl, base)
             base.warm(sorted({r for ids in sets for r in ids}))  # shared by the variants
             # The model as it is comes first: deleting no row is one of the outcomes, and a
@@ -74,23 +72,23 @@ class Families(DerivedModels):
                 try:
                     forest = deleted(base, ids)
                 except ModelError as error:
-                    raise self.error(
+                    raise self.ctx.error(
                         "V413", f"cannot make `{name}` from `{decl.base.id}`: {error}", decl.span
                     ) from None
-                self.models[name] = forest.to_ensemble()
-                self.lineage[name] = ("delete", decl.base.id)
+                self.ctx.models[name] = forest.to_ensemble()
+                self.ctx.lineage[name] = ("delete", decl.base.id)
                 members.append(name)
         except Failed:
-            self.broken.add(decl.name)
+            self.ctx.broken.add(decl.name)
             return
-        self.families[decl.name] = tuple(members)
+        self.ctx.families[decl.name] = tuple(members)
 
     def deletion_sets(self, decl: ast.FamilyDecl, base: DareForest) -> list[list[int]]:
         """The rows each model of the family forgets: drawn, or read from ``rows``."""
         args: dict[str, ast.Option] = {}
         for arg in decl.args:
             if arg.name not in FAMILIES[decl.func]:
-                raise self.error(
+                raise self.ctx.error(
                     "V403",
                     f"unknown argument `{arg.name}` of `{decl.func}`",
                     arg.span,
@@ -98,12 +96,12 @@ class Families(DerivedModels):
                     or "it takes fraction, count and seed, or rows",
                 )
             if arg.name in args:
-                raise self.error("V403", f"`{arg.name}` is given twice", arg.span)
+                raise self.ctx.error("V403", f"`{arg.name}` is given twice", arg.span)
             args[arg.name] = arg
         if "rows" in args:
             drawn = [args[a] for a in ("fraction", "count", "seed") if a in args]
             if drawn:
-                raise self.error(
+                raise self.ctx.error(
                     "V403",
                     f"`rows` lists the sets: `{drawn[0].name}` draws them",
                     drawn[0].span,
@@ -111,7 +109,7 @@ class Families(DerivedModels):
                 )
             return self.file_sets(args["rows"], decl, base)
         if "fraction" not in args:
-            raise self.error(
+            raise self.ctx.error(
                 "V403",
                 f"`{decl.func}` needs `fraction`: the share of training rows each model forgets",
                 decl.span,
@@ -120,7 +118,7 @@ class Families(DerivedModels):
         fraction = self.number_arg(args["fraction"])
         n = len(base.remaining())
         if not 0 < fraction < 1:
-            raise self.error(
+            raise self.ctx.error(
                 "V420",
                 f"`fraction` is a share of the rows, above 0 and below 1, not {fraction:g}",
                 args["fraction"].value.span,
@@ -128,7 +126,7 @@ class Families(DerivedModels):
             )
         size = round(fraction * n)
         if not 1 <= size < n:
-            raise self.error(
+            raise self.ctx.error(
                 "V420",
                 f"`fraction = {fraction:g}` of `{decl.base.id}`'s {n} rows deletes {size} rows",
                 args["fraction"].value.span,
@@ -141,23 +139,23 @@ class Families(DerivedModels):
 
     def number_arg(self, arg: ast.Option) -> float:
         if isinstance(arg.value, ast.Text | ast.Quantity):
-            raise self.error("V420", f"`{arg.name}` is a number", arg.value.span)
-        if isinstance(arg.value, ast.Name) and arg.value.id in self.late_constants:
-            raise self.error(
+            raise self.ctx.error("V420", f"`{arg.name}` is a number", arg.value.span)
+        if isinstance(arg.value, ast.Name) and arg.value.id in self.ctx.late_constants:
+            raise self.ctx.error(
                 "V420",
                 f"`{arg.value.id}` is not known when models are read",
                 arg.value.span,
                 "a constant that reads more than numbers",
-                notes=[f"`{arg.value.id}` is declared at {self.late_constants[arg.value.id]}"],
+                notes=[f"`{arg.value.id}` is declared at {self.ctx.late_constants[arg.value.id]}"],
             )
-        return self.constant(arg.value, Scope())
+        return self.expressions.constant(arg.value, Scope())
 
     def whole_arg(self, arg: ast.Option | None, default: int, lo: int, hi: int) -> int:
         if arg is None:
             return default
         value = self.number_arg(arg)
         if not (value.is_integer() and lo <= value <= hi):
-            raise self.error(
+            raise self.ctx.error(
                 "V420",
                 f"`{arg.name}` is a whole number from {lo} to {hi:,}, not {value:g}",
                 arg.value.span,
@@ -166,15 +164,15 @@ class Families(DerivedModels):
 
     def file_sets(self, arg: ast.Option, decl: ast.FamilyDecl, base: DareForest) -> list[list[int]]:
         if not isinstance(arg.value, ast.Text):
-            raise self.error(
+            raise self.ctx.error(
                 "V403", "`rows` is a file of sets, one a line", arg.span, help='rows = "sets.txt"'
             )
         text = arg.value
-        path, sets = self.read_rows_file(text, read_row_sets)
+        path, sets = self.derived.read_rows_file(text, read_row_sets)
         if not sets:
-            raise self.error("V412", "the rows file lists no set", text.span, help="3, 17, 42")
+            raise self.ctx.error("V412", "the rows file lists no set", text.span, help="3, 17, 42")
         if len(sets) > MAX_COUNT:
-            raise self.error("V420", f"a family holds at most {MAX_COUNT} models", text.span)
+            raise self.ctx.error("V420", f"a family holds at most {MAX_COUNT} models", text.span)
         failed = False
         for ids in sets:
             where = [Span(str(path), r.line, r.column, r.line, r.column + r.width) for r in ids]
@@ -183,154 +181,17 @@ class Families(DerivedModels):
                 value = ids[k].value
                 if reason == "range":
                     message = f"row {value} does not exist: `{decl.base.id}` has rows 0 to "
-                    self.error("V412", f"{message}{base.n_rows - 1}", where[k], "out of range")
+                    self.ctx.error("V412", f"{message}{base.n_rows - 1}", where[k], "out of range")
                 elif reason == "twice":
                     notes = [f"first listed at {where[first]}"]
-                    self.error("V412", f"row {value} is listed twice", where[k], notes=notes)
+                    self.ctx.error("V412", f"row {value} is listed twice", where[k], notes=notes)
                 else:
                     message = f"row {value} is already deleted in `{decl.base.id}`"
-                    self.error("V412", message, where[k], "the saved forest forgot it")
+                    self.ctx.error("V412", message, where[k], "the saved forest forgot it")
             if not failed and len(ids) >= len(base.remaining()):
-                raise self.error("V413", f"this leaves `{decl.base.id}` no training row", where[0])
+                raise self.ctx.error(
+                    "V413", f"this leaves `{decl.base.id}` no training row", where[0]
+                )
         if failed:
             raise Failed
         return [[r.value for r in ids] for ids in sets]
-
-    # -- for m in V: the typing of Expressions, with a family's variable naming its models ----
-
-    def condition(self, cond: ast.Cond, scope: Scope, negated: bool = False) -> t.Condition:
-        if isinstance(cond, ast.ForEach):
-            return self.for_each(cond, scope, negated)
-        return super().condition(cond, scope, negated)
-
-    def name(self, expr: ast.Name, scope: Scope) -> t.Value:
-        if expr.id in scope.models:
-            return t.ModelRef(scope.models[expr.id])
-        if expr.id in self.families:
-            raise self.not_a_model(expr.id, expr.span)
-        return super().name(expr, scope)
-
-    def call(self, expr: ast.Call, scope: Scope, output: int | None) -> t.Value:
-        if expr.func in scope.models:
-            expr = dataclasses.replace(expr, func=scope.models[expr.func])
-        elif expr.func in self.families:
-            raise self.not_a_model(expr.func, expr.func_span)
-        elif self.is_worst_of(expr):
-            raise self.objective_only(expr)
-        return super().call(expr, scope, output)
-
-    def index(self, expr: ast.Index, scope: Scope) -> t.Value:
-        obj = expr.obj
-        if isinstance(obj, ast.Call) and obj.func in scope.models:
-            obj = dataclasses.replace(obj, func=scope.models[obj.func])
-            expr = dataclasses.replace(expr, obj=obj)
-        return super().index(expr, scope)
-
-    def for_each(self, cond: ast.ForEach, scope: Scope, negated: bool) -> t.Condition:
-        """``part for m in V``: ``part`` for each model of ``V``, all of them (any of them
-        failing, under ``not``). Typed once per model; the first error stops it."""
-        var = self.family_variable(cond.var, scope)
-        members = self.family_named(cond.family)
-        parts = tuple(
-            self.condition(cond.part, scope.binding(var, member), negated) for member in members
-        )
-        return t.EitherOf(parts) if negated else t.AllOf(parts)
-
-    def family_variable(self, var: ast.Name, scope: Scope) -> str:
-        """The name of ``for m in V``'s ``m``, which must be new here."""
-        taken = scope.instances | set(scope.models) | {scope.batch} | set(self.declared)
-        if var.id in taken or var.id in BUILTINS:
-            raise self.error(
-                "V201",
-                f"`{var.id}` is already a name here",
-                var.span,
-                help="choose another name for the family's models, e.g. `m`",
-            )
-        return var.id
-
-    # -- maximize min(m(x) for m in V), minimize max(...): the worst model's value ----------
-
-    def is_worst_of(self, expr: ast.Expr) -> bool:
-        """Whether ``expr`` is ``min(...)`` or ``max(...)`` (a family's, or of a list)."""
-        if isinstance(expr, ast.EachOf):
-            return True
-        return isinstance(expr, ast.Call) and expr.func in WORST and expr.func not in self.models
-
-    def worst_objective(self, statement: ast.Objective, scope: Scope) -> t.OptimizeWorst:
-        """``maximize min(part for m in V)`` / ``minimize max(...)``, or of a list of terms
-        (``min(a(x), b(x))``): each part a sum of model outputs."""
-        expr = statement.expr
-        want = WORST[0] if statement.sense == "maximize" else WORST[1]
-        if expr.func not in WORST:
-            raise self.error(
-                "V332",
-                f"`{expr.func}(... for ...)` is not an objective",
-                expr.func_span,
-                help=f"{statement.sense} {want}(m(x) for m in V)",
-            )
-        if expr.func != want:
-            raise self.error(
-                "V332",
-                f"`{statement.sense} {expr.func}(...)` is not supported: it is the best of the "
-                "models' own optima",
-                expr.func_span,
-                help=f"{statement.sense} {want}(...) for the worst model's value, or "
-                f"{statement.sense} each model in a query of its own",
-            )
-        # Which parts may be a number: the base's, where a comparison with it cancels
-        # (`m(x) - before(x)` is 0 for `before`, the family's first model).
-        if isinstance(expr, ast.EachOf):
-            var = self.family_variable(expr.var, scope)
-            members = self.family_named(expr.family)
-            parts = [(expr.part, scope.binding(var, m), m == members[0]) for m in members]
-        else:
-            if expr.keywords:
-                raise self.error("V331", f"`{want}` takes no keyword", expr.keywords[0].span)
-            if not expr.args:
-                raise self.error("V332", f"`{want}()` of nothing", expr.span)
-            parts = [(arg, scope, False) for arg in expr.args]
-        lins = []
-        for part, within, base in parts:
-            value = self.value(part, within)
-            kinds = ("outputs", "constant") if base else ("outputs",)
-            if not (isinstance(value, t.Lin) and value.kind in kinds):
-                raise self.error(
-                    "V332",
-                    f"cannot {statement.sense} the {want} of {self.describe(value)}",
-                    part.span,
-                    help=f"each part is a model's output: {want}(m(x) for m in V)",
-                )
-            if any(math.isinf(c) for _, c in value.coefs):
-                raise self.error("V308", f"cannot {statement.sense} an infinite value", part.span)
-            lins.append(value)
-        return t.OptimizeWorst(statement.sense, tuple(lins), statement.span)
-
-    def family_named(self, name: ast.Name) -> tuple[str, ...]:
-        if name.id in self.families:
-            return self.families[name.id]
-        if name.id in self.broken:
-            raise Failed
-        if name.id in self.models:
-            raise self.error(
-                "V219",
-                f"`{name.id}` is a model, not a family of models",
-                name.span,
-                help=f"declare a family: models V = deletions({name.id}, fraction = 0.01, "
-                "count = 20)",
-            )
-        raise self.error(
-            "V219",
-            f"unknown family of models `{name.id}`",
-            name.span,
-            help=suggest(name.id, self.families) or _EXAMPLE,
-        )
-
-    def not_a_model(self, name: str, span: Span) -> Failed:
-        """The error for family ``name`` used where a model is expected."""
-        base, *variants = self.families[name]
-        return self.error(
-            "V218",
-            f"`{name}` is a family of models (`{base}` and {len(variants)} variants), not a model",
-            span,
-            help=f"range over it: class(m, x) == 1 for m in {name}",
-        )

@@ -1,8 +1,10 @@
-"""What a spec's declarations made known while it is checked, and how problems are reported.
+"""The context the checkers of a spec share: what its declarations made known, and how problems
+are reported.
 
-:class:`Symbols` holds the models, data sets, constants and features by name; each problem is
-one located :class:`Diagnostic`, and :class:`Failed` stops the construct it was found in (its
-cause is reported once). Loading declarations is :mod:`veritas_dsl.lang.environment`'s job.
+:class:`Context` holds the models, data sets, constants and features by name; each checker
+(:mod:`~veritas_dsl.lang.check` lists them) is handed it, reads and fills it. Each problem is one
+located :class:`Diagnostic`, and :class:`Failed` stops the construct it was found in (its cause
+is reported once).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Scope:
         return scope
 
 
-class Symbols:
+class Context:
     """The names of one spec, filled in declaration by declaration, and its diagnostics."""
 
     def __init__(
