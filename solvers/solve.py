@@ -1,7 +1,8 @@
 """The one way to run an engine on a query: the engine contract, applied the same to every engine.
 
 Before the engine runs, its declared capabilities are checked: the query's constructs and the
-limits asked (a limit it would ignore is refused), each refusal naming the engines that can. While
+limits asked (a limit it would ignore is refused), each refusal naming the engines that can (a
+run checks them once, for all its queries, before any runs: :func:`answer` skips it). While
 it runs, an exception of the engine (a fault, never an answer) becomes an ``error`` Result that
 carries it. Limits and Ctrl-C are the engine's own business: it reports them in its Result (a
 ``KeyboardInterrupt`` it lets through is left to the caller, who knows what else was under way).
@@ -56,6 +57,18 @@ def solve(
     """
     limits = limits or Limits()
     check(engine, query, limits)
+    return answer(engine, query, limits, progress, shared)
+
+
+def answer(
+    engine: Engine,
+    query: Query,
+    limits: Limits,
+    progress=None,
+    shared: Chain = SHARED,
+) -> Result:
+    """:func:`solve` without the check of capabilities, for callers that checked them once
+    before (``veritas_dsl.run.plan``, for every query of a run, before any runs)."""
     if lazily(engine, query, limits):
         engine = Lazy(engine)
     start = time.monotonic()
