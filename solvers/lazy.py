@@ -34,7 +34,7 @@ from veritas_dsl.ir.evaluate import holds, model_outputs, term_value
 from veritas_dsl.ir.goals import Find, Prove, infeasible_optimum, maximizes
 from veritas_dsl.ir.query import OutputConstraint, Query, models_read
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
-from veritas_dsl.solvers.base import Engine, Limits
+from veritas_dsl.solvers.base import ALONE, Availability, Capabilities, Engine, Limits, route
 
 #: A query with fewer output constraints than this is solved at once: the rounds pay off when
 #: most constraints are never needed.
@@ -48,6 +48,31 @@ def lazily(engine: Engine, query: Query, limits: Limits) -> bool:
         and limits.max_steps is None
         and lazy_constraints(query) is not None
     )
+
+
+class Lazy:
+    """``engine`` answering in rounds: an engine itself (:class:`~veritas_dsl.solvers.base.Engine`),
+    so the solving route wraps ``engine`` in it when :func:`lazily` says so and runs it like any
+    other. The route's chain (the shared steps) rewrites the whole query once; each round then
+    goes through ``engine``'s own chain. It honours ``engine``'s limits but steps (the rounds
+    would each count from zero), and is never wrapped again."""
+
+    chain = ALONE
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name = engine.name
+        own = engine.capabilities
+        self.capabilities = Capabilities(own.constructs, own.limits - {"steps"}, lazy=False)
+
+    def available(self) -> Availability:
+        return self.engine.available()
+
+    def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
+        return solve_lazily(self.engine, query, limits, progress, route)
+
+    def solve(self, query: Query, limits: Limits | None = None, *, progress=None) -> Result:
+        return route(self, query, limits, progress)
 
 
 def lazy_constraints(query: Query) -> list[int] | None:

@@ -33,12 +33,13 @@ def get(name: str) -> Engine:
 
 
 def able(query: Query, but: Engine | None = None) -> list[str]:
-    """The engines (other than ``but``) that declare every construct of ``query``."""
+    """The engines (other than ``but``, or the engine it wraps) that declare every construct of
+    ``query``."""
     needed = constructs(query)
     return [
         name
         for name, other in ENGINES.items()
-        if other is not but and needed <= other.capabilities.constructs
+        if (but is None or name != but.name) and needed <= other.capabilities.constructs
     ]
 
 

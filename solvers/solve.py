@@ -1,7 +1,8 @@
 """The one way to run an engine on a query: the engine contract, applied the same to every engine.
 
 Before the engine runs, its declared capabilities are checked: the query's constructs and the
-limits asked (a limit it would ignore is refused), each refusal naming the engines that can. While
+limits asked (a limit it would ignore is refused), each refusal naming the engines that can (a
+run checks them once, for all its queries, before any runs: :func:`answer` skips it). While
 it runs, an exception of the engine (a fault, never an answer) becomes an ``error`` Result that
 carries it. Limits and Ctrl-C are the engine's own business: it reports them in its Result (a
 ``KeyboardInterrupt`` it lets through is left to the caller, who knows what else was under way).
@@ -9,7 +10,6 @@ carries it. Limits and Ctrl-C are the engine's own business: it reports them in 
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 
@@ -19,7 +19,7 @@ from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery, route
-from veritas_dsl.solvers.lazy import lazily, solve_lazily
+from veritas_dsl.solvers.lazy import Lazy, lazily
 
 logger = logging.getLogger("veritas_dsl")
 
@@ -51,19 +51,26 @@ def solve(
     message naming the exception and ``error`` holding it; its traceback is logged (debug level,
     logger ``veritas_dsl``: ``ver --debug`` shows it). ``progress`` is handed to the engine
     (see :class:`~veritas_dsl.solvers.base.Engine`). A query of many output constraints is
-    answered in rounds that add them as they are needed (:mod:`~veritas_dsl.solvers.lazy`).
+    answered in rounds that add them as they are needed: ``engine`` wrapped in
+    :class:`~veritas_dsl.solvers.lazy.Lazy`, on the same route.
     ``shared`` replaces :data:`SHARED` only to measure what the shared rewrites save.
     """
     limits = limits or Limits()
     check(engine, query, limits)
-    once = functools.partial(_solve_once, shared=shared)
+    return answer(engine, query, limits, progress, shared)
+
+
+def answer(
+    engine: Engine,
+    query: Query,
+    limits: Limits,
+    progress=None,
+    shared: Chain = SHARED,
+) -> Result:
+    """:func:`solve` without the check of capabilities, for callers that checked them once
+    before (``veritas_dsl.run.plan``, for every query of a run, before any runs)."""
     if lazily(engine, query, limits):
-        return solve_lazily(engine, query, limits, progress, once)
-    return once(engine, query, limits, progress)
-
-
-def _solve_once(engine: Engine, query: Query, limits: Limits, progress, shared: Chain) -> Result:
-    """:func:`solve`, all constraints at once."""
+        engine = Lazy(engine)
     start = time.monotonic()
     try:
         return route(engine, query, limits, progress, shared)

@@ -3,12 +3,13 @@
 
 What workers receive: the run's lowered queries, once per run as one Dask task that unpickles
 them (plain data, the models' arrays included, not their library models:
-:class:`~veritas_dsl.ir.lowered.Lowered`), and with each row task its index. Workers need no
-model or data file and no model library; the client validates every witness on its library
-models when the answer comes back (:func:`veritas_dsl.parallel.run_all`). The queries travel as
-a task's argument rather than as scattered data: scattered data has no recipe, so when every
-worker that held it dies (a row that crashes them all), Dask forgets it and the tasks that
-needed it never end; a task's result Dask computes again.
+:class:`~veritas_dsl.ir.lowered.Lowered`), and with each row task its index and its
+:class:`~veritas_dsl.run.Plan` (the engines, chosen and checked once on the client). Workers need
+no model or data file and no model library, and validate nothing: the client validates every
+witness on its library models when the answer comes back (:func:`veritas_dsl.parallel.run_all`).
+The queries travel as a task's argument rather than as scattered data: scattered data has no
+recipe, so when every worker that held it dies (a row that crashes them all), Dask forgets it
+and the tasks that needed it never end; a task's result Dask computes again.
 
 Dask reruns the tasks of a worker that dies (up to its ``allowed-failures``); a task that raises
 is not retried (``retries=0``) and its row is reported once as an ``error`` result.
@@ -33,7 +34,7 @@ from veritas_dsl.errors import UserError
 from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.local_cluster import ANNOUNCE
 from veritas_dsl.parallel import Pool, sigint_deferred, sigint_held
-from veritas_dsl.run import RunOptions, run_lowered
+from veritas_dsl.run import Plan, RunOptions, run_lowered
 
 #: How long to try to reach a scheduler before saying it cannot be reached.
 CONNECT_TIMEOUT_S = 10.0
@@ -51,8 +52,8 @@ def _unpickled(data: bytes) -> list[Lowered]:
     return pickle.loads(data)
 
 
-def _solve_on_worker(lowered: list[Lowered], index: int, options: RunOptions):
-    run = run_lowered(lowered[index], options)
+def _solve_on_worker(lowered: list[Lowered], index: int, options: RunOptions, plan: Plan):
+    run = run_lowered(lowered[index], options, plan, validate=False)
     return run.results, run.checks
 
 
@@ -253,9 +254,9 @@ class DaskPool(Pool):
         self.queries = self.client.submit(_unpickled, data, pure=False)
         self.tasks: dict[Future, object] = {}
 
-    def submit(self, index: int) -> Future:
+    def submit(self, index: int, plan: Plan) -> Future:
         task = self.client.submit(
-            _solve_on_worker, self.queries, index, self.options, retries=0, pure=False
+            _solve_on_worker, self.queries, index, self.options, plan, retries=0, pure=False
         )
         answer = Future()
         self.tasks[answer] = task

@@ -3,9 +3,12 @@ batches of rows: one loop hands row tasks to a :class:`Pool` and joins their ans
 
 Each worker receives the parent's list of lowered queries once, when it starts (plain data, the
 models' arrays without their library models: :class:`~veritas_dsl.ir.lowered.Lowered`), so a
-task is only an index; back come the engines' Results and the checks, which the parent joins to
-its own lowered queries after validating every witness on its library models (a worker has none:
-they do not pickle, and a worker needs neither the model files nor the libraries' code).
+task is an index and the query's :class:`~veritas_dsl.run.Plan` (its engines, chosen and checked
+once, before anything ran); back come the engines' Results and the checks, which the parent
+joins to its own lowered queries after validating every witness on its library models (a
+worker has none: they do not pickle, and a worker needs neither the model files nor the
+libraries' code). Workers do not validate: the library model is the truth, and only the parent
+has it.
 Workers are spawned, not forked: the engines' native libraries hold threads.
 
 Ctrl-C reaches every process of the terminal's group. Workers are born ignoring it, so that one
@@ -34,7 +37,7 @@ from veritas_dsl.ir.bounds import trivial_bounds
 from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.outcome import Interrupted, QueryRun
 from veritas_dsl.result import Result, Termination
-from veritas_dsl.run import RunOptions, choose_engines, judge, run_lowered, validated
+from veritas_dsl.run import Plan, RunOptions, judge, preflight, run_lowered, validated
 
 #: Processes pay off only when the queries left would take longer than this in one process:
 #: each worker spends seconds importing and loading the compiled engines.
@@ -58,7 +61,7 @@ class Pool:
 
     shares_work = False
 
-    def submit(self, index: int) -> Future:
+    def submit(self, index: int, plan: Plan) -> Future:
         raise NotImplementedError
 
     def stop(self) -> None:
@@ -103,7 +106,7 @@ def _interrupt_once(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _solve_task(index: int, options: RunOptions):
+def _solve_task(index: int, options: RunOptions, plan: Plan):
     """The results and checks of one query, or None when the run was stopped before it began."""
     signal.signal(signal.SIGINT, _interrupt_once)
     try:
@@ -111,7 +114,7 @@ def _solve_task(index: int, options: RunOptions):
         # Ctrl-C stopped took its next task before the parent's stop came (a row more ran).
         if _worker_interrupted or _worker_stop.is_set():
             return None
-        run = run_lowered(_worker_lowered[index], options)
+        run = run_lowered(_worker_lowered[index], options, plan, validate=False)
         return run.results, run.checks
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -124,12 +127,14 @@ def run_all(
     done: Callable[[QueryRun, int, int], None] | None = None,
     worth_it_s: float = _WORTH_IT_S,
     pool: Callable[[list[Lowered]], Pool] | None = None,
+    plans: list[Plan] | None = None,
 ) -> list[QueryRun]:
     """Run every lowered query, in order; on ``jobs`` processes when that pays off, or every one
     on the pool that ``pool()`` makes (a Dask cluster, :mod:`veritas_dsl.cluster`).
 
     ``done(run, finished, total)`` is called as runs complete. ``pool(lowered)`` gets the list
-    of lowered queries to hand its workers.
+    of lowered queries to hand its workers. ``plans``: those :func:`~veritas_dsl.run.preflight`
+    made, one per lowered query (made here when not given).
 
     A task that raises (not a user's error, nor a soundness one, which stop the run) gives its
     row an ``error`` Result naming the exception, once; the other rows still run.
@@ -138,6 +143,7 @@ def run_all(
     the runs finished so far, in order, the interrupted ones (with their bounds so far) included.
     """
     total = len(lowered)
+    plans = preflight(lowered, options) if plans is None else plans
     runs: list[QueryRun | None] = [None] * total
     finished = 0
 
@@ -157,17 +163,17 @@ def run_all(
     try:
         next_index = 0
         if pool is None:
-            next_index = _run_here(lowered, options, jobs, worth_it_s, record)
+            next_index = _run_here(lowered, plans, options, jobs, worth_it_s, record)
         if next_index < total:
             plain = RunOptions(options.solver, options.timeout_s)  # callbacks stay here
             chosen = pool(lowered) if pool else _ProcessPool(jobs - 1, lowered, plain)
-            _run_pool(chosen, lowered, options, next_index, record, keep)
+            _run_pool(chosen, lowered, plans, next_index, record, keep, options)
     except KeyboardInterrupt:
         raise Interrupted([run for run in runs if run is not None]) from None
     return runs
 
 
-def _run_here(lowered, options, jobs, worth_it_s, record) -> int:
+def _run_here(lowered, plans, options, jobs, worth_it_s, record) -> int:
     """Run queries here one by one until those left look long enough to share; the index of
     the first one left. The first is not timed: it pays for compiling the engines."""
     next_index = 0
@@ -179,12 +185,12 @@ def _run_here(lowered, options, jobs, worth_it_s, record) -> int:
             per_query = (time.monotonic() - timed_start) / (next_index - 1)
             if per_query * (len(lowered) - next_index) > worth_it_s:
                 break
-        record(next_index, run_lowered(lowered[next_index], options))
+        record(next_index, run_lowered(lowered[next_index], options, plans[next_index]))
         next_index += 1
     return next_index
 
 
-def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
+def _run_pool(pool: Pool, lowered, plans, first, record, keep, options) -> None:
     """Run queries ``first`` onwards on ``pool`` (and this process, when it shares the work).
     After Ctrl-C, what the workers finished meanwhile is kept (and reported: a results file
     gets those rows too), without stopping at the first interrupted one."""
@@ -197,12 +203,12 @@ def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
 
     try:
         with sigint_deferred():  # Dask's client is not safe to interrupt
-            futures = {pool.submit(i): i for i in range(first, len(lowered))}
+            futures = {pool.submit(i, plans[i]): i for i in range(first, len(lowered))}
         if pool.shares_work:
             for future, i in reversed(list(futures.items())):
                 if not future.cancel():
                     break
-                record_once(i, run_lowered(lowered[i], options))
+                record_once(i, run_lowered(lowered[i], options, plans[i]))
         waiting = {f for f in futures if not f.cancelled()}
         while waiting:
             # A Ctrl-C acts after a wait, never inside one: raised while wait() took its
@@ -212,19 +218,20 @@ def _run_pool(pool: Pool, lowered, options, first, record, keep) -> None:
             for future in sorted(finished, key=futures.__getitem__):
                 if future.exception() is None and future.result() is None:
                     raise KeyboardInterrupt  # a worker skipped it: a Ctrl-C reached the workers
-                record_once(futures[future], _joined(lowered[futures[future]], future, options))
+                i = futures[future]
+                record_once(i, _joined(lowered[i], future, plans[i]))
     except KeyboardInterrupt:
         pool.stop()
         for future, i in futures.items():  # what the workers finished, or stopped with bounds
             finished = future.done() and not future.cancelled() and future.exception() is None
             if i not in recorded and finished and future.result() is not None:
-                keep(i, _joined(lowered[i], future, options))
+                keep(i, _joined(lowered[i], future, plans[i]))
         raise
     finally:
         pool.close()
 
 
-def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
+def _joined(lowered: Lowered, future: Future, plan: Plan) -> QueryRun:
     """A worker's answer joined to this process's lowered query, its witnesses validated on the
     library models here; a task that raised is the row's ``error`` Result."""
     try:
@@ -232,7 +239,7 @@ def _joined(lowered: Lowered, future: Future, options: RunOptions) -> QueryRun:
     except (UserError, SoundnessError, KeyboardInterrupt):
         raise
     except Exception as error:
-        engine = choose_engines(lowered, options)[0][0]
+        engine = plan.engine
         message = f"the task failed: {type(error).__name__}: {error}"
         result = Result(
             lowered.query.name,
@@ -263,9 +270,9 @@ class _ProcessPool(Pool):
             initargs=(lowered, self.stopped, self.pids, os.getpid()),
         )
 
-    def submit(self, index: int) -> Future:
+    def submit(self, index: int, plan: Plan) -> Future:
         with _sigint_ignored():  # workers are spawned while submitting, and inherit it
-            return self.executor.submit(_solve_task, index, self.options)
+            return self.executor.submit(_solve_task, index, self.options, plan)
 
     def stop(self) -> None:
         """Interrupt the workers' searches and wait for them; a second Ctrl-C ends them."""

@@ -110,8 +110,8 @@ class VerItem(pytest.Item):
             self.warn(VerWarning(render(warning, self.spec.sources)))
         # As Spec.run: every engine choice checked before any row runs; Ctrl-C (Interrupted,
         # a KeyboardInterrupt) stops the session, as for any test.
-        preflight(lowered, options)
-        runs = run_all(lowered, options, jobs=1)
+        plans = preflight(lowered, options)
+        runs = run_all(lowered, options, jobs=1, plans=plans)
         failed = [run for run in runs if run.failed]
         if failed:
             raise CheckFailed(self.describe(failed, len(runs)))

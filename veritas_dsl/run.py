@@ -7,6 +7,7 @@ The outcome of one lowered query is a :class:`~veritas_dsl.outcome.QueryRun`; re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -22,11 +23,13 @@ from veritas_dsl.ir.lowered import EngineChoice, Expectation, Lowered, Origin
 from veritas_dsl.ir.query import (
     Prove,
 )
+from veritas_dsl.ir.reductions import Chain
 from veritas_dsl.outcome import NOT_RUN, Check, QueryRun, Verdict
 from veritas_dsl.result import Result, Solution, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
-from veritas_dsl.solvers.solve import solve as run_engine
+from veritas_dsl.solvers.solve import SHARED, check
+from veritas_dsl.solvers.solve import answer as run_engine
 from veritas_dsl.validate import WitnessMismatch, validate_witness
 
 #: Engines tried in order when a query names none: the first that supports the query runs.
@@ -60,8 +63,41 @@ def default_engines(lowered: Lowered) -> list[str]:
     return [name for name in DEFAULT_ENGINES if name in able and registry.ENGINES[name].available()]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How one lowered query runs, chosen once before any query runs (:func:`plan`), so that
+    nothing checks an engine's capabilities again (``--jobs`` workers and Dask tasks receive
+    it). ``engines``: in order, with their limits; ``fallback``: the query names no engine,
+    so the first of them answers, the next only when one refuses while solving; ``refusal``:
+    the whole file's ``--solver`` and why it cannot take the query (reported unsupported)."""
+
+    engines: tuple[tuple[str, Limits], ...]
+    fallback: bool = False
+    refusal: tuple[str, str] | None = None
+
+    @property
+    def engine(self) -> str:
+        """The engine named first."""
+        return self.engines[0][0] if self.engines else self.refusal[0]
+
+
+def plan(lowered: Lowered, options: RunOptions) -> Plan:
+    """The :class:`Plan` of ``lowered``; raises :class:`SpecError` when an engine choice cannot
+    work, but for a ``--solver`` for the whole file lacking a construct of the query (the
+    plan's ``refusal``: that query is reported unsupported and the others run)."""
+    try:
+        chosen = choose_engines(lowered, options)
+    except SpecError as error:
+        first = error.diagnostics[0]
+        if not (options.solver and first.code == "V503"):
+            raise  # an engine named in the spec that lacks a construct is a spec error
+        return Plan((), refusal=(options.solver, first.message))
+    return Plan(tuple(chosen), fallback=not (options.solver or lowered.origin.engines))
+
+
 def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Limits]]:
-    """The engines to run ``lowered`` on, with their limits; a clear error when none can."""
+    """The engines to run ``lowered`` on, with their limits; a clear error when none can. A
+    query that names none gets every default engine that takes it (:func:`default_engines`)."""
     origin = lowered.origin
     timeout = options.timeout_s if options.timeout_s is not None else DEFAULT_TIMEOUT_S
     query = lowered.query
@@ -71,7 +107,7 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
         choices = list(origin.engines)
     else:
         names = default_engines(lowered) or [DEFAULT_ENGINES[-1]]
-        choices = [EngineChoice(names[0], None, None, None, origin.span)]
+        choices = [EngineChoice(name, None, None, None, origin.span) for name in names]
     chosen = []
     for choice in choices:
         try:
@@ -103,30 +139,43 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
     return chosen
 
 
-def preflight(lowered: list[Lowered], options: RunOptions) -> None:
-    """Raise one :class:`SpecError` for every engine choice that cannot work, before anything
-    runs. A ``--solver`` for the whole file that lacks a query's constructs is no error here:
-    that query is reported unsupported and the others run (see :func:`run_lowered`)."""
+def preflight(lowered: list[Lowered], options: RunOptions) -> list[Plan]:
+    """The plan of every lowered query (:func:`plan`), before anything runs; one
+    :class:`SpecError` for every engine choice that cannot work. A ``--solver`` for the whole
+    file that lacks a query's constructs is no error here: that query is reported unsupported
+    and the others run (see :func:`run_lowered`)."""
     diagnostics: dict[tuple, Diagnostic] = {}
+    plans = []
     for item in lowered:
         try:
-            choose_engines(item, options)
+            plans.append(plan(item, options))
         except SpecError as error:
             for d in error.diagnostics:
-                if not (options.solver and d.code == "V503"):
-                    diagnostics.setdefault((d.code, d.message, d.span), d)  # once per batch
+                diagnostics.setdefault((d.code, d.message, d.span), d)  # once per batch
     if diagnostics:
         raise SpecError(list(diagnostics.values()))
+    return plans
 
 
-def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
-    """Solve ``lowered`` on engine ``name`` and validate every witness on the library models.
+def solve(
+    lowered: Lowered,
+    name: str,
+    limits: Limits,
+    progress=None,
+    *,
+    validate: bool = True,
+    shared: Chain = SHARED,
+) -> Result:
+    """Solve ``lowered`` on engine ``name``, whose capabilities the caller checked (:func:`plan`,
+    or :func:`~veritas_dsl.solvers.solve.check`), and validate every witness on the library
+    models (``validate``: a ``--jobs`` worker leaves that to the parent, which holds them).
 
     ``progress(query_name, engine_name, report)`` sees the engine's progress reports. An engine
-    that refuses the query gives an ``unsupported`` Result, and one that fails an ``error``
-    Result (:func:`veritas_dsl.solvers.solve.solve`); Ctrl-C that the engine
+    that refuses the query while preparing gives an ``unsupported`` Result, and one that fails
+    an ``error`` Result (:func:`veritas_dsl.solvers.solve.solve`); Ctrl-C that the engine
     lets through (or that lands while witnesses are validated) gives an ``interrupted`` Result
-    with the trivial bounds and no witness.
+    with the trivial bounds and no witness. ``shared`` replaces the shared rewrites only to
+    measure what they save.
     """
     engine = registry.get(name)
     report = None
@@ -138,7 +187,9 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
 
     start = time.monotonic()
     try:
-        result = validated(lowered, run_engine(engine, lowered.query, limits, report))
+        result = run_engine(engine, lowered.query, limits, report, shared)
+        if validate:
+            result = validated(lowered, result)
     except UnsupportedQuery as error:
         return _unsupported(lowered, name, str(error))
     except KeyboardInterrupt:
@@ -150,6 +201,16 @@ def solve(lowered: Lowered, name: str, limits: Limits, progress=None) -> Result:
             time_s=time.monotonic() - start,
         )
     return result
+
+
+def _solve_checked(lowered: Lowered, name: str, limits: Limits, progress) -> Result:
+    """:func:`solve` for a query no plan checked (a premise): ``unsupported`` when ``name``
+    lacks a construct of it or cannot honour ``limits``."""
+    try:
+        check(registry.get(name), lowered.query, limits)
+    except UnsupportedQuery as error:
+        return _unsupported(lowered, name, str(error))
+    return solve(lowered, name, limits, progress)
 
 
 def validated(lowered: Lowered, result: Result) -> Result:
@@ -164,8 +225,11 @@ def validated(lowered: Lowered, result: Result) -> Result:
     return result
 
 
-def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
-    """Solve one lowered query on its engines, cross-check them, and judge its checks.
+def run_lowered(
+    lowered: Lowered, options: RunOptions, plan: Plan, *, validate: bool = True
+) -> QueryRun:
+    """Solve one lowered query on the engines of its ``plan``, cross-check them, and judge its
+    checks (``validate``: see :func:`solve`).
 
     When the query names no engine and the default one refuses it (A* refuses a few
     combinations it cannot decide exactly), the next default engine answers, and says so.
@@ -174,24 +238,20 @@ def run_lowered(lowered: Lowered, options: RunOptions) -> QueryRun:
     other queries still run. After an ``interrupted`` Result no further engine runs.
     """
     run = QueryRun(lowered)
-    try:
-        chosen = choose_engines(lowered, options)
-    except SpecError as error:
-        if not (options.solver and error.diagnostics[0].code == "V503"):
-            raise  # an engine named in the spec that lacks a construct is a spec error
-        chosen = []
-        run.results.append(_unsupported(lowered, options.solver, error.diagnostics[0].message))
-    if chosen and not options.solver and not lowered.origin.engines:
-        name, limits = chosen[0]
-        run.results.append(_solve_with_fallback(lowered, name, limits, options.progress))
+    progress = options.progress
+    if plan.refusal is not None:
+        run.results.append(_unsupported(lowered, *plan.refusal))
+    elif plan.fallback:
+        answer = functools.partial(solve, validate=validate)
+        run.results.append(_solve_with_fallback(lowered, plan.engines, progress, answer))
     else:
-        for name, limits in chosen:
-            run.results.append(solve(lowered, name, limits, options.progress))
+        for name, limits in plan.engines:
+            run.results.append(solve(lowered, name, limits, progress, validate=validate))
             if run.results[-1].termination is Termination.INTERRUPTED:
                 break
     cross_check(run.name, run.results)
-    limits = chosen[0][1] if chosen else Limits()
-    run.checks = _mind_the_premise(run, judge(lowered, run.result), limits, options.progress)
+    limits = plan.engines[0][1] if plan.engines else Limits()
+    run.checks = _mind_the_premise(run, judge(lowered, run.result), limits, progress)
     return run
 
 
@@ -227,9 +287,10 @@ def _premise(lowered: Lowered, box: Emptiness, result: Result, limits: Limits, p
     if result.termination is Termination.INFEASIBLE and exact_premise:
         return False, f"no input satisfies {words}"  # the engine has just shown it
     find = dataclasses.replace(lowered, query=vacuity.premise_query(lowered))
-    answer = solve(find, result.engine, limits, progress)
+    answer = _solve_checked(find, result.engine, limits, progress)
     if answer.termination is Termination.UNSUPPORTED:  # the defaults may take the premise alone
-        answer = _solve_with_fallback(find, result.engine, limits, progress)
+        engines = [(name, limits) for name in default_engines(find) or [result.engine]]
+        answer = _solve_with_fallback(find, engines, progress, _solve_checked)
     if answer.termination is Termination.UNSUPPORTED:
         return None, f"{words} could not be checked ({answer.message})"
     if answer.termination is Termination.INTERRUPTED:
@@ -264,18 +325,19 @@ def _unsupported(lowered: Lowered, engine: str, message: str) -> Result:
     )
 
 
-def _solve_with_fallback(lowered: Lowered, first: str, limits: Limits, progress) -> Result:
+def _solve_with_fallback(lowered: Lowered, engines, progress, answer) -> Result:
+    """The Result of the first of ``engines`` (names and limits) that does not refuse
+    ``lowered``, each run by ``answer`` (:func:`solve`, or :func:`_solve_checked`)."""
     refusals = []
-    names = default_engines(lowered) or [first]
-    for name in names:
-        result = solve(lowered, name, limits, progress)
+    for name, limits in engines:
+        result = answer(lowered, name, limits, progress)
         if result.termination is Termination.UNSUPPORTED:
             refusals.append(f"{name} refused it ({result.message})")
             continue
         if refusals:
             result.message = "; ".join([*refusals, result.message] if result.message else refusals)
         return result
-    return _unsupported(lowered, names[0], "; ".join(refusals))
+    return _unsupported(lowered, engines[0][0], "; ".join(refusals))
 
 
 def cross_check(name: str, results: list[Result]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from odd_engines import register
 from sklearn.datasets import make_classification
 
 from veritas_dsl.cli import ExitCode, main
+from veritas_dsl.result import Termination
 from veritas_dsl.solvers.milp.engine import MilpEngine
 from veritas_dsl.unlearning import DareForest, LeakageError, leakage
 
@@ -66,7 +68,7 @@ def test_a_missing_or_foreign_file_is_an_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("cancel", [True, False])
 def test_an_engine_fault_is_a_leakage_error_not_a_traceback(monkeypatch, cancel):
-    # leakage goes through the one route to an engine (solvers.solve.solve), which turns an
+    # leakage takes the run's path to an engine (run.solve), which turns an
     # engine's exception into an `error` Result; with or without the shared reductions.
     def broken(self, query, limits, progress=None):
         raise RuntimeError("a fault inside the engine")
@@ -77,3 +79,35 @@ def test_an_engine_fault_is_a_leakage_error_not_a_traceback(monkeypatch, cancel)
     monkeypatch.setattr(MilpEngine, "solve_reduced", broken)
     with pytest.raises(LeakageError, match=r"stopped \(error\).*a fault inside the engine"):
         leakage(before, after, engine="milp", cancel=cancel)
+
+
+def test_ctrl_c_out_of_an_engine_is_an_interrupted_report_not_a_traceback(
+    forest, monkeypatch, capsys
+):
+    # leakage takes the run's path (run.solve): a Ctrl-C the engine lets through ends the
+    # minimum with its trivial bounds, the maximum does not start, and the report is printed
+    register(monkeypatch)
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    before = DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y)
+    found = leakage(before, before.copy().delete([3]), engine="escaping")
+    interrupted = Termination.INTERRUPTED.value
+    assert (found.minimum.termination, found.maximum.termination) == (interrupted, interrupted)
+    assert found.minimum.lower <= found.minimum.upper and found.minimum.point is None
+    code = main(["leakage", str(forest), "--delete", "3", "--solver", "escaping"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.INTERRUPTED and "Traceback" not in err
+    assert "interrupted: the report shows the bounds found so far" in err and out
+
+
+def test_a_witness_that_does_not_reproduce_names_the_engine(monkeypatch):
+    # leakage validates its witnesses as a run does (run.validated), naming the engine
+    from veritas_dsl import validate
+
+    def wrong(query, witness):
+        raise validate.WitnessMismatch(f"query {query.name}: does not reproduce")
+
+    monkeypatch.setattr("veritas_dsl.run.validate_witness", wrong)
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    before = DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y)
+    with pytest.raises(validate.WitnessMismatch, match="engine milp: query footprint"):
+        leakage(before, before.copy().delete([3]), engine="milp")

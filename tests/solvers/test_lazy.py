@@ -19,8 +19,9 @@ from veritas_dsl.ir.evaluate import model_outputs
 from veritas_dsl.ir.query import OutputConstraint
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers import registry
-from veritas_dsl.solvers.base import Limits
-from veritas_dsl.solvers.lazy import LAZY_FROM, lazily, solve_lazily
+from veritas_dsl.solvers import solve as checked
+from veritas_dsl.solvers.base import Engine, Limits, route
+from veritas_dsl.solvers.lazy import LAZY_FROM, Lazy, lazily, solve_lazily
 from veritas_dsl.unlearning import DareForest
 from veritas_dsl.unlearning.checking.families import draw_deletions
 from veritas_dsl.unlearning.dare.derive import deleted
@@ -157,6 +158,30 @@ def test_only_queries_of_many_output_constraints_are_lazy(tmp_path):
     assert not lazily(oracle, query, Limits())
     assert not lazily(astar, query, Limits())  # its searches switch constraints on themselves
     assert not lazily(milp, query, Limits(max_steps=100))
+
+
+def test_the_rounds_are_an_engine_on_the_one_route(tmp_path, monkeypatch):
+    """The rounds are an engine wrapping another (:class:`Lazy`): it has every member of the
+    Engine protocol, the route runs it like any engine, with the answer of the engine given
+    every constraint at once, and the checked route runs a lazy query on it, once."""
+    query = lowered_query(tmp_path, "maximize before(x)")
+    milp = registry.get("milp")
+    lazy = Lazy(milp)
+    members = [m for m in vars(Engine) if not m.startswith("_")] + list(Engine.__annotations__)
+    assert {"name", "capabilities", "chain", "available", "solve_reduced", "solve"} <= set(members)
+    assert all(hasattr(lazy, member) for member in members)
+    assert lazy.name == "milp" and lazy.available() == milp.available()
+    assert lazy.capabilities.constructs == milp.capabilities.constructs
+    assert not lazily(lazy, query, Limits())  # never wrapped twice
+    rounds, whole = route(lazy, query, Limits(timeout_s=30)), route(milp, query, Limits(30))
+    assert rounds.stats["lazy_rounds"] >= 1 and "lazy_rounds" not in whole.stats
+    assert rounds.termination is whole.termination is Termination.OPTIMAL
+    assert (rounds.lower, rounds.upper) == pytest.approx((whole.lower, whole.upper), abs=1e-9)
+    assert lazy.solve(query, Limits(30)).upper == pytest.approx(whole.upper, abs=1e-9)
+    routed = []
+    monkeypatch.setattr(checked, "route", lambda engine, *a: routed.append(engine) or route(engine, *a))
+    assert checked.solve(milp, query, Limits(30)).stats["lazy_rounds"] == rounds.stats["lazy_rounds"]
+    assert [type(engine) for engine in routed] == [Lazy]
 
 
 def test_a_stopped_round_lends_only_the_bound_on_the_goals_side(tmp_path):

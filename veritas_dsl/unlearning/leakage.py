@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from veritas_dsl.diagnostics import Span
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.bounds import term_extreme
+from veritas_dsl.ir.lowered import Lowered, Origin
 from veritas_dsl.ir.query import (
     Feature,
     Maximize,
@@ -35,12 +37,12 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.ir.reductions import CancelTrees
 from veritas_dsl.model.ensemble import Ensemble, as_inputs
 from veritas_dsl.result import Result, Termination
+from veritas_dsl.run import solve
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import ALONE, Limits
-from veritas_dsl.solvers.solve import SHARED, solve
+from veritas_dsl.solvers.solve import SHARED, check
 from veritas_dsl.unlearning.dare import DareForest
 from veritas_dsl.unlearning.dare.consistency import consistent_rows
-from veritas_dsl.validate import validate_witness
 
 #: The time limit of the whole report (trial deletions and both optimisations), unless told.
 DEFAULT_TIMEOUT_S = 60.0
@@ -233,7 +235,10 @@ def leakage(
     default: the forests' names, every input.
 
     Raises :class:`LeakageError` when the forests are not before and after of one another, or
-    the engine fails (an error, not a limit).
+    the engine fails (an error, not a limit). The optimisations take the run's path
+    (:func:`veritas_dsl.run.solve`: witnesses validated, an engine's exception an ``error``
+    Result); Ctrl-C ends one with the bounds so far (``interrupted``), and the other does not
+    start.
     """
     start = time.monotonic()
     deleted = _deleted(before, after)
@@ -334,10 +339,16 @@ _LIMITS = (
 )
 
 
+#: Where a footprint query comes from: no spec wrote it (its reports never show this).
+_NOWHERE = Span("<leakage>", 1, 1, 1, 1)
+
+
 def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Result:
+    limits = Limits(timeout_s=timeout_s)
+    check(registry.get(name), query, limits)
+    lowered = Lowered(query, Origin(query.name, False, _NOWHERE, None, ()), None, ())
     # Without ``cancel``, the whole forests, without the shared reductions: for comparison only.
-    shared = SHARED if cancel else ALONE
-    result = solve(registry.get(name), query, Limits(timeout_s=timeout_s), shared=shared)
+    result = solve(lowered, name, limits, shared=SHARED if cancel else ALONE)
     if not (result.exact and result.witnesses) and result.termination not in _LIMITS:
         what = "minimum" if isinstance(query.goal, Minimize) else "maximum"
         detail = f": {result.message}" if result.message else ""
@@ -345,8 +356,6 @@ def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Re
             f"engine {name} stopped ({result.termination.value}) on the {what} of the "
             f"footprint{detail}"
         )
-    for witness in result.witnesses:
-        validate_witness(query, witness)
     return result
 
 
