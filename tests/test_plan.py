@@ -112,3 +112,10 @@ def test_a_workers_witness_is_validated_once_in_the_parent(monkeypatch, task):
     runs = run_all(lowered, RunOptions(), 1, pool=lambda queries: _HereAsWorker(queries, task))
     witnesses = [id(w) for r in runs for result in r.results for w in result.witnesses]
     assert witnesses and sorted(validated) == sorted(witnesses)
+
+
+def test_a_spec_run_checks_each_query_once(checks):
+    # The Python API (Spec.run) plans at preflight and hands the plans on, as `ver run` does.
+    spec = parse((ROOT / "examples" / "closest.ver").read_text(), str(ROOT / "examples" / "x.ver"))
+    runs = spec.run(solver="milp", timeout_s=30)
+    assert len(runs) == 20 and len(checks) == 20

@@ -107,15 +107,15 @@ class Spec:
         """
         options = RunOptions(solver, timeout_s, progress)
         lowered = _without(self.lowered(checks_only), skip)
-        preflight(lowered, options)
+        plans = preflight(lowered, options)
         if scheduler is None:
-            return run_all(lowered, options, jobs, done)
+            return run_all(lowered, options, jobs, done, plans=plans)
         from veritas_dsl.cluster import DaskPool, connected
 
         plain = RunOptions(solver, timeout_s)  # callbacks stay here
         with connected(scheduler) as connection:
             pool = functools.partial(DaskPool, connection, plain)
-            return run_all(lowered, options, jobs, done, pool=pool)
+            return run_all(lowered, options, jobs, done, pool=pool, plans=plans)
 
     def digest(self) -> str:
         """SHA-256 of the spec's text and of the bytes of every model and data file it loaded
