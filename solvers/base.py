@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import time
 from dataclasses import dataclass
@@ -61,13 +62,24 @@ class Capabilities:
 LIMITS = frozenset({"timeout", "steps", "memory"})
 
 
+class Stop(Protocol):
+    """When a solve may stop before its optimum is proven: ``reached(lower, upper)``, asked of the
+    bounds the engine holds (in its own query's sense). :class:`~veritas_dsl.ir.decided.StopRule`
+    is one; :func:`route` hands the engine one that reads the bounds in the original query's."""
+
+    def reached(self, lower: float | None, upper: float | None) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one solve; None means unlimited."""
+    """Resource limits of one solve; None means unlimited. ``stop``, when given, lets the engine
+    stop early once its bounds reach it (termination ``decided``): it is no limit an engine may
+    refuse, since running on to the optimum gives the same verdict."""
 
     timeout_s: float | None = None
     max_steps: int | None = None
     max_memory_bytes: int | None = None
+    stop: Stop | None = None
 
     def asked(self) -> frozenset[str]:
         """The names (from :data:`LIMITS`) of the limits set."""
@@ -186,8 +198,23 @@ def route(
     except ReductionRefused as error:
         raise UnsupportedQuery(f"{error}; engine {engine.name} refuses it") from None
     progress = chain.invert_progress(progress, inverse)
-    result = engine.solve_reduced(reduced, limits or Limits(), progress=progress)
+    limits = limits or Limits()
+    if limits.stop is not None and chain.steps:
+        limits = dataclasses.replace(limits, stop=_InvertedStop(limits.stop, chain, inverse))
+    result = engine.solve_reduced(reduced, limits, progress=progress)
     return chain.invert(result, inverse)
+
+
+@dataclass(frozen=True)
+class _InvertedStop:
+    """``stop`` asked of a rewritten query's bounds, read as the original query's."""
+
+    stop: Stop
+    chain: Chain
+    inverse: tuple
+
+    def reached(self, lower: float | None, upper: float | None) -> bool:
+        return self.stop.reached(*self.chain.invert_bounds(lower, upper, self.inverse))
 
 
 class ChainedEngine:

@@ -110,7 +110,9 @@ def solve_lazily(
         answer = solve_once(
             engine,
             _relaxed(query, set(left_out) - set(added)),
-            dataclasses.replace(limits, timeout_s=remaining),
+            # A round's own bounds are of a relaxed query: its witness may break a left-out
+            # constraint, so they may not stop it (Limits.stop).
+            dataclasses.replace(limits, timeout_s=remaining, stop=None),
             bounds.progress(progress, offset),
         )
         if answer.termination in (Termination.ERROR, Termination.UNSUPPORTED):

@@ -122,6 +122,45 @@ def build(trees, n_features, base=0.0, task="regression", names=None) -> Ensembl
     )
 
 
+def random_forest(n_trees: int, depth: int, n_features: int, seed: int) -> Ensemble:
+    """Complete trees of ``depth`` with random splits and leaf values (float32), seeded."""
+    rng = np.random.default_rng(seed)
+    feature, threshold, left, right, value, offsets = [], [], [], [], [], [0]
+
+    def add(level: int) -> int:
+        node = len(feature)
+        feature.append(-1)
+        threshold.append(0.0)
+        left.append(-1)
+        right.append(-1)
+        value.append([0.0])
+        if level < depth:
+            feature[node] = int(rng.integers(n_features))
+            threshold[node] = float(np.float32(rng.normal()))
+            left[node] = add(level + 1)
+            right[node] = add(level + 1)
+        else:
+            value[node] = [float(np.float32(rng.normal() * 0.1))]
+        return node
+
+    for _ in range(n_trees):
+        add(0)
+        offsets.append(len(feature))
+    names = tuple(f"f{i}" for i in range(n_features))
+    return Ensemble(
+        feature=feature,
+        threshold=threshold,
+        left=left,
+        right=right,
+        value=value,
+        tree_offsets=offsets,
+        base_score=[0.0],
+        feature_names=names,
+        task="regression",
+        source="random",
+    )
+
+
 @pytest.fixture
 def two_trees() -> Ensemble:
     """Two trees over (x0, x1); the output by region is

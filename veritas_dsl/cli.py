@@ -118,6 +118,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
             done=done,
             skip=streams.skip,
             scheduler=args.scheduler,
+            to_optimum=args.to_optimum,
         )
     except SpecError as error:
         error.sources = spec.sources
@@ -201,6 +202,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
     interrupted = False
     with connected(args.scheduler) as scheduler:  # one cluster for every file
         options = (args.solver, args.timeout, args.trust_pickle, jobs, warn, scheduler)
+        options += (args.to_optimum,)
         for f in files:
             try:
                 outcomes.append(check_file(f, *options))

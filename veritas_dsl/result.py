@@ -20,6 +20,10 @@ class Termination(enum.Enum):
     INFEASIBLE = "infeasible"
     """No input satisfies the constraints; for prove, no counterexample exists, so it holds if
     some input satisfies its premise (the run checks that: ``veritas_dsl.vacuity``)."""
+    DECIDED = "decided"
+    """The engine stopped early, its bounds having settled every check it was given
+    (``Limits.stop``: a query's ``expect`` lines, :mod:`veritas_dsl.ir.decided`). The bounds are
+    valid; the optimum is not proven."""
     TIME_LIMIT = "time_limit"
     """The time limit was reached; the bounds are valid but may not meet. A witness found
     before keeps its worth: for find and prove it answers the question (see

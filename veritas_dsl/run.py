@@ -17,6 +17,7 @@ from veritas_dsl import vacuity
 from veritas_dsl.diagnostics import Diagnostic, SpecError
 from veritas_dsl.errors import SoundnessError
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.decided import StopRule, settled
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.lowered import EngineChoice, Expectation, Lowered, Origin
@@ -55,6 +56,8 @@ class RunOptions:
     solver: str | None = None
     timeout_s: float | None = None
     progress: Callable | None = None
+    #: Solve to the optimum even once the bounds settle every ``expect`` (:func:`stop_rule`).
+    to_optimum: bool = False
 
 
 def default_engines(lowered: Lowered) -> list[str]:
@@ -130,6 +133,7 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             timeout_s=choice.timeout_s if choice.timeout_s is not None else timeout,
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
+            stop=None if options.to_optimum else stop_rule(lowered),
         )
         try:
             registry.check_limits(engine, limits)
@@ -269,7 +273,8 @@ def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progre
         return checks
     if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
         return checks
-    satisfiable, why = _premise(run.lowered, box, run.result, limits, progress)
+    find = dataclasses.replace(limits, stop=None)  # the premise is a find: no bounds settle it
+    satisfiable, why = _premise(run.lowered, box, run.result, find, progress)
     return [_qualify(c, satisfiable, why) for c in checks]
 
 
@@ -365,6 +370,16 @@ def _same(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= max(AGREEMENT * max(abs(a), abs(b)), AGREEMENT_FLOOR)
 
 
+def stop_rule(lowered: Lowered) -> StopRule | None:
+    """What lets an engine stop before the optimum: its bounds settling every ``expect`` on a
+    bound (:mod:`veritas_dsl.ir.decided`, the rule :func:`judge` applies too)."""
+    if lowered.origin.is_property:
+        return None
+    return StopRule.of(
+        [(e.op, e.bound) for e in lowered.expectations if e.subject in ("upper", "lower")]
+    )
+
+
 def judge(lowered: Lowered, result: Result) -> list[Check]:
     """The verdicts of a query's expectations (or, for a property, of the property)."""
     if lowered.origin.is_property:
@@ -405,12 +420,25 @@ def _expectation_check(e: Expectation, result: Result) -> Check:
     bound = result.upper if e.subject == "upper" else result.lower
     text = f"expect {e.subject} {e.op} {value:g}"
     detail = f"{e.subject} = {bound:.6g}"
-    holds = compare(bound, e.op, value)
-    if (holds and result.termination not in NOT_RUN) or result.exact:  # errors promise nothing
-        return Check(text, _verdict(holds), detail, e.span)
+    if result.exact:
+        return Check(text, _verdict(compare(bound, e.op, value)), detail, e.span)
+    if result.termination not in NOT_RUN:  # errors promise nothing
+        holds = settled(e.op, value, result.lower, result.upper)
+        if holds is not None:
+            return Check(text, _verdict(holds), _why(detail, e, holds, result), e.span)
     return Check(
         text, Verdict.UNDECIDED, f"{detail}, not established ({result.termination.value})", e.span
     )
+
+
+def _why(detail: str, e: Expectation, holds: bool, result: Result) -> str:
+    """``detail``, with the other bound when it is the one that settled the check: a failed
+    ``expect upper <= c`` that a witness above ``c`` decided before the optimum was proven."""
+    other, value = ("lower", result.lower) if e.subject == "upper" else ("upper", result.upper)
+    own = result.upper if e.subject == "upper" else result.lower
+    if compare(own, e.op, e.bound) == holds:
+        return detail
+    return f"{detail}, and {other} = {value:.6g} settles it"
 
 
 def _verdict(holds: bool) -> Verdict:

@@ -90,6 +90,7 @@ class Spec:
         done=None,
         skip: frozenset[tuple[str, int | None]] = frozenset(),
         scheduler: str | Connection | None = None,
+        to_optimum: bool = False,
     ) -> list[QueryRun]:
         """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
 
@@ -99,13 +100,15 @@ class Spec:
         each finished run. ``skip`` names ``(query, row)`` pairs not to run (those an earlier
         run answered). ``scheduler`` runs every query on a Dask cluster instead
         (:mod:`veritas_dsl.cluster`): a scheduler's address, ``local:N``, or a
-        :class:`~veritas_dsl.cluster.Connection` that several runs share.
+        :class:`~veritas_dsl.cluster.Connection` that several runs share. An engine stops
+        once its bounds settle every ``expect`` of a query (termination ``decided``), unless
+        ``to_optimum``.
 
         Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
         :class:`~veritas_dsl.outcome.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
         ``partial`` holds the runs finished so far, the interrupted one last.
         """
-        options = RunOptions(solver, timeout_s, progress)
+        options = RunOptions(solver, timeout_s, progress, to_optimum)
         lowered = _without(self.lowered(checks_only), skip)
         plans = preflight(lowered, options)
         if scheduler is None:
@@ -219,18 +222,26 @@ def check_file(
     jobs: int = 1,
     warn: Callable[[Diagnostic], None] | None = None,
     scheduler: str | Connection | None = None,
+    to_optimum: bool = False,
 ):
     """Run the checks of one spec file; spec errors are returned, not raised. ``warn`` sees
     each warning before anything runs (they are kept in the outcome too). After Ctrl-C,
     ``outcome.interrupted`` is set and ``outcome.runs`` holds the runs finished so far.
-    ``scheduler``: see :meth:`Spec.run`."""
+    ``scheduler`` and ``to_optimum``: see :meth:`Spec.run`."""
     outcome = FileOutcome(str(path))
     try:
         spec = load(path, trust_pickle)
         outcome.warnings = tuple(spec.warnings(checks_only=True))
         for warning in outcome.warnings if warn else ():
             warn(warning)
-        outcome.runs = spec.run(solver, timeout_s, checks_only=True, jobs=jobs, scheduler=scheduler)
+        outcome.runs = spec.run(
+            solver,
+            timeout_s,
+            checks_only=True,
+            jobs=jobs,
+            scheduler=scheduler,
+            to_optimum=to_optimum,
+        )
     except SpecError as error:
         outcome.errors = error.diagnostics
         return outcome

@@ -39,6 +39,7 @@ from veritas_dsl.solvers.astar.search import (
     state_bytes,
 )
 from veritas_dsl.solvers.astar.witness import inputs_hold, inside, model_margins, point_of
+from veritas_dsl.solvers.base import Stop
 from veritas_dsl.solvers.lazy import broken_by, next_batch
 
 #: Target wall time of one kernel call, so limits and progress stay responsive.
@@ -66,6 +67,7 @@ class Run:
         memory_limit: int,
         progress: Callable[[Progress], None] | None,
         bisect_linf: bool = True,
+        stop: Stop | None = None,
     ) -> None:
         self.problems = problems
         self.plan = plan
@@ -74,6 +76,7 @@ class Run:
         self.max_steps = max_steps
         self.memory_limit = memory_limit
         self.progress = progress
+        self.stop = stop  # stop early once the bounds settle it (Limits.stop)
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
         self.bisect = [
@@ -126,6 +129,8 @@ class Run:
             self.searches[b] = search
             self.open[b] = search.alive
         self._note_bounds()
+        if self._settled():  # the leaves' bounds may settle it before any search
+            return Termination.DECIDED
         for b in range(len(self.problems)):
             stop = self._bisect(b) if self.bisect[b] else self._search(b)
             if stop is not None:
@@ -165,6 +170,8 @@ class Run:
             if lo >= hi:
                 break
             self.floor[b] = float(candidates[lo])
+            if self._settled():  # a probe that found a point stops nothing on its own
+                return Termination.DECIDED
             if self.deadline is not None and time.monotonic() > self.deadline:
                 return Termination.TIME_LIMIT  # probes that find a point never reach the check
             mid = hi - 1 if first else (lo + hi) // 2
@@ -273,7 +280,9 @@ class Run:
         self.to_repair = None
         self.peak_memory = max(self.peak_memory, self._memory())
         if stop is None and unfinished:
-            if self.deadline is not None and time.monotonic() > self.deadline:
+            if self._settled():
+                stop = Termination.DECIDED
+            elif self.deadline is not None and time.monotonic() > self.deadline:
                 stop = Termination.TIME_LIMIT
             elif self.max_steps is not None and self._expanded() >= self.max_steps:
                 stop = Termination.STEP_LIMIT
@@ -413,6 +422,10 @@ class Run:
         if not bounds:
             return None
         return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)
+
+    def _settled(self) -> bool:
+        """Whether the bounds now settle what ``stop`` asks (never for find and prove)."""
+        return self.stop is not None and self.stop.reached(*self.bounds())
 
     def bounds(self) -> tuple[float | None, float | None]:
         """``(lower, upper)`` in the goal's own sense, None for find and prove."""

@@ -191,7 +191,7 @@ class AStarEngine(ChainedEngine):
         memory = limits.max_memory_bytes or _default_memory()
         run = Run(
             problems, plan, start, limits.timeout_s, limits.max_steps, memory, progress,
-            bisect_linf=self.linf_distance == "bisect",
+            bisect_linf=self.linf_distance == "bisect", stop=limits.stop,
         )  # fmt: skip
         outcome = run.run()
         lower, upper = outcome.lower, outcome.upper

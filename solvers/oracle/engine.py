@@ -96,16 +96,19 @@ class OracleEngine(ChainedEngine):
         deadline = None if limits.timeout_s is None else start + limits.timeout_s
         known = _Known(*trivial_bounds(query))
         try:
-            result = self._solve(query, deadline, known)
+            result = self._solve(query, deadline, known, limits.stop)
         except TimeoutError:
             result = _unknown(query, Termination.TIME_LIMIT, known)
+        except _Settled:
+            result = _unknown(query, Termination.DECIDED, known)
         except KeyboardInterrupt:
             result = _unknown(query, Termination.INTERRUPTED, known)
         result.time_s = time.monotonic() - start
         return result
 
-    def _solve(self, query: Query, deadline: float | None, known: _Known) -> Result:
-        """The answer; ``known`` follows the bounds as they tighten, for a stop."""
+    def _solve(self, query: Query, deadline: float | None, known: _Known, stop) -> Result:
+        """The answer; ``known`` follows the bounds as they tighten, for a stop (at the
+        deadline, or once they settle what ``stop`` asks)."""
         goal = query.goal
         space = build_space(query)
         box = initial_box(query, space)
@@ -136,6 +139,8 @@ class OracleEngine(ChainedEngine):
             if distance_goal is not None and best is not None and key >= best[0]:
                 break  # no box left can be closer than the best point found
             known.tighten(query, key)
+            if stop is not None and stop.reached(known.lower, known.upper):
+                raise _Settled
             point = find_point(
                 query,
                 space,
@@ -256,6 +261,10 @@ def _check_outputs(query: Query, inputs, combination: Combination) -> None:
 def _infeasible(query: Query) -> Result:
     bound = infeasible_optimum(query.goal)
     return Result(query.name, OracleEngine.name, Termination.INFEASIBLE, bound, bound)
+
+
+class _Settled(Exception):
+    """The bounds of the combinations tried settle what ``Limits.stop`` asks."""
 
 
 @dataclass

@@ -108,6 +108,8 @@ class SatEngine(ChainedEngine):
             result = search.run()
         except OutOfTime:
             result = search.stopped(Termination.TIME_LIMIT)
+        except _Settled:
+            result = search.stopped(Termination.DECIDED)
         except KeyboardInterrupt:
             result = search.stopped(Termination.INTERRUPTED)
         finally:
@@ -123,6 +125,10 @@ class SatEngine(ChainedEngine):
         return within_trivial(query, result)
 
 
+class _Settled(Exception):
+    """The bounds just noted settle what ``Limits.stop`` asks: the search stops there."""
+
+
 class _Search(SolverCalls, Maximizing, Distances):
     """One solve: the encoding, the solver with its propagator, the bounds and the trace."""
 
@@ -130,6 +136,7 @@ class _Search(SolverCalls, Maximizing, Distances):
         self.start = start
         self.deadline = Deadline.after(limits.timeout_s, start)
         self.progress = progress
+        self.settle = limits.stop
         self.query = query
         self.encoding: Encoding | None = None
         self.solver = None
@@ -199,6 +206,8 @@ class _Search(SolverCalls, Maximizing, Distances):
         self.trace.append(TracePoint(time.monotonic() - self.start, lower, upper))
         if self.progress is not None and not self.interrupted:
             self.progress(self.trace[-1])
+        if lower < upper and self.settle is not None and self.settle.reached(lower, upper):
+            raise _Settled  # the best witness so far is the one behind ``lower``
 
     def _result(self, termination: Termination, lower=None, upper=None, witness=None) -> Result:
         stats = dict(self.stats)

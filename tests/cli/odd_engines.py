@@ -43,7 +43,7 @@ class Stopped(OracleEngine):
     name = "stopped"
 
     def solve_reduced(self, query, limits, *, progress=None):
-        result = super().solve_reduced(query, limits)
+        result = super().solve_reduced(query, replace(limits, stop=None))  # the whole answer
         return replace(result, engine=self.name, termination=Termination.INTERRUPTED)
 
 
