@@ -117,7 +117,8 @@ class MilpEngine(ChainedEngine):
         second: unchecked values, for a live display; the Result holds only checked ones.
         """
         start = time.monotonic()
-        live = Live(start, progress) if progress is not None else None
+        watching = progress is not None or limits.stop is not None
+        live = Live(start, progress, limits.stop) if watching else None
         budget = _Budget.of(limits, start)
         try:
             result = self._solve(query, limits, budget, live)

@@ -121,6 +121,7 @@ def solve(
         columns = x.tolist()
         solutions: list[tuple[float, float, np.ndarray]] = []
         bounds: list[tuple[float, float]] = []
+        settled = []
 
         def callback(m, where) -> None:
             if where == GRB.Callback.MIPSOL:
@@ -143,7 +144,9 @@ def solve(
                     best = float(m.cbGet(GRB.Callback.MIP_OBJBST))
                     best = best if abs(best) < GRB.INFINITY else math.inf
                     try:
-                        live(best, bound if abs(bound) < GRB.INFINITY else -math.inf)
+                        if live(best, bound if abs(bound) < GRB.INFINITY else -math.inf):
+                            settled.append(True)
+                            m.terminate()
                     except KeyboardInterrupt:
                         m.terminate()  # Gurobi then reports INTERRUPTED
 
@@ -158,6 +161,8 @@ def solve(
             return Outcome(Termination.ERROR, message=f"Gurobi: {error}")
         ran = time.monotonic() - ran
         outcome = _outcome(model, x)
+        if settled and outcome.status is Termination.INTERRUPTED:
+            outcome = replace(outcome, status=Termination.DECIDED)
         stats = {**outcome.stats, "solver_s": ran}
         return replace(outcome, solutions=solutions, bounds=bounds, stats=stats)
     finally:

@@ -101,8 +101,9 @@ def solve(
     """Solve ``program`` with HiGHS within the limits.
 
     ``live(incumbent, bound)``, when given, sees the solver's own objective values while it runs
-    (unchecked; for progress displays only). Ctrl-C, or a ``KeyboardInterrupt`` from ``live``,
-    stops HiGHS at its next interrupt callback, with status ``INTERRUPTED``.
+    (unchecked; for progress displays, and to stop with status ``DECIDED`` when it returns
+    True). Ctrl-C, or a ``KeyboardInterrupt`` from ``live``, stops HiGHS at its next interrupt
+    callback, with status ``INTERRUPTED``.
     """
 
     start = time.monotonic()
@@ -121,6 +122,7 @@ def solve(
     solutions: list[tuple[float, float, np.ndarray]] = []
     bounds: list[tuple[float, float]] = []
     interrupted = threading.Event()
+    settled = threading.Event()
 
     def improving(event) -> None:
         out = event.data_out
@@ -138,10 +140,11 @@ def solve(
             bounds.append((time.monotonic() - start, bound))
         if live is not None:
             try:
-                live(float(event.data_out.mip_primal_bound), bound)
+                if live(float(event.data_out.mip_primal_bound), bound):
+                    settled.set()
             except KeyboardInterrupt:
                 interrupted.set()
-        if interrupted.is_set() or time.monotonic() > deadline:
+        if interrupted.is_set() or settled.is_set() or time.monotonic() > deadline:
             event.interrupt()
 
     h.cbMipImprovingSolution.subscribe(improving)
@@ -157,7 +160,7 @@ def solve(
     ran = time.monotonic()
     run_interruptible(h.run, stop)  # HiGHS releases the GIL while it runs
     ran = time.monotonic() - ran
-    outcome = _outcome(h, program, interrupted.is_set(), max_nodes is not None)
+    outcome = _outcome(h, program, interrupted.is_set(), max_nodes is not None, settled.is_set())
     stats = {**outcome.stats, "solver_s": ran}
     return replace(outcome, solutions=solutions, bounds=bounds, stats=stats)
 
@@ -188,14 +191,18 @@ def _lp(program: Program):
     return lp
 
 
-def _outcome(h, program: Program, interrupted: bool, node_limit: bool) -> Outcome:
+def _outcome(
+    h, program: Program, interrupted: bool, node_limit: bool, settled: bool = False
+) -> Outcome:
     """What HiGHS ``h`` ended with: its status as ours (the deadline, which our callback enforces,
-    is a time limit; Ctrl-C an interruption), and its solution and bound when they exist."""
+    is a time limit; settled bounds are ``decided``; Ctrl-C an interruption), and its solution
+    and bound when they exist."""
     model_status = h.getModelStatus()
     info = h.getInfo()
     status = _STATUS.get(model_status.name, Termination.ERROR)
     if status is Termination.INTERRUPTED and not interrupted:
-        status = Termination.TIME_LIMIT  # our callbacks stopped it at the deadline
+        # our callbacks stopped it: its bounds settled the checks, or the deadline passed
+        status = Termination.DECIDED if settled else Termination.TIME_LIMIT
     if status is Termination.TIME_LIMIT and interrupted:
         status = Termination.INTERRUPTED  # Ctrl-C set its time limit to 0 (see solve)
     if model_status.name == "kSolutionLimit" and not node_limit:

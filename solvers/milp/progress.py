@@ -21,9 +21,15 @@ BOUND_SLACK = 1e-9
 #: much (relative) of the solver's bound (:meth:`Progress.check_bound`).
 CLAIM_RESOLUTION = 4 * BOUND_SLACK
 
-#: A limit or Ctrl-C: a witness found before it is the best known, not a proven optimum (the
-#: check for anything closer did not finish).
+#: The solver's incumbent, unchecked, is taken this much worse (relative, and at least this much
+#: of the program's unit) before its bounds may stop a solve early (``Limits.stop``): the
+#: witness read from it, checked exactly, then still settles what the solver's value did.
+STOP_MARGIN = 1e-6
+
+#: A limit, a settled check or Ctrl-C: a witness found before it is the best known, not a proven
+#: optimum (the check for anything closer did not finish).
 _STOPPED = (
+    Termination.DECIDED,
     Termination.TIME_LIMIT,
     Termination.STEP_LIMIT,
     Termination.MEMORY_LIMIT,
@@ -39,31 +45,45 @@ def _loosen(bound: float, unit: float) -> float:
 
 
 class Live:
-    """The solver's running bounds, turned into the goal's sense for a progress callback.
+    """The solver's running bounds, turned into the goal's sense for a progress callback (at
+    most ten times a second) and for ``stop`` (``Limits.stop``, asked at every call).
 
     In a box of a closest-example search (``cap = (known, radius)``) the lower bound is the
     box's own, capped at the radius and at least what earlier boxes proved.
     """
 
-    def __init__(self, start: float, progress) -> None:
+    def __init__(self, start: float, progress, stop=None) -> None:
         self.start = start
         self.progress = progress
+        self.stop = stop
         self.sense = 0
         self.unit = 1.0  # the goal value of one unit of the program's objective
         self.cap: tuple[float, float] | None = None
         self.shown = 0.0
 
-    def __call__(self, incumbent: float, bound: float) -> None:
-        now = time.monotonic()
-        if not self.sense or now - self.shown < 0.1:
-            return
-        self.shown = now
+    def __call__(self, incumbent: float, bound: float) -> bool:
+        """Note the solver's ``incumbent`` and ``bound`` (program sense and units); True when
+        they settle ``stop``, with the bound loosened and the incumbent taken worse by margins
+        (:data:`STOP_MARGIN`), so that the checked witness settles it too."""
+        if not self.sense:
+            return False
         incumbent, bound = incumbent * self.unit, bound * self.unit
+        now = time.monotonic()
+        if self.progress is not None and now - self.shown >= 0.1:
+            self.shown = now
+            self.progress(TracePoint(now - self.start, *self._goal(incumbent, bound)))
+        if self.stop is None:
+            return False
+        worse = incumbent + STOP_MARGIN * max(self.unit, abs(incumbent))
+        return self.stop.reached(*self._goal(worse, _loosen(bound, self.unit)))
+
+    def _goal(self, incumbent: float, bound: float) -> tuple[float, float]:
+        """``(lower, upper)`` in the goal's sense from program-sense values in goal units."""
         lower, upper = (bound, incumbent) if self.sense > 0 else (-incumbent, -bound)
         if self.cap is not None:
             known, radius = self.cap
             lower = max(known, min(lower, radius))
-        self.progress(TracePoint(now - self.start, lower, upper))
+        return lower, upper
 
 
 class Progress:

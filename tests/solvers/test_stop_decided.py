@@ -19,12 +19,13 @@ from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar import anytime
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits
+from veritas_dsl.solvers.milp.engine import MilpEngine
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.solvers.sat.engine import SatEngine
 from veritas_dsl.solvers.solve import solve
 from veritas_dsl.validate import validate_witness
 
-from conftest import random_forest
+from conftest import random_forest, require
 
 MODEL = random_forest(30, 4, 6, 5)
 
@@ -122,3 +123,19 @@ def test_an_unsettled_rule_runs_to_the_optimum():
     result = stopped([("<=", best), (">=", best)])  # settled only by the optimum itself
     assert result.termination is Termination.OPTIMAL
     assert result.lower == result.upper == best
+
+
+@pytest.mark.parametrize("driver", ["highs", "gurobi"])
+@pytest.mark.parametrize("op", ["<=", ">="])
+def test_milp_stops_on_a_witness_beyond_the_value(op, driver):
+    # The solver's callbacks see its incumbent above the value before its bound proves the
+    # optimum.
+    engine = MilpEngine(driver, driver)
+    require(engine)
+    best = optimum()
+    value = best - 0.05
+    result = solve(engine, query(), Limits(stop=StopRule.of([(op, value)])))
+    assert result.termination is Termination.DECIDED
+    assert result.lower > value and result.witnesses
+    assert result.lower <= best <= result.upper
+    validate_witness(query(), result.witnesses[0])
