@@ -3,8 +3,11 @@
 XGBoost's own loader trusts the document: a byte-flipped file whose ``parents`` array points out
 of range makes it read out of bounds and crash the process, and its predictor follows children
 and feature indices unchecked. So a model file is parsed and checked here first, and XGBoost only
-loads files that passed. The same reading turns the document XGBoost writes back
-(``save_raw("ubj")``) into flat arrays.
+loads files that passed. The same reading gives the flat arrays of the Ensemble: a UBJSON file
+holds XGBoost's float32 values as they are; in a JSON file each number is decimal text, which
+XGBoost rounds to the nearest float32 (tested) and Python to the nearest float64 first. The two
+agree except where that float64 lies exactly halfway between two float32s: then the text decides,
+and :attr:`Forest.halfway` says to take the values from XGBoost (``save_raw("ubj")``) instead.
 """
 
 from __future__ import annotations
@@ -49,22 +52,28 @@ class Forest:
     iteration_indptr: np.ndarray | None
     n_features: int
     n_classes: int
+    halfway: bool = False  # a JSON split_condition's float64 lies halfway between two float32s
 
 
 def read_file(path: Path) -> tuple[bytes, object]:
-    """The bytes of a model file and the document they hold.
+    """The bytes of a model file and the document they hold (see :func:`read`)."""
+    data = model_bytes(path, "xgboost")
+    return data, read(data, path)
+
+
+def read(data: bytes, path: Path) -> object:
+    """The document the bytes of the model file at ``path`` hold.
 
     The format is chosen as XGBoost chooses it for a buffer: JSON when the first character after
     the opening ``{`` is a quote, UBJSON when it is a letter.
     """
-    data = model_bytes(path, "xgboost")
     kind = data[1:].lstrip(b" \t\n\r\v\f")[:1] if data[:1] == b"{" else b""
     try:
         if kind == b'"':
             _check_keys(data, path)
-            return data, json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+            return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
         if kind.isalpha():
-            return data, ubjson.loads(data)
+            return ubjson.loads(data)
     except UnicodeDecodeError as error:
         raise ModelError(
             f"{path}: not an XGBoost JSON model (byte {error.start} is not UTF-8 text)"
@@ -172,11 +181,13 @@ def forest(document: object, where: str) -> Forest:
         iteration_indptr=indptr,
         n_features=n_features,
         n_classes=n_classes,
+        halfway=any(p[4] for p in parts),
     )
 
 
 def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray, ...]:
-    """One tree's split_indices, split_conditions, left and right children (relative)."""
+    """One tree's split_indices, split_conditions, left and right children (relative), and
+    whether a split_condition lay halfway between two float32s (see the module's docstring)."""
     if not isinstance(tree, dict) or tree.get("id") != t:
         raise ModelError(f"{where} is not a tree with id {t}")
     param = _field(tree, "tree_param", dict, where)
@@ -187,7 +198,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     left, right, parents = (_ints(tree, key, n, where) for key in _LINKS)
     feature = _ints(tree, "split_indices", n, where)
     _ints(tree, "default_left", n, where)
-    condition = _floats(tree, "split_conditions", n, where)
+    condition, halfway = _floats(tree, "split_conditions", n, where)
     for key in ("loss_changes", "sum_hessian", "base_weights"):
         _floats(tree, key, n, where)
     if "split_type" in tree:
@@ -226,7 +237,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     if len(bad):
         node = bad[0]
         raise ModelError(f"{where}, node {node}: `parents` names {parents[node]}, not its parent")
-    return feature, condition, left, right
+    return feature, condition, left, right, halfway
 
 
 _LINKS = ("left_children", "right_children", "parents")
@@ -270,7 +281,9 @@ def _ints(container: dict, key: str, n: int | None, where: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
+def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, bool]:
+    """The float32 values of ``key``, and whether one of them came from a float64 that lay
+    exactly halfway between two float32s (whose rounding the decimal text decides)."""
     values = container.get(key)
     if isinstance(values, list) and all(type(v) in (int, float) for v in values):
         values = np.array(values, dtype=np.float64)
@@ -286,4 +299,17 @@ def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
             f"{where}: `{key}` holds {values[beyond[0]]:g}, beyond the float32 range that "
             "XGBoost stores numbers in"
         )
-    return narrow
+    return narrow, values.dtype == np.float64 and _halfway(values, narrow)
+
+
+def _halfway(values: np.ndarray, narrow: np.ndarray) -> bool:
+    """Whether a float64 of ``values`` lies exactly halfway between its float32 ``narrow`` and
+    the float32 on its other side (both float32s and their midpoint are float64s exactly)."""
+    off = np.flatnonzero(np.isfinite(values) & (values != narrow))
+    if not len(off):
+        return False
+    near = narrow[off]
+    toward = np.where(values[off] > near, np.float32(np.inf), np.float32(-np.inf))
+    other = np.nextafter(near, toward.astype(np.float32))
+    middle = (near.astype(np.float64) + other.astype(np.float64)) / 2
+    return bool(np.any(values[off] == middle))
