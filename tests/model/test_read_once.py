@@ -3,7 +3,9 @@ values still exactly those XGBoost holds; witnesses of a query are validated in 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 import xgboost as xgb
 
 from veritas_dsl.model import Ensemble, load_model
-from veritas_dsl.spec import load
+from veritas_dsl.spec import load, parse
 
 RNG = np.random.default_rng(11)
 X = RNG.normal(size=(300, 3)).astype(np.float32)
@@ -88,6 +90,43 @@ def test_a_spec_loads_its_model_file_once_and_never_writes_it_back(tmp_path, mon
     for run in spec.run():  # three queries, each validating its witness on the library model
         assert run.results[0].witnesses
     assert (calls.loads, calls.saves, calls.copies) == (1, 0, 0)
+
+
+def test_specs_sharing_a_model_file_share_one_load(tmp_path, monkeypatch):
+    path = spec_file(tmp_path)
+    calls = Calls(monkeypatch)
+    first, second = load(path), parse(path.read_text(), str(path))
+    assert calls.loads == 1
+    assert first.checked.models["clf"] is second.checked.models["clf"]
+    assert first.digest() == second.digest()
+
+
+def test_a_changed_model_file_is_read_again(tmp_path, monkeypatch):
+    path = spec_file(tmp_path)
+    before = load(path)
+    model = tmp_path / "m.json"
+    document = json.loads(model.read_text())
+    document["learner"]["learner_model_param"]["base_score"] = "[2.5E-1]"
+    model.write_text(json.dumps(document))
+    stat = model.stat()
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a coarse clock
+    after = load(path)
+    assert before.digest() != after.digest()
+    models = before.checked.models["clf"], after.checked.models["clf"]
+    assert not np.array_equal(models[0].base_score, models[1].base_score)
+
+
+def test_the_digest_hashes_the_bytes_loaded(tmp_path, monkeypatch):
+    path = spec_file(tmp_path)
+    read_bytes = []
+    real = type(tmp_path).read_bytes
+    monkeypatch.setattr(type(tmp_path), "read_bytes", lambda p: read_bytes.append(p) or real(p))
+    spec = load(path)
+    assert read_bytes == []  # the model's bytes are hashed as they were read for loading
+    expected = hashlib.sha256(b"veritas-dsl spec\0" + path.read_text().encode())
+    expected.update(b"\0model\0clf\0")
+    expected.update(hashlib.sha256(real(tmp_path / "m.json")).digest())
+    assert spec.digest() == expected.hexdigest()
 
 
 # -- float32 values as XGBoost holds them ---------------------------------------------------
