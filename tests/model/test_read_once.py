@@ -3,6 +3,7 @@ values still exactly those XGBoost holds; witnesses of a query are validated in 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -13,6 +14,8 @@ import pytest
 import xgboost as xgb
 
 from veritas_dsl.model import Ensemble, load_model
+from veritas_dsl.run import validated
+from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.spec import load, parse
 
 RNG = np.random.default_rng(11)
@@ -202,3 +205,23 @@ def test_json_numbers_whose_float64_is_halfway_are_taken_from_xgboost(tmp_path, 
 def test_a_ubj_file_gives_the_model_xgboost_holds(tmp_path):
     BOOSTER.save_model(tmp_path / "m.ubj")
     assert_same(load_model(tmp_path / "m.ubj"), Ensemble.from_xgboost(BOOSTER))
+
+
+# -- witness validation ------------------------------------------------------------------
+
+
+def test_the_witnesses_of_a_result_are_validated_in_one_predict(tmp_path, monkeypatch):
+    spec = load(spec_file(tmp_path))
+    lowered = next(item for item in spec.lowered() if item.query.name == "some")
+    result = OracleEngine().solve(lowered.query)
+    several = dataclasses.replace(result, witnesses=tuple(result.witnesses) * 3)
+    rows = []
+    predict = xgb.Booster.predict
+
+    def counted(booster, data, *args, **kwargs):
+        rows.append(data.num_row())
+        return predict(booster, data, *args, **kwargs)
+
+    monkeypatch.setattr(xgb.Booster, "predict", counted)
+    validated(lowered, several)
+    assert rows == [3]
