@@ -202,6 +202,20 @@ def test_json_numbers_whose_float64_is_halfway_are_taken_from_xgboost(tmp_path, 
     assert not np.array_equal(naive, np.array(exact["split_conditions"], dtype=np.float32))
 
 
+def test_a_base_score_whose_float64_is_halfway_is_taken_from_xgboost(tmp_path, monkeypatch):
+    document = json.loads(BOOSTER.save_raw("json"))
+    text = decimal(halfway(np.float32(0.3)) + Fraction(1, 10**45))
+    document["learner"]["learner_model_param"]["base_score"] = f"[{text}]"
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(document))
+    assert np.float32(float(text)) != np.float32(np.nextafter(np.float32(0.3), np.float32(1)))
+    calls = Calls(monkeypatch)
+    ours = load_model(path)
+    assert calls.saves == 1
+    theirs = Ensemble.from_xgboost(xgb.Booster(model_file=str(path)))
+    assert np.array_equal(ours.base_score, theirs.base_score)
+
+
 def test_a_ubj_file_gives_the_model_xgboost_holds(tmp_path):
     BOOSTER.save_model(tmp_path / "m.ubj")
     assert_same(load_model(tmp_path / "m.ubj"), Ensemble.from_xgboost(BOOSTER))

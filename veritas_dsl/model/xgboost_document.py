@@ -52,7 +52,9 @@ class Forest:
     iteration_indptr: np.ndarray | None
     n_features: int
     n_classes: int
-    halfway: bool = False  # a JSON split_condition's float64 lies halfway between two float32s
+    #: A number of a JSON document (a split_condition or the base score) whose float64 lies
+    #: exactly halfway between two float32s: its text decides which one XGBoost holds.
+    halfway: bool = False
 
 
 def read_file(path: Path) -> tuple[bytes, object]:
@@ -181,7 +183,7 @@ def forest(document: object, where: str) -> Forest:
         iteration_indptr=indptr,
         n_features=n_features,
         n_classes=n_classes,
-        halfway=any(p[4] for p in parts),
+        halfway=any(p[4] for p in parts) or _halfway_text(params.get("base_score")),
     )
 
 
@@ -300,6 +302,17 @@ def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, 
             "XGBoost stores numbers in"
         )
     return narrow, values.dtype == np.float64 and _halfway(values, narrow)
+
+
+def _halfway_text(text: object) -> bool:
+    """Whether a number of a base score (``"5E-1"`` or ``"[1E-1,2E-1]"``) is halfway between two
+    float32s as a float64; one that is not a number is left for the importer to report."""
+    try:
+        values = np.array([float(v) for v in str(text).strip("[]").split(",") if v.strip()])
+    except ValueError:
+        return False
+    with np.errstate(over="ignore"):
+        return _halfway(values, values.astype(np.float32))
 
 
 def _halfway(values: np.ndarray, narrow: np.ndarray) -> bool:
