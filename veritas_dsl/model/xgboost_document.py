@@ -173,9 +173,11 @@ def forest(document: object, where: str) -> Forest:
         parent_first_order(left, right, offsets)  # children in their tree, no node shared
     except ModelError as error:
         raise ModelError(f"{where}: {error}") from None
+    condition = np.concatenate([p[1] for p in parts])
+    read = np.concatenate([p[4] for p in parts]).astype(np.float64)
     return Forest(
         feature=np.concatenate([p[0] for p in parts]),
-        condition=np.concatenate([p[1] for p in parts]),
+        condition=condition,
         left=left,
         right=right,
         tree_offsets=offsets,
@@ -183,13 +185,13 @@ def forest(document: object, where: str) -> Forest:
         iteration_indptr=indptr,
         n_features=n_features,
         n_classes=n_classes,
-        halfway=any(p[4] for p in parts) or _halfway_text(params.get("base_score")),
+        halfway=_halfway(read, condition) or _halfway_text(params.get("base_score")),
     )
 
 
 def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray, ...]:
-    """One tree's split_indices, split_conditions, left and right children (relative), and
-    whether a split_condition lay halfway between two float32s (see the module's docstring)."""
+    """One tree's split_indices, split_conditions, left and right children (relative), and its
+    split_conditions as read (float64 from JSON)."""
     if not isinstance(tree, dict) or tree.get("id") != t:
         raise ModelError(f"{where} is not a tree with id {t}")
     param = _field(tree, "tree_param", dict, where)
@@ -200,7 +202,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     left, right, parents = (_ints(tree, key, n, where) for key in _LINKS)
     feature = _ints(tree, "split_indices", n, where)
     _ints(tree, "default_left", n, where)
-    condition, halfway = _floats(tree, "split_conditions", n, where)
+    condition, wide = _floats(tree, "split_conditions", n, where)
     for key in ("loss_changes", "sum_hessian", "base_weights"):
         _floats(tree, key, n, where)
     if "split_type" in tree:
@@ -239,7 +241,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     if len(bad):
         node = bad[0]
         raise ModelError(f"{where}, node {node}: `parents` names {parents[node]}, not its parent")
-    return feature, condition, left, right, halfway
+    return feature, condition, left, right, wide
 
 
 _LINKS = ("left_children", "right_children", "parents")
@@ -283,9 +285,8 @@ def _ints(container: dict, key: str, n: int | None, where: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, bool]:
-    """The float32 values of ``key``, and whether one of them came from a float64 that lay
-    exactly halfway between two float32s (whose rounding the decimal text decides)."""
+def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``key`` as float32, and as they were read."""
     values = container.get(key)
     if isinstance(values, list) and all(type(v) in (int, float) for v in values):
         values = np.array(values, dtype=np.float64)
@@ -301,7 +302,7 @@ def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, 
             f"{where}: `{key}` holds {values[beyond[0]]:g}, beyond the float32 range that "
             "XGBoost stores numbers in"
         )
-    return narrow, values.dtype == np.float64 and _halfway(values, narrow)
+    return narrow, values
 
 
 def _halfway_text(text: object) -> bool:
