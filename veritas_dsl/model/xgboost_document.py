@@ -3,11 +3,8 @@
 XGBoost's own loader trusts the document: a byte-flipped file whose ``parents`` array points out
 of range makes it read out of bounds and crash the process, and its predictor follows children
 and feature indices unchecked. So a model file is parsed and checked here first, and XGBoost only
-loads files that passed. The same reading gives the flat arrays of the Ensemble: a UBJSON file
-holds XGBoost's float32 values as they are; in a JSON file each number is decimal text, which
-XGBoost rounds to the nearest float32 (tested) and Python to the nearest float64 first. The two
-agree except where that float64 lies exactly halfway between two float32s: then the text decides,
-and :attr:`Forest.halfway` says to take the values from XGBoost (``save_raw("ubj")``) instead.
+loads files that passed. The same reading gives the flat arrays of the Ensemble, and
+:func:`written_numbers` finds in XGBoost's serialisation the float32 values it holds, to compare.
 """
 
 from __future__ import annotations
@@ -52,9 +49,6 @@ class Forest:
     iteration_indptr: np.ndarray | None
     n_features: int
     n_classes: int
-    #: A number of a JSON document (a split_condition or the base score) whose float64 lies
-    #: exactly halfway between two float32s: its text decides which one XGBoost holds.
-    halfway: bool = False
 
 
 def read_file(path: Path) -> tuple[bytes, object]:
@@ -173,11 +167,9 @@ def forest(document: object, where: str) -> Forest:
         parent_first_order(left, right, offsets)  # children in their tree, no node shared
     except ModelError as error:
         raise ModelError(f"{where}: {error}") from None
-    condition = np.concatenate([p[1] for p in parts])
-    read = np.concatenate([p[4] for p in parts]).astype(np.float64)
     return Forest(
         feature=np.concatenate([p[0] for p in parts]),
-        condition=condition,
+        condition=np.concatenate([p[1] for p in parts]),
         left=left,
         right=right,
         tree_offsets=offsets,
@@ -185,13 +177,11 @@ def forest(document: object, where: str) -> Forest:
         iteration_indptr=indptr,
         n_features=n_features,
         n_classes=n_classes,
-        halfway=_halfway(read, condition) or _halfway_text(params.get("base_score")),
     )
 
 
 def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray, ...]:
-    """One tree's split_indices, split_conditions, left and right children (relative), and its
-    split_conditions as read (float64 from JSON)."""
+    """One tree's split_indices, split_conditions, left and right children (relative)."""
     if not isinstance(tree, dict) or tree.get("id") != t:
         raise ModelError(f"{where} is not a tree with id {t}")
     param = _field(tree, "tree_param", dict, where)
@@ -202,7 +192,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     left, right, parents = (_ints(tree, key, n, where) for key in _LINKS)
     feature = _ints(tree, "split_indices", n, where)
     _ints(tree, "default_left", n, where)
-    condition, wide = _floats(tree, "split_conditions", n, where)
+    condition = _floats(tree, "split_conditions", n, where)
     for key in ("loss_changes", "sum_hessian", "base_weights"):
         _floats(tree, key, n, where)
     if "split_type" in tree:
@@ -241,7 +231,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     if len(bad):
         node = bad[0]
         raise ModelError(f"{where}, node {node}: `parents` names {parents[node]}, not its parent")
-    return feature, condition, left, right, wide
+    return feature, condition, left, right
 
 
 _LINKS = ("left_children", "right_children", "parents")
@@ -285,8 +275,7 @@ def _ints(container: dict, key: str, n: int | None, where: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """The values of ``key`` as float32, and as they were read."""
+def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
     values = container.get(key)
     if isinstance(values, list) and all(type(v) in (int, float) for v in values):
         values = np.array(values, dtype=np.float64)
@@ -302,28 +291,57 @@ def _floats(container: dict, key: str, n: int, where: str) -> tuple[np.ndarray, 
             f"{where}: `{key}` holds {values[beyond[0]]:g}, beyond the float32 range that "
             "XGBoost stores numbers in"
         )
-    return narrow, values
+    return narrow
 
 
-def _halfway_text(text: object) -> bool:
-    """Whether a number of a base score (``"5E-1"`` or ``"[1E-1,2E-1]"``) is halfway between two
-    float32s as a float64; one that is not a number is left for the importer to report."""
+def base_values(text: object) -> np.ndarray | None:
+    """The float32s of a base score as XGBoost writes it (``"5E-1"`` or ``"[1E-1,2E-1]"``),
+    through float64; None when it is not a list of numbers."""
     try:
-        values = np.array([float(v) for v in str(text).strip("[]").split(",") if v.strip()])
+        with np.errstate(over="ignore"):
+            return np.array(
+                [np.float32(v) for v in str(text).strip("[]").split(",") if v.strip()],
+                dtype=np.float32,
+            )
     except ValueError:
-        return False
-    with np.errstate(over="ignore"):
-        return _halfway(values, values.astype(np.float32))
+        return None
 
 
-def _halfway(values: np.ndarray, narrow: np.ndarray) -> bool:
-    """Whether a float64 of ``values`` lies exactly halfway between its float32 ``narrow`` and
-    the float32 on its other side (both float32s and their midpoint are float64s exactly)."""
-    off = np.flatnonzero(np.isfinite(values) & (values != narrow))
-    if not len(off):
-        return False
-    near = narrow[off]
-    toward = np.where(values[off] > near, np.float32(np.inf), np.float32(-np.inf))
-    other = np.nextafter(near, toward.astype(np.float32))
-    middle = (near.astype(np.float64) + other.astype(np.float64)) / 2
-    return bool(np.any(values[off] == middle))
+#: In XGBoost's UBJSON: a tree's split_conditions key and the header of its float32 array up to
+#: the marker of its count; the base score's key and the marker of its string's length.
+_CONDITIONS = re.compile(rb"split_conditions\[\$d#([iUIlL])")
+_BASE_SCORE = re.compile(rb"base_scoreS([iUIlL])")
+
+
+def written_numbers(raw: bytes, n_trees: int) -> tuple[np.ndarray, str] | None:
+    """The split_conditions of every tree (concatenated) and the base score text in ``raw``,
+    a model as XGBoost serialises it in UBJSON, found without decoding the rest; None unless
+    there are ``n_trees`` arrays and one base score. (A match inside another array's bytes
+    makes one more: None, never a wrong array.)"""
+    conditions = []
+    for match in _CONDITIONS.finditer(raw):
+        found = _counted(raw, match)
+        if found is None:
+            return None
+        start, n = found
+        if start + 4 * n > len(raw):
+            return None
+        conditions.append(np.frombuffer(raw, ">f4", n, start))
+    scores = list(_BASE_SCORE.finditer(raw))
+    if len(conditions) != n_trees or len(scores) != 1:
+        return None
+    found = _counted(raw, scores[0])
+    if found is None:
+        return None
+    start, n = found
+    text = bytes(raw[start : start + n]).decode("ascii", "replace")
+    return np.concatenate(conditions).astype(np.float32), text
+
+
+def _counted(raw: bytes, match: re.Match) -> tuple[int, int] | None:
+    """Where the items counted after ``match`` (ending at the count's marker) start, and how
+    many there are."""
+    size = {b"i": 1, b"U": 1, b"I": 2, b"l": 4, b"L": 8}[match.group(1)]
+    start = match.end()
+    n = int.from_bytes(raw[start : start + size], "big", signed=match.group(1) != b"U")
+    return (start + size, n) if n >= 0 and start + size <= len(raw) else None
