@@ -21,7 +21,6 @@ from veritas_dsl.model import ubjson
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order
 from veritas_dsl.model.library import MAX_FEATURES
-from veritas_dsl.model.limits import model_bytes
 
 #: More classes than any model we know of (the spec language's own limit).
 MAX_CLASSES = 100_000
@@ -49,12 +48,6 @@ class Forest:
     iteration_indptr: np.ndarray | None
     n_features: int
     n_classes: int
-
-
-def read_file(path: Path) -> tuple[bytes, object]:
-    """The bytes of a model file and the document they hold (see :func:`read`)."""
-    data = model_bytes(path, "xgboost")
-    return data, read(data, path)
 
 
 def read(data: bytes, path: Path) -> object:
