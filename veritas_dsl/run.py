@@ -31,7 +31,7 @@ from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.solve import SHARED, check
 from veritas_dsl.solvers.solve import answer as run_engine
-from veritas_dsl.validate import WitnessMismatch, validate_witness
+from veritas_dsl.validate import WitnessMismatch, validate_witnesses
 
 #: Engines tried in order when a query names none: the first that supports the query runs.
 DEFAULT_ENGINES = ("astar", "milp", "sat", "oracle")
@@ -219,13 +219,12 @@ def _solve_checked(lowered: Lowered, name: str, limits: Limits, progress) -> Res
 
 def validated(lowered: Lowered, result: Result) -> Result:
     """``result``, once each of its witnesses reproduced on the library models of ``lowered``
-    (:func:`~veritas_dsl.validate.validate_witness`); raises :class:`WitnessMismatch` naming the
-    engine otherwise."""
-    for witness in result.witnesses:
-        try:
-            validate_witness(lowered.query, witness)
-        except WitnessMismatch as error:
-            raise WitnessMismatch(f"engine {result.engine}: {error}") from None
+    (:func:`~veritas_dsl.validate.validate_witnesses`: one predict for all); raises
+    :class:`WitnessMismatch` naming the engine otherwise."""
+    try:
+        validate_witnesses(lowered.query, list(result.witnesses))
+    except WitnessMismatch as error:
+        raise WitnessMismatch(f"engine {result.engine}: {error}") from None
     return result
 
 

@@ -15,6 +15,7 @@ from veritas_dsl.inputs import read_bytes
 from veritas_dsl.ir.lowered import Lowered
 from veritas_dsl.lang import ast, typed
 from veritas_dsl.lang.check import check
+from veritas_dsl.lang.files import Files
 from veritas_dsl.lang.lower import lower, origin
 from veritas_dsl.lang.parser import parse_text
 from veritas_dsl.outcome import FileOutcome, Interrupted, QueryRun
@@ -52,8 +53,9 @@ class Spec:
         self.sources = Sources({path: text})
         if parsed is None:
             parsed = parse_text(text, path)
+        files = files if files is not None else Files()
         self.checked: typed.CheckedSpec = check(parsed, registry.ENGINES, trust_pickle, files)
-        self._digest = self._hash_files()  # now: the files as they were loaded
+        self._digest = self._hash_files(files.sha256)  # now: the files as they were loaded
 
     @property
     def queries(self) -> tuple[typed.CheckedQuery, ...]:
@@ -126,13 +128,16 @@ class Spec:
         on the same inputs."""
         return self._digest
 
-    def _hash_files(self) -> str:
+    def _hash_files(self, read: dict[str, bytes]) -> str:
+        """``read``: the SHA-256 of the bytes of model files, by path, as they were loaded; the
+        other files are read here."""
         hashed = hashlib.sha256(b"veritas-dsl spec\0" + self.text.encode())
         files = [("model", n, p) for n, p in sorted(self.checked.model_paths.items())]
         files += [("data", n, d.path) for n, d in sorted(self.checked.datasets.items())]
         for kind, name, path in files:
             hashed.update(f"\0{kind}\0{name}\0".encode())
-            hashed.update(hashlib.sha256(Path(path).read_bytes()).digest())
+            sha256 = read.get(str(path)) if kind == "model" else None
+            hashed.update(sha256 or hashlib.sha256(Path(path).read_bytes()).digest())
         return hashed.hexdigest()
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:

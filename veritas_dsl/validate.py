@@ -35,10 +35,14 @@ class WitnessMismatch(SoundnessError, AssertionError):
     """A witness does not reproduce on the original model, or breaks the query's constraints."""
 
 
-def library_outputs(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
+def library_outputs(
+    query: Query, inputs, theirs: dict[tuple[str, str], np.ndarray] | None = None
+) -> dict[tuple[str, str], np.ndarray]:
     """Outputs of every model on every instance from the original library model.
 
-    Models without one (loaded from our own JSON) answer with the Ensemble itself.
+    Models without one (loaded from our own JSON) answer with the Ensemble itself. ``theirs``
+    holds the library's outputs at ``inputs`` when they were asked already
+    (:func:`library_predictions`).
     """
     outputs = model_outputs(query, inputs)
     for (model_name, instance), ours in outputs.items():
@@ -46,14 +50,34 @@ def library_outputs(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
         if library is None:
             continue
         point = as_point(inputs[instance], query.n_features)[None, :]
-        theirs = np.asarray(library.predict(point), dtype=np.float64).reshape(-1)
-        if theirs.shape != ours.shape or not margin_close(theirs, ours, TOLERANCE).all():
+        if theirs is None:
+            answer = np.asarray(library.predict(point), dtype=np.float64).reshape(-1)
+        else:
+            answer = theirs[model_name, instance]
+        if answer.shape != ours.shape or not margin_close(answer, ours, TOLERANCE).all():
             raise WitnessMismatch(
                 f"query {query.name}: on {instance} = {point[0].tolist()}, {library.name} model "
-                f"{model_name} predicts {theirs.tolist()} but the Ensemble gives {ours.tolist()}"
+                f"{model_name} predicts {answer.tolist()} but the Ensemble gives {ours.tolist()}"
             )
-        outputs[model_name, instance] = theirs
+        outputs[model_name, instance] = answer
     return outputs
+
+
+def library_predictions(query: Query, points: list[dict]) -> list[dict]:
+    """The library's outputs, by (model, instance), at each of ``points`` (inputs by instance,
+    as :func:`library_outputs` takes them): one predict per library model for all of them."""
+    answers: list[dict] = [{} for _ in points]
+    rows = [(i, name) for i in range(len(points)) for name in query.instances]
+    if not rows:
+        return answers
+    X = np.stack([as_point(points[i][name], query.n_features) for i, name in rows])
+    for model_name, model in query.models.items():
+        if model.library is None:
+            continue
+        predicted = np.asarray(model.library.predict(X), dtype=np.float64).reshape(len(X), -1)
+        for (i, name), answer in zip(rows, predicted, strict=True):
+            answers[i][model_name, name] = answer
+    return answers
 
 
 def library_votes(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
@@ -79,11 +103,30 @@ def library_votes(query: Query, inputs) -> dict[tuple[str, str], np.ndarray]:
 
 def validate_witness(query: Query, witness: Witness) -> dict[tuple[str, str], np.ndarray]:
     """Check ``witness`` on the library models; return their outputs, or raise WitnessMismatch."""
-    inputs = {name: as_point(witness.inputs[name], query.n_features) for name in query.instances}
+    return validate_witnesses(query, [witness])[0]
+
+
+def validate_witnesses(
+    query: Query, witnesses: list[Witness]
+) -> list[dict[tuple[str, str], np.ndarray]]:
+    """:func:`validate_witness` for each of ``witnesses`` in turn, the library models asked
+    once for all of them."""
+    points = [
+        {name: as_point(w.inputs[name], query.n_features) for name in query.instances}
+        for w in witnesses
+    ]
+    theirs = library_predictions(query, points)
+    return [
+        _validate(query, w, inputs, answers)
+        for w, inputs, answers in zip(witnesses, points, theirs, strict=True)
+    ]
+
+
+def _validate(query: Query, witness: Witness, inputs, theirs) -> dict[tuple[str, str], np.ndarray]:
     problems = domain_violations(query, inputs)
     if problems:
         raise WitnessMismatch(f"query {query.name}: witness leaves the domain: {problems[0]}")
-    outputs = library_outputs(query, inputs)
+    outputs = library_outputs(query, inputs, theirs)
     votes = library_votes(query, inputs) if "hard_vote" in constructs(query) else None
     for constraint in counterexample_constraints(query):
         if not holds(constraint, inputs, outputs, votes):

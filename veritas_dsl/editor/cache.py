@@ -20,6 +20,7 @@ class CachedFiles(Files):
     file changes. Everything kept is only read afterwards (a check derives models on copies)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._kept: dict[tuple, tuple[tuple[int, int], Any, Exception | None]] = {}
         self._latest: dict[str, Any] = {}  # by resolved path: the last contents read well
         self._summaries: dict[int, tuple[Ensemble, ModelSummary]] = {}

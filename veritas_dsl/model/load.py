@@ -7,17 +7,25 @@ unpickling runs code), ``catboost`` (JSON files of ``save_model(format="json")``
 (``.onnx`` files with a tree-ensemble node), ``ensemble`` (our own JSON) and ``dare`` (a
 :class:`DareForest` saved by its ``save``; the forest as it is now, validated against its own
 ``predict_proba``).
+
+A process reads a model file once: :func:`load_file` keeps the last models it loaded, each under
+its file's path, size, modification time and SHA-256, and gives the same model while all four
+stay the same (specs that share a model file share the model; everything reads it, nothing
+changes it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+from collections import OrderedDict
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 from veritas_dsl.model import skops_file
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
-from veritas_dsl.model.limits import model_size
+from veritas_dsl.model.limits import model_bytes, model_size
 from veritas_dsl.names import MODEL_FORMATS
 from veritas_dsl.unlearning.dare import DareForest
 
@@ -75,14 +83,55 @@ def load_model(
 
     ``options`` are those of :data:`FORMAT_OPTIONS` for the format.
     """
+    return load_file(path, format, trust_pickle, options).model
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A model and the SHA-256 of the bytes it was loaded from."""
+
+    model: Ensemble
+    sha256: bytes
+
+
+#: How many loaded models a process keeps (the language server's files change as users edit).
+KEPT_MODELS = 8
+_kept: OrderedDict[tuple, Loaded] = OrderedDict()
+
+
+def load_file(
+    path: str | Path,
+    format: str | None = None,
+    trust_pickle: bool = False,
+    options: dict[str, float] | None = None,
+) -> Loaded:
+    """:func:`load_model`, with the digest of the bytes read; a file this process loaded
+    already, unchanged, is not parsed again."""
     options = options or {}
     path = Path(path)
     model_size(path, format)  # before anything reads it (detect_format reads its first bytes)
     try:
         if format is None:
             format = detect_format(path)
-            model_size(path, format)
-        return _load(path, format, trust_pickle, options)
+        stat = path.stat()
+        data = model_bytes(path, format)
+        sha256 = hashlib.sha256(data).digest()
+        key = (
+            str(path.resolve()),
+            format,
+            trust_pickle,
+            tuple(sorted(options.items())),
+            stat.st_size,
+            stat.st_mtime_ns,
+            sha256,
+        )
+        loaded = _kept.get(key)
+        if loaded is None:
+            loaded = Loaded(_load(path, format, trust_pickle, options, data), sha256)
+            _kept[key] = loaded
+            while len(_kept) > KEPT_MODELS:
+                _kept.popitem(last=False)
+        return loaded
     except OSError as error:
         raise ModelError(
             f"{path}: cannot read the model file ({error.strerror or error})"
@@ -101,9 +150,15 @@ def load_forest(path: str | Path) -> DareForest:
         ) from None
 
 
-def _load(path: Path, format: str, trust_pickle: bool, options: dict[str, float]) -> Ensemble:
+def _load(
+    path: Path, format: str, trust_pickle: bool, options: dict[str, float], data: bytes
+) -> Ensemble:
+    """The model of the file at ``path``, whose bytes are ``data`` (the XGBoost reader takes
+    them; the other readers read the file themselves)."""
     if format == "xgboost":
-        return Ensemble.from_xgboost(path)
+        from veritas_dsl.model.xgboost import from_file
+
+        return from_file(Ensemble, path, data)
     if format == "xgboost_dump":
         return Ensemble.from_xgboost_dump(
             path,

@@ -1,8 +1,9 @@
-"""A reader for the UBJSON subset XGBoost writes (``Booster.save_raw("ubj")``).
+"""A reader for the UBJSON subset XGBoost writes (``.ubj`` files, ``Booster.save_raw("ubj")``).
 
-We read XGBoost models from UBJSON rather than JSON because UBJSON stores thresholds and leaf values
-as binary float32, so they arrive exactly; JSON would route them through decimal text. No maintained
-UBJSON package exists on PyPI (py-ubjson's last release is from 2020), and the format is small.
+UBJSON stores thresholds and leaf values as binary float32, so they arrive exactly: a booster in
+memory is read from it, and a JSON file whose decimal numbers Python rounds otherwise than XGBoost
+(see :mod:`veritas_dsl.model.xgboost`). No maintained UBJSON package exists on PyPI (py-ubjson's
+last release is from 2020), and the format is small.
 """
 
 from __future__ import annotations

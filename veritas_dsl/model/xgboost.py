@@ -1,8 +1,10 @@
 """Import XGBoost models (``Booster``, ``XGBClassifier``/``XGBRegressor``, JSON or UBJSON files).
 
-The model is read from XGBoost's own UBJSON serialisation, so thresholds and leaf values arrive as
-the exact float32 values XGBoost compares and adds. XGBoost's split rule (``x < t`` goes left) is
-ours, so thresholds need no conversion.
+Thresholds and leaf values must be the exact float32 values XGBoost compares and adds. A model
+file is parsed once: its document gives them, XGBoost loads the same bytes, and its serialisation
+confirms them (else, rarely, it is decoded and gives them). A booster in memory is read from its
+UBJSON serialisation, which holds them in binary. XGBoost's
+split rule (``x < t`` goes left) is ours, so thresholds need no conversion.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from veritas_dsl.model import ubjson, xgboost_document
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
 from veritas_dsl.model.library import LibraryModel, Task, leaf_table
+from veritas_dsl.model.limits import model_bytes
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -69,11 +72,10 @@ def from_xgboost(cls: type[Ensemble], model: object) -> Ensemble:
     """
     import xgboost
 
-    rounds = None
     if isinstance(model, (str, os.PathLike)):
-        booster = _load_file(Path(model))
-        where = str(model)
-    elif isinstance(model, xgboost.XGBModel):
+        return from_file(cls, Path(model))
+    rounds = None
+    if isinstance(model, xgboost.XGBModel):
         if not (isinstance(model.missing, float) and math.isnan(model.missing)):
             raise ModelError(
                 f"XGBoost model treats {model.missing!r} as missing; only NaN as missing is "
@@ -88,22 +90,60 @@ def from_xgboost(cls: type[Ensemble], model: object) -> Ensemble:
         where = "Booster"
     else:
         raise ModelError(f"expected an XGBoost Booster, XGBModel or model path, got {type(model)}")
-    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
-    try:
-        document = ubjson.loads(raw)
-    except ubjson.UBJSONError as error:
-        raise ModelError(f"{where}: cannot read the model XGBoost wrote ({error})") from None
-    return _from_document(cls, document, booster.copy(), rounds, where)
+    document = _written_by(booster, where)
+    trees = xgboost_document.forest(document, where)
+    # A copy: the library model must stay the one imported, whatever the caller does to theirs.
+    return _from_document(cls, document, trees, booster.copy(), rounds, where)
 
 
-def _load_file(path: Path) -> object:
-    """A booster of the model file at ``path``, loaded only once its document passed our checks
-    (XGBoost's loader crashes on some corrupt documents)."""
+def from_file(cls: type[Ensemble], path: Path, data: bytes | None = None) -> Ensemble:
+    """Import the model file at ``path`` (whose bytes are ``data`` when the caller read them).
+
+    The document is checked before XGBoost loads the same bytes: its loader crashes on some
+    corrupt documents.
+    """
     import xgboost
 
-    data, document = xgboost_document.read_file(path)
-    xgboost_document.forest(document, str(path))
-    return _call_xgboost(lambda: xgboost.Booster(model_file=bytearray(data)), str(path))
+    if data is None:
+        data = model_bytes(path, "xgboost")
+    where = str(path)
+    document = xgboost_document.read(data, path)
+    trees = xgboost_document.forest(document, where)
+    booster = _call_xgboost(lambda: xgboost.Booster(model_file=bytearray(data)), where)
+    if not _holds(booster, document, trees, where):
+        document = _written_by(booster, where)
+        trees = xgboost_document.forest(document, where)
+    return _from_document(cls, document, trees, booster, None, where)
+
+
+def _holds(booster: object, document: dict, trees: xgboost_document.Forest, where: str) -> bool:
+    """Whether the thresholds, leaf values and base score read from the file are the float32s
+    ``booster`` holds. A JSON file's numbers are decimal text, which XGBoost rounds to float32
+    once and Python through float64: one float32 step apart near a midpoint between two. Its
+    serialisation is searched, not decoded (3 ms of C and regex for 200 trees)."""
+    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
+    written = xgboost_document.written_numbers(raw, len(trees.tree_offsets) - 1)
+    if written is None:
+        return False
+    conditions, base = written
+    params = document["learner"]["learner_model_param"]
+    ours = xgboost_document.base_values(params.get("base_score"))
+    theirs = xgboost_document.base_values(base)
+    same = (
+        ours is not None
+        and theirs is not None
+        and np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))
+    )
+    return same and np.array_equal(conditions.view(np.uint32), trees.condition.view(np.uint32))
+
+
+def _written_by(booster: object, where: str) -> object:
+    """The document of ``booster`` as XGBoost serialises it in UBJSON."""
+    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
+    try:
+        return ubjson.loads(raw)
+    except ubjson.UBJSONError as error:
+        raise ModelError(f"{where}: cannot read the model XGBoost wrote ({error})") from None
 
 
 def _call_xgboost(call, where: str):
@@ -123,9 +163,15 @@ def _call_xgboost(call, where: str):
 
 
 def _from_document(
-    cls: type[Ensemble], document: object, booster: object, rounds: int | None, where: str
+    cls: type[Ensemble],
+    document: object,
+    trees: xgboost_document.Forest,
+    booster: object,
+    rounds: int | None,
+    where: str,
 ) -> Ensemble:
-    trees = xgboost_document.forest(document, where)
+    """The Ensemble of ``document`` (whose checked ``trees`` are given), with ``booster``, ours
+    alone from now on, as its library model."""
     learner = document["learner"]
     objective = learner.get("objective")
     objective = objective.get("name") if isinstance(objective, dict) else None
@@ -180,11 +226,10 @@ def _from_document(
 
 def _base_margin(text: object, objective: str, n_outputs: int, where: str) -> np.ndarray:
     """Parse XGBoost's base score (``"5E-1"`` or ``"[1E-1,2E-1]"``) and map it to margin space."""
-    try:
-        with np.errstate(over="ignore"):
-            values = [float(np.float32(v)) for v in str(text).strip("[]").split(",") if v.strip()]
-    except ValueError:
-        raise ModelError(f"{where}: base score `{excerpt(text)}` is not a number") from None
+    parsed = xgboost_document.base_values(text)
+    if parsed is None:
+        raise ModelError(f"{where}: base score `{excerpt(text)}` is not a number")
+    values = [float(v) for v in parsed]
     if len(values) == 1:
         values = values * n_outputs
     if len(values) != n_outputs:
@@ -201,25 +246,29 @@ def _base_margin(text: object, objective: str, n_outputs: int, where: str) -> np
     return np.array(values)
 
 
-#: Predictions on at most this many rows run on one thread.
+#: Predictions on more rows than this use all of XGBoost's threads.
 ONE_THREAD_ROWS = 64
 
 
 def _library_model(booster: object, n_features: int, n_outputs: int, rounds: int | None):
+    """The library model predicting with ``booster``, which nothing else holds. Its parameters
+    are set here, before anything predicts: predicting is thread-safe, setting them is not."""
     import xgboost
 
     iteration_range = (0, rounds or 0)
-    single = []  # a one-thread copy, made on first use (the caller's booster is left alone)
+    # Witnesses are a few rows: on a busy machine, XGBoost's threads made a one-row predict take
+    # 10-40 ms, against 1 ms on one thread (the sums are the same: trees in order).
+    booster.set_param({"nthread": 1})
+    threaded = []  # a copy on every thread for many rows (a parity check), made on first use
 
     def raw_margin(X: np.ndarray) -> np.ndarray:
-        # A witness is one row: on a busy machine, XGBoost's threads made a one-row predict
-        # take 10-40 ms, against 1 ms on one thread (the sums are the same: trees in order).
-        model, threads = booster, None
-        if len(X) <= ONE_THREAD_ROWS:
-            if not single:
-                single.append(booster.copy())
-                single[0].set_param({"nthread": 1})
-            model, threads = single[0], 1
+        model, threads = booster, 1
+        if len(X) > ONE_THREAD_ROWS:
+            if not threaded:
+                copy = booster.copy()
+                copy.set_param({"nthread": 0})
+                threaded.append(copy)
+            model, threads = threaded[0], None
         data = xgboost.DMatrix(X, feature_names=booster.feature_names, nthread=threads)
         margin = model.predict(data, output_margin=True, iteration_range=iteration_range)
         return margin.reshape(len(X), n_outputs) if n_outputs > 1 else margin.reshape(len(X))

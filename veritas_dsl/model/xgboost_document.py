@@ -3,8 +3,8 @@
 XGBoost's own loader trusts the document: a byte-flipped file whose ``parents`` array points out
 of range makes it read out of bounds and crash the process, and its predictor follows children
 and feature indices unchecked. So a model file is parsed and checked here first, and XGBoost only
-loads files that passed. The same reading turns the document XGBoost writes back
-(``save_raw("ubj")``) into flat arrays.
+loads files that passed. The same reading gives the flat arrays of the Ensemble, and
+:func:`written_numbers` finds in XGBoost's serialisation the float32 values it holds, to compare.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from veritas_dsl.model import ubjson
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order
 from veritas_dsl.model.library import MAX_FEATURES
-from veritas_dsl.model.limits import model_bytes
 
 #: More classes than any model we know of (the spec language's own limit).
 MAX_CLASSES = 100_000
@@ -51,20 +50,19 @@ class Forest:
     n_classes: int
 
 
-def read_file(path: Path) -> tuple[bytes, object]:
-    """The bytes of a model file and the document they hold.
+def read(data: bytes, path: Path) -> object:
+    """The document the bytes of the model file at ``path`` hold.
 
     The format is chosen as XGBoost chooses it for a buffer: JSON when the first character after
     the opening ``{`` is a quote, UBJSON when it is a letter.
     """
-    data = model_bytes(path, "xgboost")
     kind = data[1:].lstrip(b" \t\n\r\v\f")[:1] if data[:1] == b"{" else b""
     try:
         if kind == b'"':
             _check_keys(data, path)
-            return data, json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+            return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
         if kind.isalpha():
-            return data, ubjson.loads(data)
+            return ubjson.loads(data)
     except UnicodeDecodeError as error:
         raise ModelError(
             f"{path}: not an XGBoost JSON model (byte {error.start} is not UTF-8 text)"
@@ -287,3 +285,56 @@ def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
             "XGBoost stores numbers in"
         )
     return narrow
+
+
+def base_values(text: object) -> np.ndarray | None:
+    """The float32s of a base score as XGBoost writes it (``"5E-1"`` or ``"[1E-1,2E-1]"``),
+    through float64; None when it is not a list of numbers."""
+    try:
+        with np.errstate(over="ignore"):
+            return np.array(
+                [np.float32(v) for v in str(text).strip("[]").split(",") if v.strip()],
+                dtype=np.float32,
+            )
+    except ValueError:
+        return None
+
+
+#: In XGBoost's UBJSON: a tree's split_conditions key and the header of its float32 array up to
+#: the marker of its count; the base score's key and the marker of its string's length.
+_CONDITIONS = re.compile(rb"split_conditions\[\$d#([iUIlL])")
+_BASE_SCORE = re.compile(rb"base_scoreS([iUIlL])")
+
+
+def written_numbers(raw: bytes, n_trees: int) -> tuple[np.ndarray, str] | None:
+    """The split_conditions of every tree (concatenated) and the base score text in ``raw``,
+    a model as XGBoost serialises it in UBJSON, found without decoding the rest; None unless
+    there are ``n_trees`` arrays and one base score. (A match inside another array's bytes
+    makes one more: None, never a wrong array.)"""
+    conditions = []
+    for match in _CONDITIONS.finditer(raw):
+        found = _counted(raw, match)
+        if found is None:
+            return None
+        start, n = found
+        if start + 4 * n > len(raw):
+            return None
+        conditions.append(np.frombuffer(raw, ">f4", n, start))
+    scores = list(_BASE_SCORE.finditer(raw))
+    if len(conditions) != n_trees or len(scores) != 1:
+        return None
+    found = _counted(raw, scores[0])
+    if found is None:
+        return None
+    start, n = found
+    text = bytes(raw[start : start + n]).decode("ascii", "replace")
+    return np.concatenate(conditions).astype(np.float32), text
+
+
+def _counted(raw: bytes, match: re.Match) -> tuple[int, int] | None:
+    """Where the items counted after ``match`` (ending at the count's marker) start, and how
+    many there are."""
+    size = {b"i": 1, b"U": 1, b"I": 2, b"l": 4, b"L": 8}[match.group(1)]
+    start = match.end()
+    n = int.from_bytes(raw[start : start + size], "big", signed=match.group(1) != b"U")
+    return (start + size, n) if n >= 0 and start + size <= len(raw) else None
