@@ -101,13 +101,13 @@ def test_a_workers_witness_is_validated_once_in_the_parent(monkeypatch, task):
     monkeypatch.setattr(parallel, "_worker_stop", Stop())
     monkeypatch.setattr(parallel, "_worker_lowered", [])
     validated = []
-    real = run.validate_witness
+    real = run.validate_witnesses
 
-    def counted(query, witness):
-        validated.append(id(witness))
-        return real(query, witness)
+    def counted(query, witnesses):
+        validated.extend(id(w) for w in witnesses)
+        return real(query, witnesses)
 
-    monkeypatch.setattr(run, "validate_witness", counted)
+    monkeypatch.setattr(run, "validate_witnesses", counted)
     lowered = lowered_queries()[:4]
     runs = run_all(lowered, RunOptions(), 1, pool=lambda queries: _HereAsWorker(queries, task))
     witnesses = [id(w) for r in runs for result in r.results for w in result.witnesses]

@@ -27,7 +27,7 @@ from veritas_dsl.solvers.astar.bisection import (
     find_within,
     probe_for_ball,
 )
-from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress
+from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress, run_stats
 from veritas_dsl.solvers.astar.problem import Plan, Problem
 from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, REPAIR_SHARE, Repairer, repair_bytes
 from veritas_dsl.solvers.astar.search import (
@@ -36,7 +36,6 @@ from veritas_dsl.solvers.astar.search import (
     Solution,
     grown,
     planned_bytes,
-    state_bytes,
 )
 from veritas_dsl.solvers.astar.witness import inputs_hold, inside, model_margins, point_of
 from veritas_dsl.solvers.base import Stop
@@ -123,7 +122,7 @@ class Run:
         for b, problem in enumerate(self.problems):
             if not self.open[b] or self.bisect[b]:
                 continue
-            if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+            if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
                 return Termination.MEMORY_LIMIT
             search = BranchSearch(problem, INITIAL_CAPACITY)
             self.searches[b] = search
@@ -182,7 +181,7 @@ class Run:
                 self._retire(b)  # the last probe's search, the branch's or its own
                 if search is None:
                     within = find_within(problem, root)
-                    if self._memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
+                    if self.memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
                         return Termination.MEMORY_LIMIT
                     search = BranchSearch(within, INITIAL_CAPACITY)
                 else:
@@ -215,7 +214,7 @@ class Run:
                 probe = probe_for_ball(self.problems[b], root, self.plan.pair_trees)
                 self._retire(b)
                 self.probe_bytes = probe.nbytes()
-                if self._memory() + planned_bytes(probe, INITIAL_CAPACITY) > self.memory_limit:
+                if self.memory() + planned_bytes(probe, INITIAL_CAPACITY) > self.memory_limit:
                     return Termination.MEMORY_LIMIT, rebuilt
                 search = self.searches[b] = BranchSearch(probe, INITIAL_CAPACITY)
                 continue
@@ -228,7 +227,7 @@ class Run:
         """Give up bisecting branch ``b``: search it best-first by distance from here on."""
         problem = self.problems[b]
         self._retire(b)
-        if self._memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
+        if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
             return Termination.MEMORY_LIMIT
         self.bisect[b] = False
         self.searches[b] = BranchSearch(problem, INITIAL_CAPACITY)
@@ -267,7 +266,7 @@ class Run:
         stop = None
         if status == K.STATUS_MEMORY:
             extra = planned_bytes(search.problem, grown(search.capacity)) - search.nbytes()
-            if self._memory() + extra > self.memory_limit:
+            if self.memory() + extra > self.memory_limit:
                 stop = Termination.MEMORY_LIMIT
             else:
                 search.grow(grown(search.capacity))
@@ -278,7 +277,7 @@ class Run:
             self._repair()
             self._note_bounds()
         self.to_repair = None
-        self.peak_memory = max(self.peak_memory, self._memory())
+        self.peak_memory = max(self.peak_memory, self.memory())
         if stop is None and unfinished:
             if self._settled():
                 stop = Termination.DECIDED
@@ -371,7 +370,7 @@ class Run:
         self.to_repair = None
         repairer = self.repairers.get(b)
         if repairer is None:
-            if self._memory() + repair_bytes(search.problem) > self.memory_limit:
+            if self.memory() + repair_bytes(search.problem) > self.memory_limit:
                 return
             repairer = self.repairers[b] = Repairer(search.problem)
         # At most a share of the time searched so far: on a query the search finishes in a few
@@ -455,7 +454,7 @@ class Run:
     def _progress(self, now: float, lower, upper) -> Progress:
         expanded = self._expanded()
         rate = expanded / now if now > 0 else 0.0
-        return Progress(now, lower, upper, expanded, rate, self._memory())
+        return Progress(now, lower, upper, expanded, rate, self.memory())
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -463,7 +462,7 @@ class Run:
         live = sum(s.expanded for s in self.searches if s is not None)
         return live + self.retired["expanded"]
 
-    def _memory(self) -> int:
+    def memory(self) -> int:
         repairs = sum(repair_bytes(r.problem) for r in self.repairers.values())
         searches = sum(s.nbytes() for s in self.searches if s is not None)
         return self._static_bytes + self.probe_bytes + repairs + searches
@@ -477,26 +476,7 @@ class Run:
             self.trace.append(TracePoint(now, lower, upper))
         if self.progress is not None:
             self.progress(self._progress(now, lower, upper))
-        searches = [s for s in self.searches if s is not None]
-        expanded = self._expanded()
-        stats = {
-            "states_expanded": expanded,
-            "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches)
-            + self.retired["created"],
-            "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches) + self.retired["pruned"],
-            "states_per_s": expanded / now if now > 0 else 0.0,
-            "bytes_per_state": max(
-                (state_bytes(p) for p in self.problems if not p.infeasible), default=0
-            ),
-            "peak_open_states": max([s.live_peak for s in searches] + [self.retired["peak"]]),
-            "peak_memory_bytes": max(self.peak_memory, self._memory()),
-            "branches": len(self.problems),
-            "search_trees": sum(p.n_trees for p in self.problems),
-            "solutions_accepted": self.accepted,
-            "solutions_rejected": self.rejected,
-            "kernel_calls": self.calls,
-            "exact_units": int(all(p.exact_units for p in self.problems)),
-        }
+        stats = run_stats(self, self._expanded(), now)
         for b, search in enumerate(self.searches):
             if search is not None:
                 self._note_switched(b, search)

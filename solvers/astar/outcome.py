@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from veritas_dsl.result import Termination, TracePoint, Witness
+from veritas_dsl.solvers.astar import kernels as K
+from veritas_dsl.solvers.astar.search import state_bytes
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,26 @@ class Outcome:
     stats: dict = field(default_factory=dict)
     lower: float | None = None
     upper: float | None = None
+
+
+def run_stats(run, expanded: int, now: float) -> dict:
+    """The statistics of the loop ``run`` (an :class:`.anytime.Run`) stopped ``now`` seconds in,
+    having expanded ``expanded`` states."""
+    searches = [s for s in run.searches if s is not None]
+    return {
+        "states_expanded": expanded,
+        "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches) + run.retired["created"],
+        "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches) + run.retired["pruned"],
+        "states_per_s": expanded / now if now > 0 else 0.0,
+        "bytes_per_state": max(
+            (state_bytes(p) for p in run.problems if not p.infeasible), default=0
+        ),
+        "peak_open_states": max([s.live_peak for s in searches] + [run.retired["peak"]]),
+        "peak_memory_bytes": max(run.peak_memory, run.memory()),
+        "branches": len(run.problems),
+        "search_trees": sum(p.n_trees for p in run.problems),
+        "solutions_accepted": run.accepted,
+        "solutions_rejected": run.rejected,
+        "kernel_calls": run.calls,
+        "exact_units": int(all(p.exact_units for p in run.problems)),
+    }

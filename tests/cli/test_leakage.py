@@ -103,10 +103,10 @@ def test_a_witness_that_does_not_reproduce_names_the_engine(monkeypatch):
     # leakage validates its witnesses as a run does (run.validated), naming the engine
     from veritas_dsl import validate
 
-    def wrong(query, witness):
+    def wrong(query, witnesses):
         raise validate.WitnessMismatch(f"query {query.name}: does not reproduce")
 
-    monkeypatch.setattr("veritas_dsl.run.validate_witness", wrong)
+    monkeypatch.setattr("veritas_dsl.run.validate_witnesses", wrong)
     X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
     before = DareForest(n_trees=3, max_depth=2, k=None, max_features=None).fit(X, y)
     with pytest.raises(validate.WitnessMismatch, match="engine milp: query footprint"):
