@@ -5,11 +5,14 @@ by path and modification time, so that checking on every keystroke stays fast.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veritas_dsl.data import Dataset, read_csv, read_libsvm
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.load import load_forest, load_model
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 
 class Files:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,8 +26,10 @@ from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.symbols import BUILTINS, Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
 from veritas_dsl.unlearning.checking.derived import DerivedModels
-from veritas_dsl.unlearning.dare import DareForest
 from veritas_dsl.unlearning.dare.derive import deleted, id_problems
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 #: The functions that make a family, and their arguments.
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}
