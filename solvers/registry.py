@@ -41,7 +41,9 @@ class Registered:
         return engine
 
     def __getattr__(self, attribute: str) -> object:
-        if attribute.startswith("__"):  # copy and pickle probe for these; the engine has none
+        # copy and pickle probe for dunders, which the engine lacks too; and an AttributeError
+        # raised while building the engine must not come back here for it
+        if attribute.startswith("__") or attribute == "engine":
             raise AttributeError(attribute)
         return getattr(self.engine, attribute)
 
@@ -58,13 +60,10 @@ def _astar() -> Engine:
     return AStarEngine()
 
 
-def _milp(name: str, driver: milp.Driver) -> Callable[[], Engine]:
-    def build() -> Engine:
-        from veritas_dsl.solvers.milp.engine import MilpEngine
+def _milp(name: str, driver: milp.Driver) -> Engine:
+    from veritas_dsl.solvers.milp.engine import MilpEngine
 
-        return MilpEngine(name, driver)
-
-    return build
+    return MilpEngine(name, driver)
 
 
 def _sat() -> Engine:
@@ -79,13 +78,16 @@ ENGINES: dict[str, Engine] = {
         Registered("oracle", oracle.CAPABILITIES, oracle.available, _oracle),
         Registered("astar", astar.CAPABILITIES, astar.available, _astar),
         Registered(
-            "milp", milp.capabilities("auto"), lambda: milp.available("auto"), _milp("milp", "auto")
+            "milp",
+            milp.capabilities("auto"),
+            functools.partial(milp.available, "auto"),
+            functools.partial(_milp, "milp", "auto"),
         ),
         Registered(
             "gurobi",
             milp.capabilities("gurobi"),
-            lambda: milp.available("gurobi"),
-            _milp("gurobi", "gurobi"),
+            functools.partial(milp.available, "gurobi"),
+            functools.partial(_milp, "gurobi", "gurobi"),
         ),
         Registered("sat", sat.CAPABILITIES, sat.available, _sat),
     )

@@ -103,6 +103,20 @@ def test_checking_a_spec_with_an_error_imports_nothing_heavy(tmp_path, where):
     assert loaded(statements) == []
 
 
+def test_the_registry_imports_an_engine_only_when_it_is_asked_to_work():
+    statements = (
+        "from veritas_dsl.solvers import registry\n"
+        "def engines():\n"
+        "    return sorted(m for m in sys.modules if m.startswith('veritas_dsl.solvers')"
+        " and m.endswith('.engine'))\n"
+        "declared = {name: e.capabilities for name, e in registry.ENGINES.items()}\n"
+        "assert engines() == [], engines()\n"
+        "registry.get('oracle').chain\n"
+        "assert engines() == ['veritas_dsl.solvers.oracle.engine'], engines()\n"
+    )
+    assert loaded(statements) == []
+
+
 # -- the public names, imported on first use ------------------------------------------------
 
 
