@@ -1,23 +1,95 @@
-"""The engines, listed explicitly, under the names the language uses."""
+"""The engines, listed explicitly, under the names the language uses.
+
+An engine's package is imported when the engine is first asked to work: what each one declares
+(its capabilities) and whether it can run here are read from the light ``__init__`` of its
+package, so that choosing engines, checking a spec or listing the engines imports no Numba,
+PySAT or HiGHS.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from veritas_dsl.ir.constructs import constructs
 from veritas_dsl.ir.query import Query
-from veritas_dsl.solvers.astar.engine import AStarEngine
-from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery
-from veritas_dsl.solvers.milp.engine import MilpEngine
-from veritas_dsl.solvers.oracle.engine import OracleEngine
-from veritas_dsl.solvers.sat.engine import SatEngine
+from veritas_dsl.solvers import astar, milp, oracle, sat
+from veritas_dsl.solvers.base import Availability, Capabilities, Engine, Limits, UnsupportedQuery
+
+
+class Registered:
+    """An engine as the registry lists it: its name, capabilities and availability, and the
+    engine itself (``build()``), built when first asked for anything else (``chain``,
+    ``solve_reduced``, ``solve``, an engine's own methods), which are then the engine's."""
+
+    def __init__(
+        self,
+        name: str,
+        capabilities: Capabilities,
+        available: Callable[[], Availability],
+        build: Callable[[], Engine],
+    ) -> None:
+        self.name = name
+        self.capabilities = capabilities
+        self.available = available
+        self.build = build
+
+    @functools.cached_property
+    def engine(self) -> Engine:
+        engine = self.build()
+        assert (engine.name, engine.capabilities) == (self.name, self.capabilities), self.name
+        return engine
+
+    def __getattr__(self, attribute: str) -> object:
+        # copy and pickle probe for dunders, which the engine lacks too; and an AttributeError
+        # raised while building the engine must not come back here for it
+        if attribute.startswith("__") or attribute == "engine":
+            raise AttributeError(attribute)
+        return getattr(self.engine, attribute)
+
+
+def _oracle() -> Engine:
+    from veritas_dsl.solvers.oracle.engine import OracleEngine
+
+    return OracleEngine()
+
+
+def _astar() -> Engine:
+    from veritas_dsl.solvers.astar.engine import AStarEngine
+
+    return AStarEngine()
+
+
+def _milp(name: str, driver: milp.Driver) -> Engine:
+    from veritas_dsl.solvers.milp.engine import MilpEngine
+
+    return MilpEngine(name, driver)
+
+
+def _sat() -> Engine:
+    from veritas_dsl.solvers.sat.engine import SatEngine
+
+    return SatEngine()
+
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine
     for engine in (
-        OracleEngine(),
-        AStarEngine(),
-        MilpEngine("milp", "auto"),
-        MilpEngine("gurobi", "gurobi"),
-        SatEngine(),
+        Registered("oracle", oracle.CAPABILITIES, oracle.available, _oracle),
+        Registered("astar", astar.CAPABILITIES, astar.available, _astar),
+        Registered(
+            "milp",
+            milp.capabilities("auto"),
+            functools.partial(milp.available, "auto"),
+            functools.partial(_milp, "milp", "auto"),
+        ),
+        Registered(
+            "gurobi",
+            milp.capabilities("gurobi"),
+            functools.partial(milp.available, "gurobi"),
+            functools.partial(_milp, "gurobi", "gurobi"),
+        ),
+        Registered("sat", sat.CAPABILITIES, sat.available, _sat),
     )
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -187,3 +188,28 @@ def one_hot_trees() -> Ensemble:
 
 
 pytest_plugins = ["pytester"]
+
+#: Libraries a spec may load that cannot be imported twice in one process.
+_IMPORTED_ONCE = ("numba", "highspy", "xgboost", "sklearn", "skops.io")
+
+
+@pytest.fixture(scope="session")
+def _imported_once() -> None:
+    """The libraries of :data:`_IMPORTED_ONCE` imported, and Numba's CPU target set up (it
+    imports more of Numba on the first compile): a session fixture, so set up before any
+    ``pytester``."""
+    for name in _IMPORTED_ONCE:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    from numba import njit
+
+    njit(lambda x: x + 1)(1)
+
+
+@pytest.fixture
+def pytester(_imported_once, pytester):
+    """``pytester``, after :func:`_imported_once`. Its inline runs drop the modules imported
+    meanwhile (they restore ``sys.modules``): an engine or a model format that first loaded
+    one of those libraries in an inline run would leave every later test unable to import it
+    (``import veritas_dsl`` loads none of them: tests/test_imports.py)."""
+    return pytester

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from veritas_dsl.cluster import parse_address
-from veritas_dsl.model import FORMATS
+from veritas_dsl.local_cluster import parse_address
+from veritas_dsl.names import MODEL_FORMATS
 from veritas_dsl.solvers import registry
 
 
@@ -80,7 +80,9 @@ def parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "model", help="model file (XGBoost JSON/UBJSON, LightGBM text, skops, ours)"
     )
-    inspect.add_argument("--format", choices=FORMATS, help="model format (default: from the file)")
+    inspect.add_argument(
+        "--format", choices=MODEL_FORMATS, help="model format (default: from the file)"
+    )
     inspect.add_argument(
         "--trust-pickle",
         action="store_true",

@@ -24,7 +24,6 @@ from veritas_dsl.report import json as json_report
 from veritas_dsl.report import jsonl, terminal
 from veritas_dsl.report import progress as progress_report
 from veritas_dsl.result import Termination
-from veritas_dsl.unlearning import report as leakage_report
 
 
 class ExitCode(enum.IntEnum):
@@ -297,6 +296,7 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
 
 
 def _leakage(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.unlearning import report as leakage_report
     from veritas_dsl.unlearning.leakage import DEFAULT_ENGINE, DEFAULT_TIMEOUT_S
     from veritas_dsl.unlearning.targets import is_spec, targets
 

@@ -32,7 +32,7 @@ from concurrent.futures import Future
 
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.lowered import Lowered
-from veritas_dsl.local_cluster import ANNOUNCE
+from veritas_dsl.local_cluster import ANNOUNCE, parse_address
 from veritas_dsl.parallel import Pool, sigint_deferred, sigint_held
 from veritas_dsl.run import Plan, RunOptions, run_lowered
 
@@ -55,17 +55,6 @@ def _unpickled(data: bytes) -> list[Lowered]:
 def _solve_on_worker(lowered: list[Lowered], index: int, options: RunOptions, plan: Plan):
     run = run_lowered(lowered[index], options, plan, validate=False)
     return run.results, run.checks
-
-
-def parse_address(address: str) -> int | None:
-    """The number of workers of ``local:N``; None for a scheduler's address. Raises ValueError
-    for ``local:`` without a positive number."""
-    if not address.startswith("local:"):
-        return None
-    count = address.removeprefix("local:")
-    if not count.isdigit() or int(count) < 1:
-        raise ValueError(f"{address!r}: local:N needs a number of workers N >= 1")
-    return int(count)
 
 
 class Connection:

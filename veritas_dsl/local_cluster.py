@@ -18,6 +18,17 @@ import sys
 ANNOUNCE = "veritas-dsl local cluster at "
 
 
+def parse_address(address: str) -> int | None:
+    """The number of workers of ``local:N``; None for a scheduler's address. Raises ValueError
+    for ``local:`` without a positive number."""
+    if not address.startswith("local:"):
+        return None
+    count = address.removeprefix("local:")
+    if not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{address!r}: local:N needs a number of workers N >= 1")
+    return int(count)
+
+
 def main(argv: list[str] | None = None) -> int:
     from distributed import LocalCluster
 

@@ -55,15 +55,13 @@ from veritas_dsl.ir.reductions import (
     branches,
 )
 from veritas_dsl.result import Result, Termination
+from veritas_dsl.solvers.astar import CAPABILITIES, available
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
 from veritas_dsl.solvers.astar.problem import Plan, build_problem, build_structure
 from veritas_dsl.solvers.astar.ready import ready
 from veritas_dsl.solvers.astar.search import box_dtype
 from veritas_dsl.solvers.base import (
-    LIMITS,
-    Availability,
-    Capabilities,
     ChainedEngine,
     Deadline,
     Limits,
@@ -94,19 +92,8 @@ class AStarEngine(ChainedEngine):
     """
 
     name = "astar"
-    capabilities = Capabilities(
-        # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet.
-        constructs=frozenset(
-            {
-                "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
-                "tie", "one_hot", "changed", "linf", "l1", "weighted_distance", "linear",
-                "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
-                "minimize_distance", "find", "prove",
-            }
-        ),
-        limits=LIMITS,
-        lazy=False,  # its searches switch output constraints on themselves (BranchSearch)
-    )
+    capabilities = CAPABILITIES
+    available = staticmethod(available)
     #: Searches maximise and find: prove and minimise are rewritten, disjunctions expanded.
     chain = Chain((ProveToFind(), MinimizeToMaximize(), ToDNF(MAX_BRANCHES)))
 
@@ -125,13 +112,6 @@ class AStarEngine(ChainedEngine):
             raise ValueError(f"pair_trees must be 'auto', 'always' or 'never', not {pair_trees!r}")
         self.linf_distance = linf_distance
         self.pair_trees = pair_trees
-
-    def available(self) -> Availability:
-        try:
-            import numba  # noqa: F401
-        except ImportError:
-            return Availability.NOT_INSTALLED
-        return Availability.AVAILABLE
 
     def prepare(self, query: Query) -> float:
         """Build the per-model structures that ``query`` reads (cells and compacted trees,

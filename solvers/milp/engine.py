@@ -17,7 +17,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 
@@ -38,9 +37,7 @@ from veritas_dsl.ir.reductions import (
 )
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import (
-    LIMITS,
     Availability,
-    Capabilities,
     ChainedEngine,
     Deadline,
     Limits,
@@ -48,7 +45,7 @@ from veritas_dsl.solvers.base import (
     unfinished,
     within_trivial,
 )
-from veritas_dsl.solvers.milp import gurobi, highs
+from veritas_dsl.solvers.milp import Driver, available, capabilities, gurobi, highs
 from veritas_dsl.solvers.milp.formulation import (
     Formulation,
     check_weights,
@@ -67,18 +64,6 @@ logger = logging.getLogger("veritas_dsl")
 MAX_REPAIRS = 50
 #: The smallest improvement (relative) a check of a closest distance asks the solver for.
 CHECK_RESOLUTION = 1e-8
-Driver = Literal["auto", "highs", "gurobi"]
-
-
-#: What the program answers. Not hard_vote: a count of trees would need one indicator per tree
-#: and label; not yet.
-SUPPORTED = frozenset(
-    {
-        "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",
-        "one_hot", "changed", "linf", "l1", "weighted_distance", "linear", "output_constraint",
-        "disjunction", "maximize", "minimize", "worst_of", "minimize_distance", "find", "prove",
-    }
-)
 
 
 class MilpEngine(ChainedEngine):
@@ -100,14 +85,10 @@ class MilpEngine(ChainedEngine):
     def __init__(self, name: str = "milp", driver: Driver = "auto") -> None:
         self.name = name
         self.driver = driver
-        # Steps are branch-and-bound nodes; only Gurobi has a memory limit.
-        limits = LIMITS if driver == "gurobi" else LIMITS - {"memory"}
-        self.capabilities = Capabilities(constructs=SUPPORTED, limits=limits)
+        self.capabilities = capabilities(driver)
 
     def available(self) -> Availability:
-        if self.driver == "gurobi":
-            return gurobi.licence()
-        return Availability.AVAILABLE if highs.available() else Availability.NOT_INSTALLED
+        return available(self.driver)
 
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
         """Answer ``query`` (rewritten by ``chain``) exactly within ``limits``; bounds stream into

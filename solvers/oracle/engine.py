@@ -36,12 +36,11 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.ir.reductions import Chain
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import (
-    Availability,
-    Capabilities,
     ChainedEngine,
     Limits,
     UnsupportedQuery,
 )
+from veritas_dsl.solvers.oracle import CAPABILITIES, available
 from veritas_dsl.solvers.oracle.boxes import build_space, initial_box
 from veritas_dsl.solvers.oracle.enumerate import Combination, combinations, reachable_counts
 from veritas_dsl.solvers.oracle.points import choices, find_point
@@ -60,26 +59,13 @@ class OracleEngine(ChainedEngine):
     """Exhaustive enumeration; exact on every IR construct, for tiny ensembles only."""
 
     name = "oracle"
-    #: Every construct it enumerates: all of them, each added here when it is added to the IR.
-    capabilities = Capabilities(
-        constructs=frozenset(
-            {
-                "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
-                "tie", "one_hot", "changed", "linf", "l1", "weighted_distance", "linear",
-                "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
-                "minimize_distance", "find", "prove", "hard_vote",
-            }
-        ),
-        lazy=False,
-    )
+    capabilities = CAPABILITIES
+    available = staticmethod(available)
     #: None: the reference answers every query as written, sharing no rewrite with the engines.
     chain = Chain()
 
     def __init__(self, max_combinations: int = MAX_COMBINATIONS) -> None:
         self.max_combinations = max_combinations
-
-    def available(self) -> Availability:
-        return Availability.AVAILABLE
 
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
         """Answer ``query`` exactly, or raise :class:`UnsupportedQuery` when it is too large.

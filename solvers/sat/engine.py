@@ -49,8 +49,6 @@ from veritas_dsl.ir.query import (
 from veritas_dsl.ir.reductions import Chain, MergeTies, MinimizeToMaximize, ProveToFind
 from veritas_dsl.result import Result, Termination, TracePoint, Witness
 from veritas_dsl.solvers.base import (
-    Availability,
-    Capabilities,
     ChainedEngine,
     Deadline,
     Limits,
@@ -58,23 +56,13 @@ from veritas_dsl.solvers.base import (
     unfinished,
     within_trivial,
 )
+from veritas_dsl.solvers.sat import CAPABILITIES, available
 from veritas_dsl.solvers.sat.distance import Distances
 from veritas_dsl.solvers.sat.encode import Encoding
 from veritas_dsl.solvers.sat.linear import LinearForm
 from veritas_dsl.solvers.sat.maximize import Maximizing
 from veritas_dsl.solvers.sat.propagate import GroupSum, SumPropagator
 from veritas_dsl.solvers.sat.solver import SolverCalls
-
-#: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
-#: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
-#: no finite encoding on the threshold grid; the MILP engine and the oracle take them.
-SUPPORTED = frozenset(
-    {
-        "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",
-        "one_hot", "changed", "linf", "weighted_distance", "output_constraint", "disjunction",
-        "maximize", "minimize", "worst_of", "minimize_distance", "find", "prove", "hard_vote",
-    }
-)
 
 #: The SAT solver: the one PySAT solver with the IPASIR-UP propagator interface.
 SOLVER = "cadical195"
@@ -84,21 +72,15 @@ class SatEngine(ChainedEngine):
     """Exact answers by SAT with an exact propagator for sums of leaf values."""
 
     name = "sat"
-    capabilities = Capabilities(constructs=SUPPORTED)
+    capabilities = CAPABILITIES
+    available = staticmethod(available)
     #: The search maximises or finds: prove and minimise are rewritten; ties name variables.
     chain = Chain((ProveToFind(), MinimizeToMaximize(), MergeTies()))
-
-    def available(self) -> Availability:
-        try:
-            from pysat.solvers import Cadical195  # noqa: F401
-        except ImportError:
-            return Availability.NOT_INSTALLED
-        return Availability.AVAILABLE
 
     def solve_reduced(self, query: Query, limits: Limits, *, progress=None) -> Result:
         """Answer ``query`` (rewritten by ``chain``) exactly, or with valid bounds at the time
         limit. ``progress``, when given, receives each new point of the trace as it is found.
-        The query's constructs are within :data:`SUPPORTED` (checked before, by
+        The query's constructs are within the package's :data:`SUPPORTED` (checked before, by
         :func:`veritas_dsl.solvers.solve.solve`)."""
         start = time.monotonic()
         search = _Search(query, limits, progress, start)

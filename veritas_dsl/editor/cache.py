@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from veritas_dsl.data import DataError, Dataset
 from veritas_dsl.lang.files import Files
 from veritas_dsl.model.ensemble import Ensemble, ModelError
 from veritas_dsl.model.summary import ModelSummary, summarize
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 
 class CachedFiles(Files):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +24,9 @@ from veritas_dsl.lang.ast import Name, SpecFile, Text
 from veritas_dsl.lang.files import Files
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.names import FUNCTIONS
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 #: Names the language gives a meaning; a declaration may not take them.
 BUILTINS = FUNCTIONS

@@ -6,11 +6,14 @@ SHA-256 of each model file's bytes as it loaded them, for the spec's digest."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veritas_dsl.data import Dataset, read_csv, read_libsvm
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.load import load_file, load_forest
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 
 class Files:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from veritas_dsl.data import Dataset
 from veritas_dsl.diagnostics import Diagnostic, Span
 from veritas_dsl.ir.lowered import EngineChoice
 from veritas_dsl.ir.query import Feature, Row
 from veritas_dsl.model.ensemble import Ensemble
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:  # only a spec that reads a forest imports its kernels (Numba)
+    from veritas_dsl.unlearning.dare import DareForest
 
 # Symbols of affine forms:
 #   ("1",)                          the constant 1

@@ -22,12 +22,15 @@ from collections import OrderedDict
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veritas_dsl.model import skops_file
 from veritas_dsl.model.ensemble import FILE_FORMAT, Ensemble, ModelError
 from veritas_dsl.model.limits import model_bytes, model_size
 from veritas_dsl.names import MODEL_FORMATS
-from veritas_dsl.unlearning.dare import DareForest
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 FORMATS = MODEL_FORMATS
 
@@ -141,6 +144,9 @@ def load_file(
 def load_forest(path: str | Path) -> DareForest:
     """The :class:`DareForest` saved at ``path`` (format ``dare``), for the models derived from
     it; a missing, unreadable or corrupt file is a ``ModelError`` naming the path."""
+    # Imported here: the forest's kernels (Numba) load only for a spec that reads a forest.
+    from veritas_dsl.unlearning.dare import DareForest
+
     path = Path(path)
     try:
         return DareForest.load(path)  # checks the path and the size first
@@ -175,7 +181,7 @@ def _load(
     if format == "ensemble":
         return Ensemble.load(path)
     if format == "dare":
-        return DareForest.load(path).to_ensemble()  # load_forest keeps the forest itself
+        return load_forest(path).to_ensemble()
     if format == "sklearn":
         estimator = _load_sklearn(path, trust_pickle)
         try:

@@ -4,17 +4,27 @@ One package, one sub-package or module per layer (docs/layers.md): ``dare/`` the
 certificates and the models derived by ``delete`` and ``retrain`` (models); ``checking/`` the
 checker's part (language); ``leakage.py`` and ``adversary.py`` (running); ``report.py``
 (reports); ``targets.py`` (``ver leakage``'s inputs, an entry point).
+
+The public names load on first use (:mod:`veritas_dsl.exports`): a model file that is not a
+forest, read through this package's ``dare/``, compiles no forest kernels and starts no engine.
 """
 
-from veritas_dsl.unlearning.adversary import worst_deletion
-from veritas_dsl.unlearning.dare import DareForest
-from veritas_dsl.unlearning.dare.certificate import (
-    UnstableError,
-    UnstableNode,
-    certified_fit,
-    worst_case,
-)
-from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from veritas_dsl.exports import lazy_exports
+
+if TYPE_CHECKING:  # the public names: type checkers read them here, and so does lazy_exports
+    from veritas_dsl.unlearning.adversary import worst_deletion
+    from veritas_dsl.unlearning.dare import DareForest
+    from veritas_dsl.unlearning.dare.certificate import (
+        UnstableError,
+        UnstableNode,
+        certified_fit,
+        worst_case,
+    )
+    from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
 
 __all__ = [
     "DareForest",
@@ -27,3 +37,5 @@ __all__ = [
     "worst_case",
     "worst_deletion",
 ]
+
+lazy_exports(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from veritas_dsl.data import DataError, read_row_ids
 from veritas_dsl.diagnostics import Span, suggest
@@ -19,9 +19,10 @@ from veritas_dsl.inputs import excerpt
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.model.ensemble import Ensemble, ModelError
-from veritas_dsl.unlearning.dare import DareForest
-from veritas_dsl.unlearning.dare.certificate import UnstableError, worst_case
 from veritas_dsl.unlearning.dare.derive import deleted, id_problems, retrained
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 #: Each derivation and its one argument: the rows to leave out, or how many may be deleted.
 DERIVATIONS = {
@@ -111,6 +112,9 @@ class DerivedModels:
         ``best_case`` (the upper) of every forest ``DareForest.delete`` of at most k rows of
         ``base`` gives; refused (V421, naming the splits) when a deletion may change a split.
         A refit is not covered (unlearning/checking/coverage.py)."""
+        # Imported here: the certificate's kernels (Numba) load only for a spec that bounds one.
+        from veritas_dsl.unlearning.dare.certificate import UnstableError, worst_case
+
         base = self.base_forest(decl, later)
         arg = self.rows_arg(decl)
         if isinstance(arg.value, ast.RowList | ast.Text):

@@ -12,6 +12,8 @@ count and the seed alone: the same spec gives the same variants.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from veritas_dsl.data import read_row_sets
@@ -20,8 +22,10 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
 from veritas_dsl.unlearning.checking.derived import DerivedModels
-from veritas_dsl.unlearning.dare import DareForest
 from veritas_dsl.unlearning.dare.derive import deleted, id_problems
+
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 #: The functions that make a family, and their arguments.
 FAMILIES = {"deletions": ("fraction", "count", "seed", "rows")}

@@ -4,10 +4,12 @@ forest fit again from scratch without them. The forest given is never changed.""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from veritas_dsl.unlearning.dare import DareForest
+if TYPE_CHECKING:
+    from veritas_dsl.unlearning.dare import DareForest
 
 
 def deleted(forest: DareForest, ids) -> DareForest:
@@ -22,7 +24,7 @@ def retrained(forest: DareForest, ids) -> DareForest:
     (rows keep their id order); raises ``ModelError`` as ``fit`` (say, one class left)."""
     X, y = forest.training_rows()
     keep = ~np.isin(forest.remaining(), np.asarray(ids, dtype=np.int64))
-    return DareForest(**forest.params()).fit(X[keep], y[keep])
+    return type(forest)(**forest.params()).fit(X[keep], y[keep])
 
 
 def id_problems(forest: DareForest, ids: Sequence[int]) -> list[tuple[int, str, int]]:
