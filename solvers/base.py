@@ -69,6 +69,10 @@ class Stop(Protocol):
 
     def reached(self, lower: float | None, upper: float | None) -> bool: ...
 
+    def all_settled(self, lower: float | None, upper: float | None) -> bool:
+        """Whether the bounds settle the checks themselves (not only a gap asked)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -199,10 +203,18 @@ def route(
         raise UnsupportedQuery(f"{error}; engine {engine.name} refuses it") from None
     progress = chain.invert_progress(progress, inverse)
     limits = limits or Limits()
+    stop = limits.stop
     if limits.stop is not None and chain.steps:
         limits = dataclasses.replace(limits, stop=_InvertedStop(limits.stop, chain, inverse))
-    result = engine.solve_reduced(reduced, limits, progress=progress)
-    return chain.invert(result, inverse)
+    result = chain.invert(engine.solve_reduced(reduced, limits, progress=progress), inverse)
+    if result.termination is Termination.DECIDED and not _checks_settled(stop, result):
+        result.termination = Termination.GAP  # the gap asked stopped it, not the checks
+    return result
+
+
+def _checks_settled(stop: Stop | None, result: Result) -> bool:
+    """Whether ``result``'s bounds settle the checks of ``stop`` (else a gap stopped it)."""
+    return stop is None or stop.all_settled(result.lower, result.upper)
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,9 @@ class _InvertedStop:
 
     def reached(self, lower: float | None, upper: float | None) -> bool:
         return self.stop.reached(*self.chain.invert_bounds(lower, upper, self.inverse))
+
+    def all_settled(self, lower: float | None, upper: float | None) -> bool:
+        return self.stop.all_settled(*self.chain.invert_bounds(lower, upper, self.inverse))
 
 
 class ChainedEngine:

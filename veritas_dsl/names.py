@@ -34,6 +34,8 @@ DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 SIZE_UNITS = {
     "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30,
 }  # fmt: skip
+#: Units of a share (``gap = 1%``), as a fraction.
+SHARE_UNITS = {"%": 0.01}
 #: What an ``expect`` looks at.
 EXPECT_SUBJECTS = ("upper", "lower", "found", "none")
 

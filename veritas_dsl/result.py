@@ -24,6 +24,10 @@ class Termination(enum.Enum):
     """The engine stopped early, its bounds having settled every check it was given
     (``Limits.stop``: a query's ``expect`` lines, :mod:`veritas_dsl.ir.decided`). The bounds are
     valid; the optimum is not proven."""
+    GAP = "gap"
+    """The engine stopped early, its bounds within the gap asked (``solve with astar(gap =
+    1%)``; :class:`~veritas_dsl.ir.decided.StopRule`). The bounds are valid; the optimum is not
+    proven."""
     TIME_LIMIT = "time_limit"
     """The time limit was reached; the bounds are valid but may not meet. A witness found
     before keeps its worth: for find and prove it answers the question (see

@@ -133,7 +133,7 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             timeout_s=choice.timeout_s if choice.timeout_s is not None else timeout,
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
-            stop=None if options.to_optimum else stop_rule(lowered),
+            stop=stop_rule(lowered, choice, options.to_optimum),
         )
         try:
             registry.check_limits(engine, limits)
@@ -369,14 +369,14 @@ def _same(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= max(AGREEMENT * max(abs(a), abs(b)), AGREEMENT_FLOOR)
 
 
-def stop_rule(lowered: Lowered) -> StopRule | None:
+def stop_rule(lowered: Lowered, choice: EngineChoice, to_optimum: bool) -> StopRule | None:
     """What lets an engine stop before the optimum: its bounds settling every ``expect`` on a
-    bound (:mod:`veritas_dsl.ir.decided`, the rule :func:`judge` applies too)."""
-    if lowered.origin.is_property:
-        return None
-    return StopRule.of(
-        [(e.op, e.bound) for e in lowered.expectations if e.subject in ("upper", "lower")]
-    )
+    bound (:mod:`veritas_dsl.ir.decided`, the rule :func:`judge` applies too; not
+    ``to_optimum``), or within the ``gap`` of ``choice``."""
+    checks = []
+    if not (lowered.origin.is_property or to_optimum):
+        checks = [(e.op, e.bound) for e in lowered.expectations if e.subject in ("upper", "lower")]
+    return StopRule.of(checks, choice.gap_abs, choice.gap_rel)
 
 
 def judge(lowered: Lowered, result: Result) -> list[Check]:

@@ -57,3 +57,23 @@ def test_a_settled_check_stops_the_engine_with_the_optimums_verdict(
     assert [c["verdict"] for c in early["checks"]] == [c["verdict"] for c in full["checks"]]
     assert {c["verdict"] for c in early["checks"]} == {verdict}
     assert code == (ExitCode.OK if verdict == "holds" else ExitCode.FAILED)
+
+
+def test_a_gap_in_solve_with_stops_the_run_within_it(tmp_path, capsys):
+    path = spec(tmp_path, "", engine="astar(gap = 20%)")
+    assert main(["run", path, "--json"]) == ExitCode.OK
+    [result] = json.loads(capsys.readouterr().out)["results"]
+    assert result["status"] == "gap"
+    lower, upper = result["lower"], result["upper"]
+    assert upper - lower <= 0.2 * max(abs(lower), abs(upper))
+
+
+@pytest.mark.parametrize(
+    ("gap", "message"),
+    [("1GB", "`gap` is a share"), ("-1", "must be positive"), ('"1%"', "not a string")],
+)
+def test_a_gap_that_is_no_share_or_number_is_a_located_error(tmp_path, capsys, gap, message):
+    path = spec(tmp_path, "", engine=f"astar(gap = {gap})")
+    assert main(["run", path]) == ExitCode.ERROR
+    err = capsys.readouterr().err
+    assert "error[V502]" in err and message in err and "decided.ver:5:" in err

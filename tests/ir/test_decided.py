@@ -45,3 +45,13 @@ def test_a_settled_check_is_what_any_later_bounds_give(op, value, points):
     if verdict is not None:
         assert compare(later_lower, op, value) == verdict
         assert compare(later_upper, op, value) == verdict
+
+
+def test_a_gap_is_the_bounds_difference_or_a_share_of_the_larger_bound():
+    assert StopRule.of([], gap_abs=0.5).reached(1.0, 1.4)
+    assert not StopRule.of([], gap_abs=0.5).reached(1.0, 1.6)
+    assert StopRule.of([], gap_rel=0.01).reached(99.5, 100.0)  # 0.5 <= 1 % of 100
+    assert not StopRule.of([], gap_rel=0.01).reached(98.0, 100.0)
+    assert not StopRule.of([], gap_rel=0.5).reached(-1.0, float("inf"))  # a side unknown
+    rule = StopRule.of([("<=", 1.2)], gap_abs=0.5)
+    assert rule.reached(1.0, 1.4) and not rule.all_settled(1.0, 1.4)  # the gap stops it

@@ -139,3 +139,18 @@ def test_milp_stops_on_a_witness_beyond_the_value(op, driver):
     assert result.lower > value and result.witnesses
     assert result.lower <= best <= result.upper
     validate_witness(query(), result.witnesses[0])
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [AStarEngine, SatEngine, lambda: MilpEngine("highs", "highs")],
+    ids=["astar", "sat", "highs"],
+)
+def test_a_gap_stops_the_engine_within_it(engine):
+    best = optimum()
+    result = solve(engine(), query(), Limits(stop=StopRule.of([], gap_rel=0.2)))
+    assert result.termination is Termination.GAP
+    assert result.lower <= best <= result.upper
+    assert result.upper - result.lower <= 0.2 * max(abs(result.lower), abs(result.upper))
+    for witness in result.witnesses:
+        validate_witness(query(), witness)

@@ -19,6 +19,7 @@ from veritas_dsl.editor.words import (
     DURATION_UNITS,
     KEYWORDS,
     OPERATOR_WORDS,
+    SHARE_UNITS,
     SIZE_UNITS,
     TYPES,
 )
@@ -50,6 +51,7 @@ def textmate() -> dict:
         ("variable.other.quoted.ver", {"match": "`[^`]+`"}),
         ("constant.numeric.duration.ver", {"match": _number(DURATION_UNITS)}),
         ("constant.numeric.size.ver", {"match": _number(SIZE_UNITS, whole=True)}),
+        ("constant.numeric.share.ver", {"match": r"(\b\d+(\.\d*)?|\.\d+)" + _one_of(SHARE_UNITS)}),
         ("constant.numeric.ver", {"match": r"(\b\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"}),
         ("keyword.control.ver", {"match": _any_of(KEYWORDS)}),
         ("keyword.operator.word.ver", {"match": _any_of(OPERATOR_WORDS)}),

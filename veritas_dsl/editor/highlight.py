@@ -26,6 +26,7 @@ from veritas_dsl.editor.words import (
     DURATION_UNITS,
     KEYWORDS,
     OPERATOR_WORDS,
+    SHARE_UNITS,
     SIZE_UNITS,
     TYPES,
 )
@@ -47,6 +48,7 @@ class VerLexer(RegexLexer):
             (r"`[^`\n]+`", Name.Variable),
             (words(DURATION_UNITS, prefix=r"(\d+(\.\d*)?|\.\d+)", suffix=r"\b"), Number.Float),
             (words(SIZE_UNITS, prefix=r"\d+(\.\d*)?", suffix=r"\b"), Number.Integer),
+            (words(SHARE_UNITS, prefix=r"(\d+(\.\d*)?|\.\d+)"), Number.Float),
             (r"(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", Number),
             (words(KEYWORDS, suffix=r"\b"), Keyword),
             (words(OPERATOR_WORDS, suffix=r"\b"), Operator.Word),

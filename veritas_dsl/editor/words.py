@@ -19,6 +19,7 @@ TYPES = ("real", "int", "bool", "onehot")
 BUILTINS = names.BUILTINS
 #: Model and data formats, engines, and what `expect` looks at.
 CONSTANTS = names.CONSTANTS
-#: The units after a number: ``10s``, ``2GB``.
+#: The units after a number: ``10s``, ``2GB``, ``1%``.
 DURATION_UNITS = tuple(names.DURATION_UNITS)
 SIZE_UNITS = tuple(names.SIZE_UNITS)
+SHARE_UNITS = tuple(names.SHARE_UNITS)

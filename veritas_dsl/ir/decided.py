@@ -13,6 +13,7 @@ settled by ``upper >= c`` alone, since the upper bound may still fall below ``c`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,19 +30,44 @@ def settled(op: str, value: float, lower: float, upper: float) -> bool | None:
 @dataclass(frozen=True)
 class StopRule:
     """When an optimisation may stop before its optimum is proven: every ``(op, value)`` of
-    ``settle`` is settled (:func:`settled`); none given, never. Plain data: it travels in the
-    engine's limits, to worker processes too."""
+    ``settle`` is settled (:func:`settled`; none given, never), or the bounds are within the gap
+    asked: ``upper - lower`` at most ``gap_abs``, or at most ``gap_rel`` of the larger of
+    ``|lower|`` and ``|upper|``. Plain data: it travels in the engine's limits, to worker
+    processes too."""
 
     settle: tuple[tuple[str, float], ...] = ()
+    gap_abs: float | None = None
+    gap_rel: float | None = None
 
     @classmethod
-    def of(cls, checks: Sequence[tuple[str, float]]) -> StopRule | None:
-        """The rule that stops once ``checks`` are settled; None when there are none."""
-        return cls(tuple(checks)) if checks else None
+    def of(
+        cls,
+        checks: Sequence[tuple[str, float]],
+        gap_abs: float | None = None,
+        gap_rel: float | None = None,
+    ) -> StopRule | None:
+        """The rule that stops once ``checks`` are settled or the gap is reached; None when it
+        would never stop anything."""
+        if not checks and gap_abs is None and gap_rel is None:
+            return None
+        return cls(tuple(checks), gap_abs, gap_rel)
 
     def reached(self, lower: float | None, upper: float | None) -> bool:
         """Whether bounds ``lower``/``upper`` (in the original objective's sense) settle every
-        check."""
+        check, or are within the gap."""
+        return self.all_settled(lower, upper) or self.within_gap(lower, upper)
+
+    def all_settled(self, lower: float | None, upper: float | None) -> bool:
         if not self.settle or lower is None or upper is None or lower > upper:
             return False
         return all(settled(op, value, lower, upper) is not None for op, value in self.settle)
+
+    def within_gap(self, lower: float | None, upper: float | None) -> bool:
+        if lower is None or upper is None or not lower <= upper:
+            return False
+        width = upper - lower
+        if not math.isfinite(width):  # a side unknown: within no gap (inf <= 0.5 * inf)
+            return False
+        if self.gap_abs is not None and width <= self.gap_abs:
+            return True
+        return self.gap_rel is not None and width <= self.gap_rel * max(abs(lower), abs(upper))

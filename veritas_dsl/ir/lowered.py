@@ -15,14 +15,17 @@ from veritas_dsl.ir.query import Query
 
 @dataclass(frozen=True)
 class EngineChoice:
-    """``solve with astar(timeout = 10)``: an engine, its limits (None: the default) and where
-    it was named."""
+    """``solve with astar(timeout = 10, gap = 1%)``: an engine, its limits (None: the default),
+    where it was named, and the gap between its bounds it may stop at (``gap_abs`` from a
+    number, ``gap_rel`` from a share; :class:`~veritas_dsl.ir.decided.StopRule`)."""
 
     name: str
     timeout_s: float | None
     max_steps: int | None
     max_memory_bytes: int | None
     span: Span
+    gap_abs: float | None = None
+    gap_rel: float | None = None
 
 
 @dataclass(frozen=True)

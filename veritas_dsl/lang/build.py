@@ -322,7 +322,7 @@ class Build(Transformer_NonRecursive):
 
     def quantity(self, token: Token) -> ast.Quantity:
         text = str(token)
-        number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ%")
         return ast.Quantity(float(number), text[len(number) :], self.token_span(token))
 
 

@@ -26,6 +26,7 @@ _TERMINAL_NAMES = {
     "STRING": 'a quoted string such as "models/m.json"',
     "DURATION": "a duration such as 10s",
     "SIZE": "a size such as 2GB",
+    "SHARE": "a share such as 1%",
     "$END": "end of file",
 }
 

@@ -13,13 +13,14 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.lang.expressions import Expressions
-from veritas_dsl.names import DURATION_UNITS, SIZE_UNITS
+from veritas_dsl.names import DURATION_UNITS, SHARE_UNITS, SIZE_UNITS
 from veritas_dsl.unlearning.checking.coverage import Coverage
 
 OPTIONS = {
     "timeout": "a duration such as 10s",
     "steps": "a whole number",
     "memory": "a size such as 2GB",
+    "gap": "a share of the bounds such as 1%, or a number (the bounds' difference)",
 }
 
 
@@ -295,7 +296,7 @@ class Queries:
                     help=suggest(engine.name, self.ctx.engines)
                     or f"engines are {', '.join(self.ctx.engines)}",
                 )
-            limits = {"timeout": None, "steps": None, "memory": None}
+            limits = {"timeout": None, "steps": None, "memory": None, "gap": (None, None)}
             for option in engine.options:
                 if option.name not in OPTIONS:
                     raise self.ctx.error(
@@ -307,7 +308,12 @@ class Queries:
                 limits[option.name] = self.option_value(option)
             choices.append(
                 t.EngineChoice(
-                    engine.name, limits["timeout"], limits["steps"], limits["memory"], engine.span
+                    engine.name,
+                    limits["timeout"],
+                    limits["steps"],
+                    limits["memory"],
+                    engine.span,
+                    *limits["gap"],
                 )
             )
         return tuple(choices)
@@ -316,7 +322,8 @@ class Queries:
         value = option.value
         expected = OPTIONS[option.name]
         if isinstance(value, ast.Quantity):
-            units = {"timeout": DURATION_UNITS, "memory": SIZE_UNITS}.get(option.name, {})
+            units = {"timeout": DURATION_UNITS, "memory": SIZE_UNITS, "gap": SHARE_UNITS}
+            units = units.get(option.name, {})
             if value.unit not in units:
                 raise self.ctx.error("V502", f"`{option.name}` is {expected}", value.span)
             amount = value.value * units[value.unit]
@@ -328,6 +335,9 @@ class Queries:
             raise self.ctx.error("V502", f"`{option.name}` must be positive", option.span)
         if not math.isfinite(amount):
             raise self.ctx.error("V502", f"`{option.name}` must be finite", option.span)
+        if option.name == "gap":  # (absolute, relative): a share is relative
+            share = isinstance(value, ast.Quantity)
+            return (None, float(amount)) if share else (float(amount), None)
         if option.name == "steps":
             if not float(amount).is_integer():
                 raise self.ctx.error("V502", "`steps` is a whole number", option.span)
