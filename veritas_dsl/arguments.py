@@ -31,7 +31,6 @@ def parser() -> argparse.ArgumentParser:
         help="time limit per engine and query (default 60)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON document")
-    _add_to_optimum(run)
     run.add_argument("--csv", metavar="FILE", help="also write one line per query and row to FILE")
     run.add_argument(
         "--witnesses",
@@ -52,7 +51,12 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--solver", help="engine for every query (overrides `solve with`)")
     check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
     check.add_argument("--json", action="store_true", help="print one JSON document")
-    _add_to_optimum(check)
+    check.add_argument(
+        "--to-optimum",
+        action="store_true",
+        help="solve each query to its optimum, even once its bounds settle every `expect` "
+        "(by default an engine stops then: status `decided`)",
+    )
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     _add_workers(check)
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
@@ -100,15 +104,6 @@ def _add_editor(commands) -> None:
     fmt.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
     commands.add_parser("lsp", help="the language server, on stdin and stdout")
-
-
-def _add_to_optimum(command) -> None:
-    command.add_argument(
-        "--to-optimum",
-        action="store_true",
-        help="solve each query to its optimum, even once its bounds settle every `expect` "
-        "(by default an engine stops then: status `decided`)",
-    )
 
 
 def _add_streams(run) -> None:

@@ -117,7 +117,6 @@ def _run(args: argparse.Namespace) -> ExitCode:
             done=done,
             skip=streams.skip,
             scheduler=args.scheduler,
-            to_optimum=args.to_optimum,
         )
     except SpecError as error:
         error.sources = spec.sources

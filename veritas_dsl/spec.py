@@ -92,7 +92,7 @@ class Spec:
         done=None,
         skip: frozenset[tuple[str, int | None]] = frozenset(),
         scheduler: str | Connection | None = None,
-        to_optimum: bool = False,
+        to_optimum: bool | None = None,
     ) -> list[QueryRun]:
         """Solve every query (or only the checks) and judge expectations; see :class:`QueryRun`.
 
@@ -102,14 +102,17 @@ class Spec:
         each finished run. ``skip`` names ``(query, row)`` pairs not to run (those an earlier
         run answered). ``scheduler`` runs every query on a Dask cluster instead
         (:mod:`veritas_dsl.cluster`): a scheduler's address, ``local:N``, or a
-        :class:`~veritas_dsl.cluster.Connection` that several runs share. An engine stops
-        once its bounds settle every ``expect`` of a query (termination ``decided``), unless
-        ``to_optimum``.
+        :class:`~veritas_dsl.cluster.Connection` that several runs share. With
+        ``checks_only`` an engine stops once its bounds settle every ``expect`` of a query
+        (termination ``decided``); ``to_optimum`` says otherwise (default: solve to the optimum
+        when every query is run, for its answer, and stop when only the checks are).
 
         Raises :class:`SpecError` before anything runs when an engine choice cannot work, and
         :class:`~veritas_dsl.outcome.Interrupted` (a ``KeyboardInterrupt``) on Ctrl-C, whose
         ``partial`` holds the runs finished so far, the interrupted one last.
         """
+        if to_optimum is None:
+            to_optimum = not checks_only
         options = RunOptions(solver, timeout_s, progress, to_optimum)
         lowered = _without(self.lowered(checks_only), skip)
         plans = preflight(lowered, options)
