@@ -51,12 +51,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--solver", help="engine for every query (overrides `solve with`)")
     check.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per engine")
     check.add_argument("--json", action="store_true", help="print one JSON document")
-    check.add_argument(
-        "--to-optimum",
-        action="store_true",
-        help="solve each query to its optimum, even once its bounds settle every `expect` "
-        "(by default an engine stops then: status `decided`)",
-    )
+    _add_to_optimum(check)
     check.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     _add_workers(check)
     check.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
@@ -104,6 +99,15 @@ def _add_editor(commands) -> None:
     fmt.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
     commands.add_parser("lsp", help="the language server, on stdin and stdout")
+
+
+def _add_to_optimum(check) -> None:
+    check.add_argument(
+        "--to-optimum",
+        action="store_true",
+        help="solve each query to its optimum, even once its bounds settle every `expect` "
+        "(by default an engine stops then: status `decided`)",
+    )
 
 
 def _add_streams(run) -> None:

@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         # Workers fetch the run's queries from each other (veritas_dsl.cluster); a Ctrl-C that
         # closes the cluster mid-fetch made a worker log the broken transfer as an ERROR with
-        # its traceback. ver reports every task's failure itself (an `error` row), so the
-        # cluster's own logs say nothing a user needs.
-        silence_logs=logging.CRITICAL,
+        # its traceback, and the scheduler a CRITICAL "Closed comm" with another when ver had
+        # gone. ver reports every task's failure itself (an `error` row), so the cluster's own
+        # logs say nothing a user needs: none is printed, CRITICAL included.
+        silence_logs=logging.CRITICAL + 1,
     ) as cluster:
         print(ANNOUNCE + cluster.scheduler_address, flush=True)
         sys.stdin.read()  # until ver closes it, or dies
