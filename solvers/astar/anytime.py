@@ -127,8 +127,7 @@ class Run:
             search = BranchSearch(problem, INITIAL_CAPACITY)
             self.searches[b] = search
             self.open[b] = search.alive
-        self._note_bounds()
-        if self._settled():  # the leaves' bounds may settle it before any search
+        if self._settled(self._note_bounds()):  # the leaves' bounds may settle it at once
             return Termination.DECIDED
         for b in range(len(self.problems)):
             stop = self._bisect(b) if self.bisect[b] else self._search(b)
@@ -169,7 +168,7 @@ class Run:
             if lo >= hi:
                 break
             self.floor[b] = float(candidates[lo])
-            if self._settled():  # a probe that found a point stops nothing on its own
+            if self._settled(self.bounds()):  # a probe that found a point stops nothing itself
                 return Termination.DECIDED
             if self.deadline is not None and time.monotonic() > self.deadline:
                 return Termination.TIME_LIMIT  # probes that find a point never reach the check
@@ -270,16 +269,16 @@ class Run:
                 stop = Termination.MEMORY_LIMIT
             else:
                 search.grow(grown(search.capacity))
-        self._note_bounds()
+        noted = self._note_bounds()
         finished = status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND)
         unfinished = not (finished or self.found)
         if self.to_repair is not None and unfinished and stop is None:
             self._repair()
-            self._note_bounds()
+            noted = self._note_bounds()
         self.to_repair = None
         self.peak_memory = max(self.peak_memory, self.memory())
         if stop is None and unfinished:
-            if self._settled():
+            if self._settled(noted):
                 stop = Termination.DECIDED
             elif self.deadline is not None and time.monotonic() > self.deadline:
                 stop = Termination.TIME_LIMIT
@@ -422,9 +421,10 @@ class Run:
             return None
         return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)
 
-    def _settled(self) -> bool:
-        """Whether the bounds now settle what ``stop`` asks (never for find and prove)."""
-        return self.stop is not None and self.stop.reached(*self.bounds())
+    def _settled(self, bounds: tuple[float | None, float | None]) -> bool:
+        """Whether ``bounds`` (the run's, now) settle what ``stop`` asks (never for find and
+        prove, which have none)."""
+        return self.stop is not None and self.stop.reached(*bounds)
 
     def bounds(self) -> tuple[float | None, float | None]:
         """``(lower, upper)`` in the goal's own sense, None for find and prove."""
@@ -440,7 +440,8 @@ class Run:
         upper = lower if open_bound is None else max(open_bound, lower)
         return lower, upper
 
-    def _note_bounds(self) -> None:
+    def _note_bounds(self) -> tuple[float | None, float | None]:
+        """Record the run's bounds in the trace (and the progress hook); return them."""
         lower, upper = self.bounds()
         now = time.monotonic() - self.start
         if lower is not None and (
@@ -450,6 +451,7 @@ class Run:
         if self.progress is not None and now - self.last_progress >= PROGRESS_SECONDS:
             self.last_progress = now
             self.progress(self._progress(now, lower, upper))
+        return lower, upper
 
     def _progress(self, now: float, lower, upper) -> Progress:
         expanded = self._expanded()
