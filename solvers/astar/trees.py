@@ -135,13 +135,18 @@ def _columns(leaf_units, nd_var, tree_roots, tree_sizes, order):
     nd_max = np.ascontiguousarray(leaf_units[kept[tree_of]], dtype=np.int64)
     tr_col = np.zeros(len(order) + 1, dtype=np.int64)
     np.cumsum(n_cols[order], out=tr_col[1:])
-    terms = [
-        readers[i] if i in readers else [[int(k)] for k in np.nonzero(kept[i])[0]] for i in order
-    ]
-    flat = [group for tree in terms for group in tree]
-    col_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
-    np.cumsum([len(group) for group in flat], out=col_ptr[1:])
-    col_term = np.array([k for group in flat for k in group], dtype=np.int32)
+    if readers:
+        terms = [
+            readers[i] if i in readers else [[int(k)] for k in np.nonzero(kept[i])[0]]
+            for i in order
+        ]
+        flat = [group for tree in terms for group in tree]
+        col_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum([len(group) for group in flat], out=col_ptr[1:])
+        col_term = np.array([k for group in flat for k in group], dtype=np.int32)
+    else:  # each column read by one term, as always for one term: no loop over the trees
+        col_term = np.nonzero(kept[order])[1].astype(np.int32)
+        col_ptr = np.arange(len(col_term) + 1, dtype=np.int64)
     tr_val = np.ascontiguousarray(nd_off[tree_roots[order]], dtype=np.int64)
     return tr_col, col_ptr, col_term, tr_val, nd_off, nd_max
 
