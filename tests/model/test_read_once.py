@@ -15,6 +15,7 @@ import pytest
 import xgboost as xgb
 
 from veritas_dsl.model import Ensemble, load_model, ubjson
+from veritas_dsl.model.xgboost_library import Booster
 from veritas_dsl.run import validated
 from veritas_dsl.solvers.oracle.engine import OracleEngine
 from veritas_dsl.spec import load, parse
@@ -55,19 +56,20 @@ query some {{
 
 
 class Calls:
-    """Counts calls of XGBoost's loading, serialising and copying, and of our UBJSON decoder."""
+    """Counts XGBoost's loads, serialisations and copies of a model (through its library,
+    :mod:`veritas_dsl.model.xgboost_library`), and the calls of our UBJSON decoder."""
 
     def __init__(self, monkeypatch) -> None:
         self.loads = self.saves = self.copies = self.decodes = 0
-        init, save_raw, copy = xgb.Booster.__init__, xgb.Booster.save_raw, xgb.Booster.copy
+        init, save, copy = Booster.__init__, Booster.save_ubj, Booster.copy
 
         def counted_init(booster, *args, **kwargs):
             self.loads += 1
             init(booster, *args, **kwargs)
 
-        def counted_save(booster, *args, **kwargs):
+        def counted_save(booster):
             self.saves += 1
-            return save_raw(booster, *args, **kwargs)
+            return save(booster)
 
         def counted_copy(booster):
             self.copies += 1
@@ -79,9 +81,9 @@ class Calls:
 
         decode = ubjson.loads
         monkeypatch.setattr(ubjson, "loads", counted_decode)
-        monkeypatch.setattr(xgb.Booster, "__init__", counted_init)
-        monkeypatch.setattr(xgb.Booster, "save_raw", counted_save)
-        monkeypatch.setattr(xgb.Booster, "copy", counted_copy)
+        monkeypatch.setattr(Booster, "__init__", counted_init)
+        monkeypatch.setattr(Booster, "save_ubj", counted_save)
+        monkeypatch.setattr(Booster, "copy", counted_copy)
 
 
 def spec_file(tmp_path, model_name: str = "m.json"):
@@ -253,12 +255,12 @@ def test_the_witnesses_of_a_result_are_validated_in_one_predict(tmp_path, monkey
     result = OracleEngine().solve(lowered.query)
     several = dataclasses.replace(result, witnesses=tuple(result.witnesses) * 3)
     rows = []
-    predict = xgb.Booster.predict
+    margins = Booster.margins
 
-    def counted(booster, data, *args, **kwargs):
-        rows.append(data.num_row())
-        return predict(booster, data, *args, **kwargs)
+    def counted(booster, X, *args, **kwargs):
+        rows.append(len(X))
+        return margins(booster, X, *args, **kwargs)
 
-    monkeypatch.setattr(xgb.Booster, "predict", counted)
+    monkeypatch.setattr(Booster, "margins", counted)
     validated(lowered, several)
     assert rows == [3]

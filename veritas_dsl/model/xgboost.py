@@ -5,6 +5,9 @@ file is parsed once: its document gives them, XGBoost loads the same bytes, and 
 confirms them (else, rarely, it is decoded and gives them). A booster in memory is read from its
 UBJSON serialisation, which holds them in binary. XGBoost's
 split rule (``x < t`` goes left) is ours, so thresholds need no conversion.
+
+A model file is loaded, written back and evaluated by XGBoost's library without its Python
+package (:mod:`.xgboost_library`, which says why); a booster in memory comes with the package.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
 from veritas_dsl.model.library import LibraryModel, Task, leaf_table
 from veritas_dsl.model.limits import model_bytes
+from veritas_dsl.model.xgboost_library import Booster, XGBoostLibraryError
 
 if TYPE_CHECKING:
     from veritas_dsl.model.ensemble import Ensemble
@@ -90,10 +94,16 @@ def from_xgboost(cls: type[Ensemble], model: object) -> Ensemble:
         where = "Booster"
     else:
         raise ModelError(f"expected an XGBoost Booster, XGBModel or model path, got {type(model)}")
-    document = _written_by(booster, where)
+    try:
+        raw = bytes(booster.save_raw(raw_format="ubj"))
+    except xgboost.core.XGBoostError as error:
+        raise ModelError(f"{where}: XGBoost cannot write this model ({error})") from None
+    # Our own booster of its bytes: the library model must stay the one imported, whatever the
+    # caller does to theirs.
+    library = _call_xgboost(lambda: Booster(raw), where)
+    document = _written_by(library, where)
     trees = xgboost_document.forest(document, where)
-    # A copy: the library model must stay the one imported, whatever the caller does to theirs.
-    return _from_document(cls, document, trees, booster.copy(), rounds, where)
+    return _from_document(cls, document, trees, library, rounds, where)
 
 
 def from_file(cls: type[Ensemble], path: Path, data: bytes | None = None) -> Ensemble:
@@ -102,26 +112,24 @@ def from_file(cls: type[Ensemble], path: Path, data: bytes | None = None) -> Ens
     The document is checked before XGBoost loads the same bytes: its loader crashes on some
     corrupt documents.
     """
-    import xgboost
-
     if data is None:
         data = model_bytes(path, "xgboost")
     where = str(path)
     document = xgboost_document.read(data, path)
     trees = xgboost_document.forest(document, where)
-    booster = _call_xgboost(lambda: xgboost.Booster(model_file=bytearray(data)), where)
+    booster = _call_xgboost(lambda: Booster(data), where)
     if not _holds(booster, document, trees, where):
         document = _written_by(booster, where)
         trees = xgboost_document.forest(document, where)
     return _from_document(cls, document, trees, booster, None, where)
 
 
-def _holds(booster: object, document: dict, trees: xgboost_document.Forest, where: str) -> bool:
+def _holds(booster: Booster, document: dict, trees: xgboost_document.Forest, where: str) -> bool:
     """Whether the thresholds, leaf values and base score read from the file are the float32s
     ``booster`` holds. A JSON file's numbers are decimal text, which XGBoost rounds to float32
     once and Python through float64: one float32 step apart near a midpoint between two. Its
     serialisation is searched, not decoded (3 ms of C and regex for 200 trees)."""
-    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
+    raw = _call_xgboost(booster.save_ubj, where)
     written = xgboost_document.written_numbers(raw, len(trees.tree_offsets) - 1)
     if written is None:
         return False
@@ -137,9 +145,9 @@ def _holds(booster: object, document: dict, trees: xgboost_document.Forest, wher
     return same and np.array_equal(conditions.view(np.uint32), trees.condition.view(np.uint32))
 
 
-def _written_by(booster: object, where: str) -> object:
+def _written_by(booster: Booster, where: str) -> object:
     """The document of ``booster`` as XGBoost serialises it in UBJSON."""
-    raw = _call_xgboost(lambda: booster.save_raw(raw_format="ubj"), where)
+    raw = _call_xgboost(booster.save_ubj, where)
     try:
         return ubjson.loads(raw)
     except ubjson.UBJSONError as error:
@@ -148,11 +156,9 @@ def _written_by(booster: object, where: str) -> object:
 
 def _call_xgboost(call, where: str):
     """``call()``, with XGBoost's errors as :class:`ModelError`."""
-    import xgboost
-
     try:
         return call()
-    except xgboost.core.XGBoostError as error:
+    except XGBoostLibraryError as error:
         lines = str(error).strip().splitlines() or ["unknown error"]
         # Drop XGBoost's "[time] source/file.h:88: " prefix; users need the reason, not our build.
         reason = re.sub(r"^\[[^\]]*\]\s*\S+:\d+:\s*", "", lines[0])
@@ -166,7 +172,7 @@ def _from_document(
     cls: type[Ensemble],
     document: object,
     trees: xgboost_document.Forest,
-    booster: object,
+    booster: Booster,
     rounds: int | None,
     where: str,
 ) -> Ensemble:
@@ -250,27 +256,21 @@ def _base_margin(text: object, objective: str, n_outputs: int, where: str) -> np
 ONE_THREAD_ROWS = 64
 
 
-def _library_model(booster: object, n_features: int, n_outputs: int, rounds: int | None):
+def _library_model(booster: Booster, n_features: int, n_outputs: int, rounds: int | None):
     """The library model predicting with ``booster``, which nothing else holds. Its parameters
     are set here, before anything predicts: predicting is thread-safe, setting them is not."""
-    import xgboost
-
-    iteration_range = (0, rounds or 0)
     # Witnesses are a few rows: on a busy machine, XGBoost's threads made a one-row predict take
     # 10-40 ms, against 1 ms on one thread (the sums are the same: trees in order).
-    booster.set_param({"nthread": 1})
+    booster.set_param("nthread", 1)
     threaded = []  # a copy on every thread for many rows (a parity check), made on first use
 
     def raw_margin(X: np.ndarray) -> np.ndarray:
         model, threads = booster, 1
         if len(X) > ONE_THREAD_ROWS:
             if not threaded:
-                copy = booster.copy()
-                copy.set_param({"nthread": 0})
-                threaded.append(copy)
-            model, threads = threaded[0], None
-        data = xgboost.DMatrix(X, feature_names=booster.feature_names, nthread=threads)
-        margin = model.predict(data, output_margin=True, iteration_range=iteration_range)
+                threaded.append(booster.copy())  # its nthread left at 0: every thread
+            model, threads = threaded[0], 0
+        margin = model.margins(X, rounds or 0, threads)
         return margin.reshape(len(X), n_outputs) if n_outputs > 1 else margin.reshape(len(X))
 
     return LibraryModel("xgboost", raw_margin, np.arange(n_features))
