@@ -27,26 +27,17 @@ import functools
 import hashlib
 import inspect
 import os
-import tempfile
 from pathlib import Path
 
 from numba import config, njit
+
+from veritas_dsl.cache_dir import writable
 
 
 @functools.cache
 def cache_dir() -> str | None:
     """The directory the kernels are cached in, or None when it cannot be written."""
-    path = config.CACHE_DIR  # NUMBA_CACHE_DIR, or the user's own setting
-    if not path:
-        import platformdirs
-
-        path = platformdirs.user_cache_dir("veritas-dsl")
-    try:
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError:
-        return None
-    return path
+    return writable(config.CACHE_DIR)  # NUMBA_CACHE_DIR, or the user's own setting
 
 
 @functools.cache

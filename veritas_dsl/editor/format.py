@@ -25,6 +25,7 @@ from lark import Lark, Token
 from veritas_dsl.atomic import write_text
 from veritas_dsl.diagnostics import Sources, SpecError
 from veritas_dsl.lang.parser import parse_text
+from veritas_dsl.lang.tables import cached_lark
 from veritas_dsl.spec import decode, read_spec
 
 INDENT = "    "
@@ -64,7 +65,7 @@ def _keeping_parser() -> Lark:
     """The grammar's parser, keeping every token in the tree (the punctuation too) and the
     ignored comments (through a lexer callback)."""
     grammar = resources.files("veritas_dsl.grammar").joinpath("ver.lark").read_text()
-    return Lark(
+    return cached_lark(
         grammar,
         parser="lalr",
         keep_all_tokens=True,

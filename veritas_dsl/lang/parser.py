@@ -18,6 +18,7 @@ from veritas_dsl.diagnostics import Diagnostic, Span, SpecError
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.build import Build
 from veritas_dsl.lang.syntax_errors import LABELLED_ERRORS
+from veritas_dsl.lang.tables import cached_lark
 
 # User-facing names of the grammar's named terminals.
 _TERMINAL_NAMES = {
@@ -38,9 +39,10 @@ MAX_DEPTH = 200
 
 @functools.cache
 def parser() -> Lark:
-    """The parser, built once from the grammar shipped with the package."""
+    """The parser of the grammar shipped with the package, its tables built once
+    (:mod:`.tables`)."""
     grammar = resources.files("veritas_dsl.grammar").joinpath("ver.lark").read_text()
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return cached_lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
 def parse_text(text: str, file: str = "<string>") -> ast.SpecFile:
