@@ -96,7 +96,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _add_editor(commands) -> None:
     fmt = commands.add_parser("fmt", help="lay .ver files out canonically (docs/editors.md)")
-    fmt.add_argument("paths", nargs="+", help=".ver files, or folders searched for them")
+    fmt.add_argument(
+        "paths", nargs="+", help=".ver and Markdown (its ver blocks) files, or folders searched"
+    )
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
     commands.add_parser("lsp", help="the language server, on stdin and stdout")
 

@@ -325,7 +325,7 @@ def _fmt(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import spec_files
 
     code = ExitCode.OK
-    for path in spec_files(args.paths):
+    for path in spec_files(args.paths, (".ver", ".md")):
         try:
             changed = format_file(path, write=not args.check)
         except SpecError as error:

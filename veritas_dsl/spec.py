@@ -152,14 +152,15 @@ class Spec:
         return {f.name: v for f, v in zip(self.checked.features, row.values, strict=True)}
 
 
-def spec_files(paths: list[str]) -> list[Path]:
-    """The files named, and the `.ver` files under the folders named, in order. Raises
-    :class:`SpecError` (V001) for a path that does not exist."""
+def spec_files(paths: list[str], suffixes: tuple[str, ...] = (".ver",)) -> list[Path]:
+    """The files named, and the files with one of ``suffixes`` under the folders named, in
+    order. Raises :class:`SpecError` (V001) for a path that does not exist."""
     files = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
-            files += sorted(path.rglob("*.ver"))
+            found = (p for p in path.rglob("*") if p.suffix.lower() in suffixes and p.is_file())
+            files += sorted(found)
         elif path.exists():
             files.append(path)
         else:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from veritas_dsl.cli import ExitCode, main
 from veritas_dsl.diagnostics import SpecError
-from veritas_dsl.editor.format import format_text, tokens
+from veritas_dsl.editor.format import format_markdown, format_text, tokens
 from veritas_dsl.lang.parser import parser
 
 from .corpus import ROOT, shipped_specs
@@ -146,5 +146,48 @@ def test_windows_line_ends_are_a_change(tmp_path):
 
 def test_the_example_of_docs_editors_md_is_what_ver_fmt_does():
     page = (ROOT / "docs" / "editors.md").read_text()
-    before, after = re.findall(r"```ver\n(.*?)```", page, flags=re.S)
+    (before,) = re.findall(r"```text\n(model clf=.*?)```", page, flags=re.S)
+    (after,) = re.findall(r"```ver\n(model clf = .*?)```", page, flags=re.S)
     assert format_text(before) == after
+
+
+MARKDOWN = f"""# A page
+
+Some text, `inline code`, and a block of another language:
+
+```python
+x  =  1
+```
+
+```ver
+{MESSY}```
+
+Between the blocks.
+
+```ver
+{CANONICAL}```
+"""
+
+
+def test_ver_fmt_lays_out_the_ver_blocks_of_markdown_and_nothing_else(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    page.write_text(MARKDOWN)
+    assert format_markdown(MARKDOWN) == MARKDOWN.replace(MESSY, CANONICAL)
+    assert main(["fmt", "--check", str(tmp_path)]) == ExitCode.FAILED  # a folder: .md too
+    assert capsys.readouterr().out == f"would reformat {page}\n"
+    assert main(["fmt", str(page)]) == ExitCode.OK
+    assert page.read_text() == MARKDOWN.replace(MESSY, CANONICAL)
+
+
+def test_a_ver_block_that_does_not_parse_is_located_in_the_markdown_file(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    text = "# Title\n\ntext\n\n```ver\nquery q {\n    input x\n    where x.a = 1\n}\n```\n"
+    page.write_text(text)
+    assert main(["fmt", str(page)]) == ExitCode.ERROR
+    assert f"--> {page}:8:15" in capsys.readouterr().err  # the block's line 3 is the file's 8
+    assert page.read_text() == text
+
+
+def test_shipped_specs_and_the_docs_ver_blocks_are_in_the_layout(capsys):
+    paths = [str(ROOT / "examples"), str(ROOT / "docs"), str(ROOT / "README.md")]
+    assert main(["fmt", "--check", *paths]) == ExitCode.OK, capsys.readouterr().out

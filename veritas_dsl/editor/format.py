@@ -9,13 +9,15 @@ decides, and the layout keeps: comments (a comment after code stays after it, tw
 on a line of its own stays there), blank lines between declarations or statements (several count
 as one), and line breaks inside a statement (the continued line is indented four spaces more).
 Names, numbers and strings are kept as written, so the syntax tree of the output is the input's
-(tests/editor/test_format.py checks it).
+(tests/editor/test_format.py checks it). In a Markdown file, the ```` ```ver ```` blocks are laid
+out so, and nothing else is touched.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import re
 import threading
 from importlib import resources
 from pathlib import Path
@@ -44,6 +46,22 @@ def format_text(text: str, file: str = "<string>") -> str:
     located syntax error ``ver run`` reports) when it does not parse; changes nothing then."""
     parse_text(text, file)
     return _Layout(tokens(text)).render()
+
+
+#: A fenced block of `ver` code in Markdown: its text is group 1.
+_FENCE = re.compile(r"^```ver[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def format_markdown(text: str, file: str = "<string>") -> str:
+    """Markdown ``text`` with each ```` ```ver ```` block in the canonical layout, the rest as it
+    was. A block that does not parse raises the located syntax error (its line in the file)."""
+    parts, end = [], 0
+    for match in _FENCE.finditer(text):
+        offset = text.count("\n", 0, match.start(1))
+        parse_text("\n" * offset + match.group(1), file)  # located where the block sits
+        parts += [text[end : match.start(1)], format_text(match.group(1), file)]
+        end = match.end(1)
+    return "".join(parts) + text[end:]
 
 
 def tokens(text: str) -> list[Token]:
@@ -241,13 +259,14 @@ class _Layout:
 
 
 def format_file(path: Path, write: bool) -> bool:
-    """Whether the file at ``path`` is not in the canonical layout (its bytes differ from the
-    layout's UTF-8); with ``write``, rewrite it so (atomically). Raises :class:`SpecError` when it
-    cannot be read or does not parse, with the file untouched."""
+    """Whether the file at ``path`` (a `.ver` file, or Markdown: ``.md``) is not in the canonical
+    layout (its bytes differ from the layout's UTF-8); with ``write``, rewrite it so (atomically).
+    Raises :class:`SpecError` when it cannot be read or does not parse, with the file untouched."""
     data = read_spec(path)
     text = decode(data, str(path))
+    layout = format_markdown if path.suffix.lower() == ".md" else format_text
     try:
-        formatted = format_text(text, str(path))
+        formatted = layout(text, str(path))
     except SpecError as error:
         error.sources = Sources({str(path): text})
         raise
