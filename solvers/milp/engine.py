@@ -126,7 +126,11 @@ class MilpEngine(ChainedEngine):
         if licence is Availability.LIMITED_LICENCE:
             if gurobi.fits_limited_licence(program):
                 return "gurobi", ""
-            return "highs", f"solved with HiGHS: {gurobi.size_message(program)}"
+            # the same words for every model: a note about the machine, shown once a file
+            return "highs", (
+                f"solved with HiGHS: the model is beyond the {gurobi.SIZE_LIMIT} variables or "
+                "linear constraints that Gurobi's size-limited licence allows"
+            )
         if licence is Availability.BAD_LICENCE:
             return "highs", "solved with HiGHS: gurobipy is installed but has no usable licence"
         return "highs", ""

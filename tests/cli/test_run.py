@@ -149,6 +149,27 @@ def test_a_note_every_row_of_a_batch_repeats_is_shown_once(folder, capsys):
     assert "q[0]" in out and "q[1]" in out
 
 
+def test_a_batch_property_is_summed_up_in_the_words_of_every_other_summary(folder, capsys):
+    body = "property p for r in rows[0:2] {\n  forall x: linf(x, r) <= 1 => m(x) <= 1.5\n}\n"
+    assert main(["run", write(folder, body)]) == ExitCode.FAILED
+    out = capsys.readouterr().out
+    batch = next(line for line in out.splitlines() if line.startswith("p: 2 rows"))
+    assert re.fullmatch(r"p: 2 rows: \d hold, \d failed, 0 undecided", batch), batch
+
+
+def test_a_note_about_the_machine_is_shown_once_a_file(folder, capsys, monkeypatch):
+    from veritas_dsl.solvers.base import Availability
+    from veritas_dsl.solvers.milp import engine
+
+    monkeypatch.setattr(engine.gurobi, "licence", lambda: Availability.BAD_LICENCE)
+    query = "query {} {{\n  input x\n  maximize m(x)\n}}\n"
+    spec = write(folder, query.format("a") + query.format("b"))
+    assert main(["run", "--solver", "milp", spec]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert out.count("note: solved with HiGHS: gurobipy is installed but has no usable") == 1
+    assert re.search(r"^b +milp +optimal", out, re.M)
+
+
 def test_each_engine_shows_its_time(folder, capsys):
     path = write(folder, "query top {\n  input x\n  maximize m(x)\n  solve with astar, oracle\n}\n")
     assert main(["run", path]) == ExitCode.OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from veritas_dsl.outcome import Check, QueryRun, Verdict
 from veritas_dsl.report.table import failure_text, float32_text, times_text
@@ -70,8 +71,9 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
     that failed or refused a query, on stderr. Every witness is shown, batch rows' too."""
     out, err = [], []
     width = max((len(r.name) for r in runs), default=0)
-    # A note that the rows of a batch repeat (but for their names) is shown once.
-    notes: set[tuple[int, str]] = set()
+    # A note is shown once a file: the rows of a batch repeat theirs (but for their names), and
+    # some are about the machine, not the query (no Gurobi licence: solved with HiGHS).
+    notes: set[tuple[str, str]] = set()
     for run in runs:
         result = run.result
         engines = ",".join(r.engine for r in run.results)
@@ -81,7 +83,7 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
         )
         for r in run.results:
             failure = failure_text(r)
-            note = (run.lowered.origin, r.engine, r.message.replace(run.name, ""))
+            note = (r.engine, re.sub(rf"(?<!\w){re.escape(run.name)}(?!\w)", "", r.message))
             if not (r.message or failure) or note in notes:
                 continue
             notes.add(note)
@@ -107,13 +109,13 @@ def render(runs: list[QueryRun], path: str) -> tuple[str, str]:
     return "\n".join(out), "\n".join(err)
 
 
-def counts(checks: list[Check], failed: str = "failed", undecided: str = "undecided") -> str:
+def counts(checks: list[Check]) -> str:
     """``3 hold, 1 failed, 0 undecided``, with the vacuous ones when there are any."""
     number = {v: sum(c.verdict is v for c in checks) for v in Verdict}
-    text = f"{number[Verdict.HOLDS]} hold, {number[Verdict.FAILED]} {failed}"
+    text = f"{number[Verdict.HOLDS]} hold, {number[Verdict.FAILED]} failed"
     if number[Verdict.VACUOUS]:
         text += f", {number[Verdict.VACUOUS]} vacuous"
-    return text + f", {number[Verdict.UNDECIDED]} {undecided}"
+    return text + f", {number[Verdict.UNDECIDED]} undecided"
 
 
 def batch_summaries(runs: list[QueryRun]) -> list[str]:
@@ -132,7 +134,7 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
             text = f"{name}: {len(group)} of {batch.stop - batch.start} rows (kept by the filter)"
         checks = [c for r in group for c in r.checks]
         if group[0].lowered.origin.is_property:
-            text += f": {counts(checks, failed='violated', undecided='unknown')}"
+            text += f": {counts(checks)}"
         elif group[0].kind in ("maximize", "minimize", "minimize_distance"):
             values = sorted(
                 r.result.lower for r in group if r.result.exact and math.isfinite(r.result.lower)
