@@ -238,7 +238,7 @@ def _compare(args: argparse.Namespace) -> ExitCode:
         comparisons, interrupted = stop.partial, True
     print(report.table(comparisons))
     if args.plot:
-        panels = report.plot(comparisons, args.plot)
+        panels = report.plot(comparisons, args.plot, title=f"ver compare {args.spec}")
         print(f"plot: {panels} panel{'s' if panels != 1 else ''} written to {args.plot}")
     for comparison in comparisons:
         for engine, result in comparison.results.items():

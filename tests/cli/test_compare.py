@@ -120,10 +120,27 @@ def test_the_plot_axis_is_not_squashed_by_an_early_loose_bound(tmp_path):
     # Final bounds span [6.5, 7.5]: the axis reaches 10 gaps beyond, not MILP's first 1e6.
     assert bottom < 5.0 < 7.5 < 17.5 < top < 20.0
     milp.trace = [TracePoint(0.02, 5.0, 9.0)]
-    assert y_limits(comparison) is None  # every point is close: matplotlib fits them
+    bottom, top = y_limits(comparison)  # every point is close: all of them shown
+    assert 4.5 < bottom < 5.0 and 9.0 < top < 9.5
     # Every engine closed its gap: 10 % of the answer stands for the gap.
     astar.lower = astar.upper = 7.0
     astar.trace = [TracePoint(0.001, 6.9, 1e9)]
     bottom, top = y_limits(comparison)
     assert bottom < 5.0 and 14.0 < top < 15.0
     assert y_limits(Comparison(lowered=None)) is None
+
+
+def test_bounds_equal_but_for_float_noise_get_a_readable_axis():
+    from veritas_dsl.compare import Comparison
+    from veritas_dsl.report.compare import y_limits
+    from veritas_dsl.result import Result, Termination
+
+    answer = 0.160160548
+    results = {
+        "astar": Result("q", "astar", Termination.OPTIMAL, answer, answer, time_s=0.1),
+        "milp": Result("q", "milp", Termination.OPTIMAL, answer, answer + 1e-16, time_s=0.2),
+    }
+    bottom, top = y_limits(Comparison(lowered=None, results=results))
+    # at least 1 % of the answer's size, the answer in the middle
+    assert top - bottom >= 0.01 * answer
+    assert bottom < answer < top and abs((bottom + top) / 2 - answer) < 1e-9

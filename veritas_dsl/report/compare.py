@@ -74,8 +74,9 @@ def table(comparisons: list[Comparison]) -> str:
     return "\n".join(lines)
 
 
-def plot(comparisons: list[Comparison], path: str | Path) -> int:
-    """Draw lower (solid) and upper (dashed) bounds over time, a panel per query with bounds.
+def plot(comparisons: list[Comparison], path: str | Path, title: str = "") -> int:
+    """Draw lower (solid) and upper (dashed) bounds over time, a panel per query with bounds,
+    under ``title`` (the spec's path).
 
     Returns the number of panels drawn. Needs matplotlib (``pip install 'veritas-dsl[plot]'``).
     """
@@ -92,7 +93,7 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
         return 0
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.4 * rows), squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4.2 * rows), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for axis, comparison in zip(axes.flat, panels, strict=False):
         for k, (engine, result) in enumerate(comparison.results.items()):
@@ -110,14 +111,18 @@ def plot(comparisons: list[Comparison], path: str | Path) -> int:
         limits = y_limits(comparison)
         if limits is not None:
             axis.set_ylim(*limits)
+        axis.ticklabel_format(axis="y", useOffset=False)  # values as written, no "1e-15+0.16"
         axis.set_xscale("log")
         axis.xaxis.set_minor_formatter(NullFormatter())
-        axis.set_title(comparison.name, fontsize=10)
+        axis.set_title(f"query {comparison.name}", fontsize=10)
         axis.set_xlabel("time (s)")
         axis.set_ylabel("bound")
-        axis.legend(fontsize=7)
+        # below the axes, out of the curves' way
+        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
     for axis in list(axes.flat)[len(panels) :]:
         axis.set_visible(False)
+    if title:
+        figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -129,11 +134,13 @@ _GAPS_SHOWN = 10.0
 
 
 def y_limits(comparison: Comparison) -> tuple[float, float] | None:
-    """The y-range of a panel, or None to fit every point.
+    """The y-range of a panel, or None when no engine has a finite bound.
 
     An early bound far from the answer (MILP's first LP bound, say) would squash the curves
     where they converge, so the axis stops ``_GAPS_SHOWN`` final gaps beyond the final bounds
-    of all engines (10 % of their size when every engine closed its gap)."""
+    of all engines (10 % of their size when every engine closed its gap). It spans at least
+    ``_FLOOR`` of the answers' size, so that bounds equal but for float noise are one line in
+    the middle of the panel, not ticks of 1e-15."""
     finals = [
         b
         for r in comparison.results.values()
@@ -150,13 +157,19 @@ def y_limits(comparison: Comparison) -> tuple[float, float] | None:
     if not finals or not points:
         return None
     low, high = min(finals), max(finals)
-    gap = high - low or 0.1 * max(abs(low), abs(high), 1.0)
+    size = max(abs(low), abs(high), 1e-9)
+    gap = high - low if high - low > _FLOOR * size else 0.1 * max(size, 1.0)
     bottom = max(min(points), low - _GAPS_SHOWN * gap)
     top = min(max(points), high + _GAPS_SHOWN * gap)
-    if (bottom, top) == (min(points), max(points)):
-        return None
-    pad = 0.05 * (top - bottom or gap)
+    if top - bottom < _FLOOR * size:
+        middle = (low + high) / 2
+        bottom, top = middle - _FLOOR * size / 2, middle + _FLOOR * size / 2
+    pad = 0.05 * (top - bottom)
     return bottom - pad, top + pad
+
+
+#: The least height of a panel's y-range, relative to the size of the answers.
+_FLOOR = 0.01
 
 
 def _finite(comparison: Comparison) -> bool:
