@@ -156,6 +156,40 @@ def test_a_statistic_of_zero_keeps_scale_one_with_a_located_warning(tmp_path):
     assert (warning.span.line, warning.span.column) == (5, 37)
 
 
+@pytest.mark.parametrize(
+    "held, warned",
+    [
+        ("", True),  # age moves: its scale matters
+        ("    where x == flat[0] except income\n", False),  # age held at the distance's row
+        ("    where x.income >= 0 and x == flat[0] except income\n", False),  # inside an `and`
+        ("    where x == flat[1] except income\n", True),  # held at another row: it counts
+        ("    where x == flat[0] except age\n", True),  # only income is held
+    ],
+)
+def test_no_warning_for_a_zero_statistic_the_query_holds_at_the_distances_row(
+    tmp_path, held, warned
+):
+    build([TREE], 2, names=("age", "income")).save(tmp_path / "m.json")
+    (tmp_path / "flat.csv").write_text("age,income\n30,1000\n30,2000\n30,4000\n")
+    text = (
+        'model m = ensemble "m.json"\ndata flat = csv "flat.csv"\n'
+        f"query q {{\n    input x\n{held}    minimize l1(x, flat[0], scale = mad(flat))\n}}\n"
+    )
+    warnings = parse(text, str(tmp_path / "spec.ver")).warnings()
+    assert [w.code for w in warnings] == (["V604"] if warned else [])
+
+
+def test_no_warning_for_a_zero_statistic_two_tied_instances_share(tmp_path):
+    build([TREE], 2, names=("age", "income")).save(tmp_path / "m.json")
+    (tmp_path / "flat.csv").write_text("age,income\n30,1000\n30,2000\n30,4000\n")
+    text = (
+        'model m = ensemble "m.json"\ndata flat = csv "flat.csv"\nquery q {\n'
+        "    input x1, x2\n    where x1 == x2 except income\n"
+        "    minimize linf(x2, x1, scale = mad(flat))\n}\n"
+    )
+    assert parse(text, str(tmp_path / "spec.ver")).warnings() == []
+
+
 def test_a_one_hot_groups_name_scales_each_member(tmp_path):
     """`{housing: 2}` scales own and rent; A* refuses a group member scaled by other than 1 and
     names the engines that take it, which find the closest approval: switching the group costs

@@ -431,10 +431,10 @@ class Expressions:
                 raise self.ctx.error(
                     "V326", f"{func} relates an instance with an instance or a data row", expr.span
                 )
-            weights = self.scales.distance_weights(func, expr)
+            weights, zero = self.scales.distance_weights(func, expr)
             if func == "changed":
                 return t.Changed(a.name, b)
-            return t.Distance(func, a.name, b, weights)
+            return t.Distance(func, a.name, b, weights, zero)
         known = [*self.ctx.models, *BUILTINS]
         raise self.ctx.error(
             "V216",

@@ -13,6 +13,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.lang.expressions import Expressions
+from veritas_dsl.lang.scales import zero_scale_warning
 from veritas_dsl.names import DURATION_UNITS, SHARE_UNITS, SIZE_UNITS
 from veritas_dsl.unlearning.checking.coverage import Coverage
 
@@ -151,6 +152,7 @@ class Queries:
                     failed = True
         if failed:
             raise Failed
+        self.zero_scales(constraints, (batch, goal))
         self.coverage.certificate_coverage(decl)
         return t.CheckedQuery(
             decl.name,
@@ -163,6 +165,25 @@ class Queries:
             engines,
             decl.span,
         )
+
+    def zero_scales(self, constraints: list[t.Condition], rest: tuple) -> None:
+        """Warn of the features to which a distance's statistic gave scale 1 (it was 0), but
+        those the query holds equal at both ends of the distance (``x == r except ...`` and
+        ``l1(x, r, ...)``), where the scale changes nothing."""
+        n = len(self.ctx.features)
+        held: dict[tuple, frozenset[int]] = {}
+        for c in _conjuncts(constraints):
+            if isinstance(c, t.SameAsRow):
+                held[c.instance, c.row] = frozenset(range(n)) - c.excepted
+            elif isinstance(c, t.TieAll):
+                both = frozenset(range(n)) - c.excepted
+                held[c.first, t.Instance(c.second)] = held[c.second, t.Instance(c.first)] = both
+        for distance in _distances((constraints, rest)):
+            if distance.zero is not None:
+                kept = held.get((distance.instance, distance.other), frozenset())
+                names = [self.ctx.features[f].name for f in distance.zero.features if f not in kept]
+                if names:
+                    self.ctx.warnings.append(zero_scale_warning(distance.zero, names))
 
     def batch(self, batch: ast.Batch, scope: Scope) -> t.Batch:
         data = batch.data.id
@@ -343,6 +364,25 @@ class Queries:
                 raise self.ctx.error("V502", "`steps` is a whole number", option.span)
             return int(amount)
         return int(amount) if option.name == "memory" else float(amount)
+
+
+def _conjuncts(conditions) -> list[t.Condition]:
+    """The conditions that hold together: the query's `where`s and the parts of their `and`s."""
+    found = []
+    for c in conditions:
+        found += _conjuncts(c.parts) if isinstance(c, t.AllOf) else [c]
+    return found
+
+
+def _distances(node) -> list[t.Distance]:
+    """Every distance in ``node``, a typed value or a tuple or list of them."""
+    if isinstance(node, t.Distance):
+        return [node]
+    if isinstance(node, tuple | list):
+        return [d for part in node for d in _distances(part)]
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return [d for f in dataclasses.fields(node) for d in _distances(getattr(node, f.name))]
+    return []
 
 
 def _names(node) -> list[ast.Name]:

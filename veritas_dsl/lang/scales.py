@@ -7,7 +7,9 @@ division is within it here too (the two differ by less than ``2**-52`` relative)
 
 A statistic is computed once per spec and data set, over all the data set's rows (a batch's
 scale does not change from row to row). A feature whose statistic is 0 (a column with one
-value in most rows, as binary features often are) keeps scale 1, with a located warning.
+value in most rows, as binary features often are) keeps scale 1, with a located warning when
+the query lets the distance see it (:func:`zero_scale_warning`: not when ``x == r except ...``
+holds it at the row the distance is from).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from veritas_dsl import names
 from veritas_dsl.diagnostics import Diagnostic, Severity, Span, suggest
 from veritas_dsl.lang import ast
+from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.context import Context, Failed, Scope
 
 #: The statistics a scale may be: the median absolute deviation from the median (MAD, the
@@ -55,10 +58,12 @@ class Scales:
         self.ctx = ctx
         self.expressions = expressions
 
-    def distance_weights(self, func: str, call: ast.Call) -> tuple[float, ...] | None:
+    def distance_weights(
+        self, func: str, call: ast.Call
+    ) -> tuple[tuple[float, ...] | None, t.ZeroScale | None]:
         """The weights of distance ``func`` (``l1``, ``linf`` or ``changed``) from the call's
-        keywords; None when it has no ``scale``."""
-        weights = None
+        keywords, None when it has no ``scale``; and the features of a statistic of 0."""
+        weights, zero = None, None
         for keyword in call.keywords:
             if keyword.name != "scale":
                 raise self.ctx.error(
@@ -76,12 +81,13 @@ class Scales:
                 )
             if weights is not None:
                 raise self.ctx.error("V331", "`scale` is given twice", keyword.span)
-            scales = self.scales_of(keyword.value)
+            scales, zero = self.scales_of(keyword.value)
             weights = tuple(weight(s) for s in scales)
-        return weights
+        return weights, zero
 
-    def scales_of(self, value: ast.Expr | ast.PerFeature) -> list[float]:
-        """One positive finite scale per feature, in the feature space's order."""
+    def scales_of(self, value: ast.Expr | ast.PerFeature) -> tuple[list[float], t.ZeroScale | None]:
+        """One positive finite scale per feature, in the feature space's order; and the
+        features of a statistic of 0, which keep scale 1."""
         if self.ctx.features_unknown:
             raise Failed  # the failed model's error says it all
         n = len(self.ctx.features)
@@ -105,7 +111,7 @@ class Scales:
                         )
                     named[f] = entry.name_span
                     scales[f] = scale
-            return scales
+            return scales, None
         if isinstance(value, ast.Call) and value.func in STATISTICS:
             return self.statistic(value)
         if isinstance(value, ast.Call) and value.func not in self.ctx.models:
@@ -115,7 +121,7 @@ class Scales:
                 value.func_span,
                 help="a scale is mad(DATA), std(DATA), a number or {feature: number, ...}",
             )
-        return [self.one_scale(value)] * n
+        return [self.one_scale(value)] * n, None
 
     def one_scale(self, expr: ast.Expr) -> float:
         scale = self.expressions.constant(expr, Scope())
@@ -135,9 +141,9 @@ class Scales:
             )
         return scale
 
-    def statistic(self, call: ast.Call) -> list[float]:
+    def statistic(self, call: ast.Call) -> tuple[list[float], t.ZeroScale | None]:
         """``mad(DATA)`` or ``std(DATA)`` per feature, over the data set's rows; 0 becomes 1,
-        with a warning."""
+        and those features are given."""
         if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
             raise self.ctx.error(
                 "V326", f"{call.func} takes a data set: {call.func}(train)", call.span
@@ -157,19 +163,21 @@ class Scales:
             values = dataset.values[:, columns].astype(np.float64)
             self.ctx.statistics[key] = (mad if call.func == "mad" else std)(values).tolist()
         scales = list(self.ctx.statistics[key])
-        zero = [f.name for f, s in zip(self.ctx.features, scales, strict=True) if not s > 0]
-        if zero:
-            shown = ", ".join(f"`{name}`" for name in zero[:5]) + (", ..." if len(zero) > 5 else "")
-            self.ctx.warnings.append(
-                Diagnostic(
-                    ZERO_SCALE,
-                    f"{call.func} of {shown} over `{source.id}` is 0; "
-                    f"{'it keeps' if len(zero) == 1 else 'they keep'} scale 1",
-                    call.span,
-                    "a statistic of 0",
-                    ("a feature with one value in most rows has a MAD of 0",),
-                    help="give those features a scale: {feature: number, ...}",
-                    severity=Severity.WARNING,
-                )
-            )
-        return [s if s > 0 else 1.0 for s in scales]
+        zero = tuple(f for f, s in enumerate(scales) if not s > 0)
+        found = t.ZeroScale(call.func, source.id, zero, call.span) if zero else None
+        return [s if s > 0 else 1.0 for s in scales], found
+
+
+def zero_scale_warning(zero: t.ZeroScale, names: list[str]) -> Diagnostic:
+    """The warning that the features ``names`` of ``zero`` keep scale 1."""
+    shown = ", ".join(f"`{name}`" for name in names[:5]) + (", ..." if len(names) > 5 else "")
+    return Diagnostic(
+        ZERO_SCALE,
+        f"{zero.statistic} of {shown} over `{zero.data}` is 0; "
+        f"{'it keeps' if len(names) == 1 else 'they keep'} scale 1",
+        zero.span,
+        "a statistic of 0",
+        ("a feature with one value in most rows has a MAD of 0",),
+        help="give those features a scale: {feature: number, ...}",
+        severity=Severity.WARNING,
+    )

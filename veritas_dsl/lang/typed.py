@@ -118,11 +118,23 @@ class Member:
 
 
 @dataclass(frozen=True)
+class ZeroScale:
+    """``statistic(data)`` of a scale is 0 on ``features`` (indices), which keep scale 1; the
+    query warns of those it lets the distance see (:mod:`veritas_dsl.lang.scales`)."""
+
+    statistic: str
+    data: str
+    features: tuple[int, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class Distance:
     norm: str  # "linf" or "l1"
     instance: str
     other: Instance | RowValue
     weights: tuple[float, ...] | None = None  # 1 / scale per feature (None: unscaled)
+    zero: ZeroScale | None = None
 
 
 @dataclass(frozen=True)
