@@ -367,22 +367,31 @@ class Queries:
 
 
 def _conjuncts(conditions) -> list[t.Condition]:
-    """The conditions that hold together: the query's `where`s and the parts of their `and`s."""
-    found = []
-    for c in conditions:
-        found += _conjuncts(c.parts) if isinstance(c, t.AllOf) else [c]
+    """The conditions that hold together: the query's `where`s and the parts of their `and`s.
+    A loop, not a recursion: conditions nest as deep as the parser allows."""
+    found, stack = [], list(reversed(conditions))
+    while stack:
+        c = stack.pop()
+        if isinstance(c, t.AllOf):
+            stack += reversed(c.parts)
+        else:
+            found.append(c)
     return found
 
 
 def _distances(node) -> list[t.Distance]:
-    """Every distance in ``node``, a typed value or a tuple or list of them."""
-    if isinstance(node, t.Distance):
-        return [node]
-    if isinstance(node, tuple | list):
-        return [d for part in node for d in _distances(part)]
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return [d for f in dataclasses.fields(node) for d in _distances(getattr(node, f.name))]
-    return []
+    """Every distance in ``node``, a typed value or a tuple or list of them (a loop, as
+    :func:`_conjuncts`)."""
+    found, stack = [], [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, t.Distance):
+            found.append(node)
+        elif isinstance(node, tuple | list):
+            stack += node
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            stack += [getattr(node, f.name) for f in dataclasses.fields(node)]
+    return found
 
 
 def _names(node) -> list[ast.Name]:
