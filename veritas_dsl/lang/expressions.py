@@ -43,9 +43,11 @@ class Expressions:
             conjunctive = isinstance(cond, ast.And) != negated
             return t.AllOf(parts) if conjunctive else t.EitherOf(parts)
         values = [self.value(operand, scope) for operand in cond.operands]
-        if cond.excepted and (len(cond.ops) != 1 or cond.ops[0] != "=="):
+        if cond.excepted and (len(cond.ops) != 1 or cond.ops[0] == "!=" or not _pair(values)):
             raise self.ctx.error(
-                "V312", "`except` follows `a == b` between two instances", cond.span
+                "V312",
+                "`except` follows one comparison of two instances, `a == b` or `a >= b`",
+                cond.span,
             )
         pairs = []
         for k, op in enumerate(cond.ops):
@@ -117,33 +119,21 @@ class Expressions:
                 )
             return t.ClassCompare(left, right, op == "==", span)
         if isinstance(left, t.Instance) and isinstance(right, t.Instance | t.RowValue):
-            if op != "==":
+            if op == "!=":
                 raise self.ctx.error(
                     "V316",
-                    f"an instance is tied with ==, not compared with {op}",
+                    f"an instance is tied with == or compared feature by feature, not with {op}",
                     span,
-                    help="compare features instead, e.g. x1.age < x2.age",
+                    help="compare features instead, e.g. x1.age != x2.age",
                 )
             if right == left:
                 raise self.ctx.error("V316", "an instance is always equal to itself", span)
-            excepted = set()
-            for name in cond.excepted:
-                if name.id in self.ctx.groups:
-                    excepted.update(self.ctx.groups[name.id])
-                elif name.id in self.ctx.members:  # its tied partners would pin it: nothing freed
-                    group = self.ctx.members[name.id][0]
-                    raise self.ctx.error(
-                        "V317",
-                        f"`{name.id}` is a member of one-hot group `{group}`, "
-                        "which `except` frees as a whole",
-                        name.span,
-                        help=f"write `except {group}`",
-                    )
-                else:
-                    excepted.add(self.ctx.feature_of(name.id, name.span))
+            if op != "==":
+                return self.each_feature(left, op, right, span, cond, negated)
+            excepted = self.excepted(cond, tie=True)
             if isinstance(right, t.RowValue):
-                return t.SameAsRow(left.name, right, frozenset(excepted), span)
-            return t.TieAll(left.name, right.name, frozenset(excepted), span)
+                return t.SameAsRow(left.name, right, excepted, span)
+            return t.TieAll(left.name, right.name, excepted, span)
         if isinstance(left, t.GroupRef) and isinstance(right, t.Member):
             if right.group != left.group:
                 raise self.ctx.error(
@@ -163,6 +153,44 @@ class Expressions:
         raise self.ctx.error(
             "V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span
         )
+
+    def each_feature(self, left, op, right, span, cond, negated) -> t.Condition:
+        """``x >= r`` (``<=``, ``<``, ``>``), with ``except``: the comparison on every feature
+        but those named, each as ``x.f >= r.f`` is typed; negated (``op`` already is), one
+        feature that breaks it suffices."""
+        excepted = self.excepted(cond, tie=False)
+        parts = []
+        for f, feature in enumerate(self.ctx.features):
+            if f not in excepted:
+                name_span = cond.operands[-1].span
+                a = self.feature_value(left, feature.name, name_span)
+                b = self.feature_value(right, feature.name, name_span)
+                parts.append(t.LinCompare(self.arith(arith.plus, span, a, b, -1.0), op, span))
+        if not parts:
+            raise self.ctx.error("V316", "`except` leaves no feature to compare", span)
+        return t.EitherOf(tuple(parts)) if negated else t.AllOf(tuple(parts))
+
+    def excepted(self, cond: ast.Compare, tie: bool) -> frozenset[int]:
+        """The features ``except`` names, a one-hot group's name standing for its members. A
+        member named alone frees nothing in a tie (its tied partners would pin it): an error."""
+        excepted = set()
+        for name in cond.excepted:
+            if name.id in self.ctx.groups:
+                excepted.update(self.ctx.groups[name.id])
+            elif name.id in self.ctx.members and tie:
+                group = self.ctx.members[name.id][0]
+                raise self.ctx.error(
+                    "V317",
+                    f"`{name.id}` is a member of one-hot group `{group}`, "
+                    "which `except` frees as a whole",
+                    name.span,
+                    help=f"write `except {group}`",
+                )
+            elif name.id in self.ctx.members:
+                excepted.add(self.ctx.members[name.id][1])
+            else:
+                excepted.add(self.ctx.feature_of(name.id, name.span))
+        return frozenset(excepted)
 
     def need_constant(self, value, span, what) -> None:
         if not isinstance(value, t.Lin) or value.kind != "constant":
@@ -307,14 +335,19 @@ class Expressions:
                 raise Failed
             if obj.name == scope.batch and expr.name not in self.ctx.feature_index:
                 return self.filter_column(expr, scope)
-            f = self.ctx.feature_of(expr.name, expr.name_span)
-            return t.Lin.of({("feat", obj.name, f): 1.0})
-        if isinstance(obj, t.RowValue):
-            column = self.ctx.column_of(obj.data, expr.name, expr.name_span)
-            if obj.index is None:
-                return t.Lin.of({("rowcol", expr.name): 1.0})
-            return t.Lin.constant(float(self.ctx.datasets[obj.data].values[obj.index, column]))
+        if isinstance(obj, t.Instance | t.RowValue):
+            return self.feature_value(obj, expr.name, expr.name_span)
         raise self.ctx.error("V215", f"{self.describe(obj)} has no features", expr.span)
+
+    def feature_value(self, obj: t.Instance | t.RowValue, name: str, span: Span) -> t.Lin:
+        """``obj.name``: an instance's feature, or a row's value of it (the batch row's, a
+        symbol until the row is known)."""
+        if isinstance(obj, t.Instance):
+            return t.Lin.of({("feat", obj.name, self.ctx.feature_of(name, span)): 1.0})
+        column = self.ctx.column_of(obj.data, name, span)
+        if obj.index is None:
+            return t.Lin.of({("rowcol", name): 1.0})
+        return t.Lin.constant(float(self.ctx.datasets[obj.data].values[obj.index, column]))
 
     def filter_column(self, expr: ast.Attr, scope: Scope) -> t.Lin:
         """``r.label``: a row filter's row (see :class:`t.Batch`) also has the data set's
@@ -492,3 +525,11 @@ def _text(expr: ast.Expr) -> str:
     if isinstance(expr, ast.Name):
         return expr.id
     return "x"
+
+
+def _pair(values) -> bool:
+    """Whether ``values`` are an instance and an instance or a row, compared as wholes."""
+    kinds = t.Instance | t.RowValue
+    return len(values) == 2 and all(isinstance(v, kinds) for v in values) and any(
+        isinstance(v, t.Instance) for v in values
+    )
