@@ -267,7 +267,7 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
     summary = summarize(model)
     parity = check_library(model) if model.library is not None else None
     if args.json:
-        document = summary.to_dict()
+        document = json_report.versioned(summary.to_dict())
         if parity is not None:
             document["parity"] = {
                 "library": model.library.name,
@@ -311,7 +311,7 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
         document, text = found[0][2].to_dict(), leakage_report.render(found[0][2])
     else:
         document, text = leakage_report.spec_document(found), leakage_report.render_spec(found)
-    print(json.dumps(document, indent=2) if args.json else text)
+    print(json.dumps(json_report.versioned(document), indent=2) if args.json else text)
     # A bound a limit left open is an answer, as for `ver run`'s queries without `expect`.
     extremes = [e for _, _, f in found for e in (f.minimum, f.maximum)]
     if any(e.termination == Termination.INTERRUPTED.value for e in extremes):

@@ -80,6 +80,7 @@ def test_jsonl_lines_are_the_json_results_and_csv_the_same_rows(spec, tmp_path, 
     document = json.loads(capsys.readouterr().out)  # stdout holds the document alone
     streamed = lines(target)
     assert {e.pop("spec_hash") for e in streamed} != {None}
+    assert {e.pop("schema") for e in streamed} == {document["schema"]}
     key = lambda e: (e["query"], -1 if e["row"] is None else e["row"])  # noqa: E731
     assert sorted(streamed, key=key) == sorted(document["results"], key=key)
     assert {(e["query"], e["row"]) for e in streamed} == KEYS
