@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
     spec_hash = jsonl.fingerprint(spec.digest(), args.solver, args.timeout)
     streams = jsonl.Streams(args.resume or args.jsonl, bool(args.resume), args.csv, spec_hash)
-    progress = _Progress(enabled=not args.json and sys.stderr.isatty())
+    progress = progress_report.Bar(enabled=not args.json)
     interrupted = False
 
     def done(run, finished: int, total: int) -> None:
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     except Interrupted as stop:
         runs, interrupted = stop.partial, True
     finally:
-        progress.clear()
+        progress.close()
         streams.close(created=sys.exc_info()[0] is None and not interrupted)
     tally = streams.tally()
     if tally and tally.repeats(streams.target):
@@ -153,36 +153,6 @@ def _jobs(requested: int | None) -> int:
     from veritas_dsl.parallel import default_jobs
 
     return default_jobs() if requested is None else max(1, requested)
-
-
-class _Progress:
-    """A live line on a terminal (stderr) while queries run (see report/progress.py)."""
-
-    WIDTH = 110
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.line = progress_report.Line()
-        self.shown = False
-
-    def done(self, run, finished: int, total: int) -> None:
-        if self.line.done(run, finished, total):
-            self.show(self.line.text())
-
-    def engine(self, query: str, engine: str, state) -> None:
-        self.show(self.line.text(progress_report.engine_text(query, engine, state)))
-
-    def show(self, text: str) -> None:
-        if not self.enabled:
-            return
-        sys.stderr.write("\r" + text[: self.WIDTH].ljust(self.WIDTH))
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r" + " " * self.WIDTH + "\r")
-            sys.stderr.flush()
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
