@@ -10,7 +10,7 @@ import logging
 import sys
 import traceback
 
-from veritas_dsl import arguments
+from veritas_dsl import arguments, steps
 from veritas_dsl.atomic import write_text
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
@@ -95,13 +95,17 @@ def _engine_tracebacks(shown: bool):
 def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
-    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    progress = progress_report.Bar(enabled=not args.json)
+    try:
+        with steps.listening(progress.step):  # DaRE fits and deletions, families
+            spec = load(args.spec, trust_pickle=args.trust_pickle)
+    finally:
+        progress.close()  # erased before warnings or errors are printed
     warnings = spec.warnings()
     for warning in warnings:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
     spec_hash = jsonl.fingerprint(spec.digest(), args.solver, args.timeout)
     streams = jsonl.Streams(args.resume or args.jsonl, bool(args.resume), args.csv, spec_hash)
-    progress = progress_report.Bar(enabled=not args.json)
     interrupted = False
 
     def done(run, finished: int, total: int) -> None:

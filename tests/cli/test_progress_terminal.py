@@ -69,8 +69,9 @@ def on_terminal(*argv: str) -> tuple[list[bytes], bytes]:
     return chunks, out
 
 
-def test_one_progress_line_redrawn_in_place_at_80_columns():
-    chunks, out = on_terminal("run", str(SPEC), "--jobs", "1")
+def one_line_in_place(chunks: list[bytes]) -> bytes:
+    """What was written, once checked: rendered chunk by chunk, the screen held one line at most,
+    on the first row, no wider than the terminal, and none once the run ended."""
     screen = pyte.Screen(COLUMNS, ROWS)
     stream = pyte.ByteStream(screen)
     for chunk in chunks:
@@ -83,9 +84,23 @@ def test_one_progress_line_redrawn_in_place_at_80_columns():
     assert b"\n" not in written.replace(b"\r\n", b"")  # redrawn after \r, never a new line
     for piece in re.split(rb"[\r\n]", written):
         assert len(ANSI.sub(b"", piece).decode()) <= COLUMNS, piece
+    return written
+
+
+def test_one_progress_line_redrawn_in_place_at_80_columns():
+    chunks, out = on_terminal("run", str(SPEC), "--jobs", "1")
+    written = one_line_in_place(chunks)
     counts = set(re.findall(rb"\r(\d+)/20 ", written))
     assert len(counts) >= 10, counts  # the two batches' rows, shown as they finished
     assert b"closest" in out and b"income_only" in out  # the report itself went to stdout
+
+
+def test_a_family_of_deletions_shows_its_progress_on_the_line():
+    # recourse.ver makes 10 DaRE deletion variants while it loads, then runs a batch.
+    chunks, _ = on_terminal("run", str(EXAMPLES / "recourse.ver"), "--jobs", "1")
+    written = one_line_in_place(chunks).decode()
+    assert "family V: model 10 of 10; DaRE deletion: row " in written
+    assert re.search(r"\r\d+/\d+ ", written)  # then the batch
 
 
 def test_nothing_is_drawn_when_stderr_is_not_a_terminal():

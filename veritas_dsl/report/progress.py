@@ -89,9 +89,10 @@ class Bar:
             self._drawn = True
 
     def close(self) -> None:
-        """Erase the line (before the report is printed)."""
+        """Erase the line (before the report is printed); a later report draws a new one."""
         if self._bar is not None:
             self._bar.close()
+        self._bar, self._drawn, self.working = None, False, ""
 
 
 def _line(stream, enabled: bool, columns: int, lines: int):
