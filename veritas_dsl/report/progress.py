@@ -1,9 +1,9 @@
 """The live progress line of ``ver run`` on a terminal, drawn by tqdm on stderr.
 
-For a batch: rows done of the total, a bar, rows per second, the time left at that pace, the last
-row finished, and the checks that hold, fail and are undecided so far; while an engine works, its
-bounds follow. The same line shows steps of the library's long work (fitting or editing DaRE
-forests, making a family of deletions) as they report them.
+For a batch: rows done of the total, a bar, rows per second, the time left at that pace, the
+checks that hold, fail and are undecided so far, and the last row finished; while an engine
+works, its bounds follow. The same line shows steps of the library's long work (fitting or
+editing DaRE forests, making a family of deletions) as they report them.
 
 The line is as wide as the terminal (asked at each redraw, so it follows a resize); tqdm trims
 it to that width, redraws it in place, rate-limits the redraws, and draws nothing when stderr is
@@ -18,7 +18,7 @@ import sys
 from veritas_dsl.outcome import QueryRun
 
 #: A batch: counts, bar, speed and time left, then what the postfix says.
-BATCH = "{n_fmt}/{total_fmt} {bar:12} {rate_fmt}, ETA {remaining}{postfix}"
+BATCH = "{n_fmt}/{total_fmt} {bar:10} {rate_fmt}, ETA {remaining}{postfix}"
 #: One query, or work that is not a batch of rows: what it says, and the time since the start.
 SINGLE = "{desc}  ({elapsed})"
 
@@ -53,9 +53,11 @@ class Bar:
             return
         v = self.verdicts
         self.total = total
+        # The tally first: the end of a line too long for the terminal is cut.
         self.last = f"{run.name}: {run.result.termination.value}"
         if sum(v.values()):
-            self.last += f"; {v['holds']} hold, {v['failed']} fail, {v['undecided']} undecided"
+            tally = f"{v['holds']} hold, {v['failed']} fail, {v['undecided']} undecided"
+            self.last = f"{tally}; {self.last}"
         self.working = ""
         self._show(finished)
 
