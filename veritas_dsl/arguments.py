@@ -4,6 +4,7 @@ that are reported as usage errors (exit 2) before anything loads. The handlers a
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import version
 from pathlib import Path
 
 from veritas_dsl.local_cluster import parse_address
@@ -19,6 +20,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks of internal errors and engine faults"
     )
+    parser.add_argument("--version", action="version", version=f"ver {version('veritas-dsl')}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run every query of a .ver file")

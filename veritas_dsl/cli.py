@@ -10,7 +10,7 @@ import logging
 import sys
 import traceback
 
-from veritas_dsl import arguments
+from veritas_dsl import arguments, steps
 from veritas_dsl.atomic import write_text
 from veritas_dsl.diagnostics import SpecError, render
 from veritas_dsl.errors import SoundnessError, UserError
@@ -95,13 +95,17 @@ def _engine_tracebacks(shown: bool):
 def _run(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.spec import load
 
-    spec = load(args.spec, trust_pickle=args.trust_pickle)
+    progress = progress_report.Bar(enabled=not args.json)
+    try:
+        with steps.listening(progress.step):  # DaRE fits and deletions, families
+            spec = load(args.spec, trust_pickle=args.trust_pickle)
+    finally:
+        progress.close()  # erased before warnings or errors are printed
     warnings = spec.warnings()
     for warning in warnings:
         print(render(warning, spec.sources) + "\n", file=sys.stderr)
     spec_hash = jsonl.fingerprint(spec.digest(), args.solver, args.timeout)
     streams = jsonl.Streams(args.resume or args.jsonl, bool(args.resume), args.csv, spec_hash)
-    progress = _Progress(enabled=not args.json and sys.stderr.isatty())
     interrupted = False
 
     def done(run, finished: int, total: int) -> None:
@@ -124,7 +128,7 @@ def _run(args: argparse.Namespace) -> ExitCode:
     except Interrupted as stop:
         runs, interrupted = stop.partial, True
     finally:
-        progress.clear()
+        progress.close()
         streams.close(created=sys.exc_info()[0] is None and not interrupted)
     tally = streams.tally()
     if tally and tally.repeats(streams.target):
@@ -153,36 +157,6 @@ def _jobs(requested: int | None) -> int:
     from veritas_dsl.parallel import default_jobs
 
     return default_jobs() if requested is None else max(1, requested)
-
-
-class _Progress:
-    """A live line on a terminal (stderr) while queries run (see report/progress.py)."""
-
-    WIDTH = 110
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.line = progress_report.Line()
-        self.shown = False
-
-    def done(self, run, finished: int, total: int) -> None:
-        if self.line.done(run, finished, total):
-            self.show(self.line.text())
-
-    def engine(self, query: str, engine: str, state) -> None:
-        self.show(self.line.text(progress_report.engine_text(query, engine, state)))
-
-    def show(self, text: str) -> None:
-        if not self.enabled:
-            return
-        sys.stderr.write("\r" + text[: self.WIDTH].ljust(self.WIDTH))
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r" + " " * self.WIDTH + "\r")
-            sys.stderr.flush()
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
@@ -267,7 +241,7 @@ def _inspect(args: argparse.Namespace) -> ExitCode:
     summary = summarize(model)
     parity = check_library(model) if model.library is not None else None
     if args.json:
-        document = summary.to_dict()
+        document = json_report.versioned(summary.to_dict())
         if parity is not None:
             document["parity"] = {
                 "library": model.library.name,
@@ -311,7 +285,7 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
         document, text = found[0][2].to_dict(), leakage_report.render(found[0][2])
     else:
         document, text = leakage_report.spec_document(found), leakage_report.render_spec(found)
-    print(json.dumps(document, indent=2) if args.json else text)
+    print(json.dumps(json_report.versioned(document), indent=2) if args.json else text)
     # A bound a limit left open is an answer, as for `ver run`'s queries without `expect`.
     extremes = [e for _, _, f in found for e in (f.minimum, f.maximum)]
     if any(e.termination == Termination.INTERRUPTED.value for e in extremes):

@@ -106,16 +106,20 @@ class QueryRun:
 NOT_RUN = (Termination.ERROR, Termination.UNSUPPORTED)
 
 
+#: The kind of query each goal is, as reports name it.
+KINDS = {
+    Maximize: "maximize",
+    Minimize: "minimize",
+    MaximizeMin: "maximize",
+    MinimizeMax: "minimize",
+    MinimizeDistance: "minimize_distance",
+    Find: "find",
+    Prove: "prove",
+}
+
+
 def goal_kind(goal) -> str:
-    return {
-        Maximize: "maximize",
-        Minimize: "minimize",
-        MaximizeMin: "maximize",
-        MinimizeMax: "minimize",
-        MinimizeDistance: "minimize_distance",
-        Find: "find",
-        Prove: "prove",
-    }[type(goal)]
+    return KINDS[type(goal)]
 
 
 @dataclass

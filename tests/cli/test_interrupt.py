@@ -237,7 +237,7 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     # finished one row it is in the middle of the next when Ctrl-C comes.
     results = tmp_path / "results.jsonl"
     args = ["--jobs", "2", "--timeout", "3", "--jsonl", str(results)]
-    code, out, err, stopped_s, late = interrupt(tmp_path, 12, args, r"\] gap\[1\]: time_limit")
+    code, out, err, stopped_s, late = interrupt(tmp_path, 12, args, r", gap\[1\]: time_limit")
     assert code == 130, (late, out, err[-1000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = [line for line in out.splitlines() if line.startswith("gap[")]

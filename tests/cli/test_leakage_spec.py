@@ -95,7 +95,7 @@ def test_ids_from_a_file_with_comments(folder, capsys, monkeypatch):
     monkeypatch.chdir(folder)  # @FILE is relative to the working folder
     code, out, err = run(capsys, "leakage", "forest.dare", "--delete", "@ids.txt", "--json")
     assert code == ExitCode.OK, err
-    assert json.loads(out) == api(folder, [17, 42])
+    assert json.loads(out) == {"schema": 1, **api(folder, [17, 42])}
     code, out, err = run(capsys, "leakage", "two.ver", "--model", "before", "--delete", "@ids.txt")
     assert code == ExitCode.OK, err
     assert out.startswith("models     before -> its deletion\ndeleted    17, 42\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -100,22 +101,33 @@ def test_missing_spec_file(tmp_path, capsys):
     assert "cannot read" in capsys.readouterr().err
 
 
-def test_progress_line_only_on_a_terminal(capsys):
+class Terminal(io.StringIO):
+    """Stands for stderr on a terminal (of unknown size: 80 columns)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_only_on_a_terminal():
     from types import SimpleNamespace
 
-    from veritas_dsl.cli import _Progress
+    from veritas_dsl.report.progress import Bar
 
     state = SimpleNamespace(time_s=1.5, lower=1.0, upper=3.0, states_per_s=1200.0)
-    quiet = _Progress(enabled=False)
+    quiet = Bar(enabled=False, stream=Terminal())  # --json
     quiet.engine("q", "astar", state)
-    quiet.clear()
-    assert capsys.readouterr().err == ""
-    live = _Progress(enabled=True)
+    quiet.close()
+    assert quiet.stream.getvalue() == ""
+    piped = Bar(enabled=True, stream=io.StringIO())  # not a terminal
+    piped.engine("q", "astar", state)
+    piped.close()
+    assert piped.stream.getvalue() == ""
+    live = Bar(enabled=True, stream=Terminal())
     live.engine("q", "astar", state)
-    live.clear()
-    err = capsys.readouterr().err
+    live.close()
+    err = live.stream.getvalue()
     assert "q (astar): [1, 3] gap 2  1,200 states/s  1.5 s" in err
-    assert err.endswith("\r")
+    assert err.endswith("\r") and "\n" not in err
 
 
 def test_json_stays_quiet_on_stderr(folder, capsys):

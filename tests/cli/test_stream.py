@@ -80,6 +80,7 @@ def test_jsonl_lines_are_the_json_results_and_csv_the_same_rows(spec, tmp_path, 
     document = json.loads(capsys.readouterr().out)  # stdout holds the document alone
     streamed = lines(target)
     assert {e.pop("spec_hash") for e in streamed} != {None}
+    assert {e.pop("schema") for e in streamed} == {document["schema"]}
     key = lambda e: (e["query"], -1 if e["row"] is None else e["row"])  # noqa: E731
     assert sorted(streamed, key=key) == sorted(document["results"], key=key)
     assert {(e["query"], e["row"]) for e in streamed} == KEYS
@@ -277,16 +278,20 @@ def test_a_killed_run_resumed_answers_every_row_once_as_an_unstopped_run(tmp_pat
 
 def test_progress_bar_counts_rows_and_checks(spec, capsys):
     from veritas_dsl import parse
-    from veritas_dsl.cli import _Progress
+    from veritas_dsl.report.progress import Bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
 
     runs = parse(SPEC, str(spec)).run(jobs=1)
-    progress = _Progress(enabled=True)
+    progress = Bar(enabled=True, stream=Terminal())
     for number, run in enumerate(runs, 1):
         progress.done(run, number, len(runs))
-    progress.clear()
-    err = capsys.readouterr().err
+    progress.close()
+    err = progress.stream.getvalue()
     last = [piece for piece in err.split("\r") if piece.strip()][-1]
-    assert "[13/13]" in last and "rows/s" in last and "ETA 0 s" in last
+    assert last.startswith("13/13 ") and "row/s" in last and "ETA 00:00" in last
     assert "4 hold, 2 fail, 0 undecided" in last
     # Not a terminal (as here) or --json: nothing on stderr but warnings.
     assert main(["run", str(spec), "--jobs", "1"]) == ExitCode.FAILED

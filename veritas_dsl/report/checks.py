@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from veritas_dsl.diagnostics import render
 from veritas_dsl.outcome import Check, FileOutcome, QueryRun, Verdict
-from veritas_dsl.report.json import diagnostic_entry
+from veritas_dsl.report.json import diagnostic_entry, versioned
 from veritas_dsl.report.table import bounds_text, failure_text, times_text, witness_table
 from veritas_dsl.report.terminal import counts
 
@@ -103,7 +103,7 @@ def render_json(outcomes: list[FileOutcome]) -> str:
                 }
             )
     warnings = [diagnostic_entry(w) for o in outcomes for w in o.warnings]
-    document = {"checks": entries, "warnings": warnings}
+    document = versioned({"checks": entries, "warnings": warnings})
     if any(o.interrupted for o in outcomes):
         document["interrupted"] = True
     return json.dumps(document, indent=2)

@@ -1,6 +1,7 @@
-"""The JSON document of ``ver run --json`` (one document, nothing else on stdout).
+"""The JSON document of ``ver run --json`` (one document, nothing else on stdout), and the
+version every JSON document of ``ver`` carries.
 
-Shape: ``{"results": [{"query", "row", "kind", "solver", "status", "lower", "upper",
+Shape: ``{"schema": 1, "results": [{"query", "row", "kind", "solver", "status", "lower", "upper",
 "witness": {instance: {feature: value}}, "time_s", "trace": [[time_s, lower, upper], ...],
 "stats", "message", "checks": [{"check", "verdict", "holds", "detail", "line"}], "engines":
 [...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
@@ -12,7 +13,7 @@ query has a row filter) gives each filtered batch's ``{"query", "data", "start",
 ``"interrupted": true``
 is added when Ctrl-C stopped the run (the results are those finished, the interrupted one last).
 Infinite bounds are written as the strings "inf" and "-inf" so that the document stays standard
-JSON.
+JSON. ``report/schema/run.schema.json`` is its JSON Schema.
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ from collections.abc import Sequence
 from veritas_dsl.diagnostics import Diagnostic
 from veritas_dsl.outcome import QueryRun
 from veritas_dsl.result import Result
+
+#: The version of every JSON document and JSON Lines line that ``ver`` writes, its ``"schema"``
+#: field; the JSON Schema files in report/schema/ describe this version. It goes up when a field
+#: is removed or renamed or changes meaning, so that a consumer can refuse what it cannot read;
+#: a new field keeps it.
+SCHEMA = 1
+
+
+def versioned(document: dict) -> dict:
+    """``document`` with the schema version as its first field."""
+    return {"schema": SCHEMA, **document}
 
 
 def _number(value: float | None):
@@ -96,7 +108,7 @@ def document(
     runs: list[QueryRun], warnings: Sequence[Diagnostic] = (), interrupted: bool = False
 ) -> dict:
     results = [run_entry(run) for run in runs]
-    found = {"results": results, "warnings": [diagnostic_entry(w) for w in warnings]}
+    found = versioned({"results": results, "warnings": [diagnostic_entry(w) for w in warnings]})
     batches = _filtered_batches(runs)
     if batches:
         found["batches"] = batches

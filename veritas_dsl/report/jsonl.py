@@ -2,8 +2,9 @@
 
 Each line is one finished query (or batch row): the object of an entry of ``--json``'s
 ``results`` (``query``, ``row``, ``kind``, ``status``, bounds, ``witness``, ``checks`` ...),
-plus ``"spec_hash"``: the run's fingerprint (SHA-256 of the spec text, the bytes of its models
-and data, and the ``--solver`` and ``--timeout`` that decide its answers). The fingerprint is in
+plus ``"schema"`` (as every JSON document of ``ver``) and ``"spec_hash"``: the run's fingerprint
+(SHA-256 of the spec text, the bytes of its models and data, and the ``--solver`` and
+``--timeout`` that decide its answers). The fingerprint is in
 every line rather than in a header line so that each line stands alone: a reader of results
 meets no special first line, a file cut short or two files concatenated are still checked line
 by line, and no header can be lost. A run interrupted by Ctrl-C writes no line for the rows it
@@ -28,7 +29,7 @@ from veritas_dsl.errors import UserError
 from veritas_dsl.outcome import QueryRun
 from veritas_dsl.report import csv as csv_report
 from veritas_dsl.report.files import LineFile, OutputError
-from veritas_dsl.report.json import run_entry
+from veritas_dsl.report.json import run_entry, versioned
 
 
 class ResultsFileError(UserError):
@@ -42,7 +43,7 @@ def fingerprint(spec_digest: str, solver: str | None, timeout_s: float | None) -
 
 
 def line(run: QueryRun, spec_hash: str) -> str:
-    entry = run_entry(run)
+    entry = versioned(run_entry(run))
     entry["spec_hash"] = spec_hash
     return json.dumps(entry) + "\n"
 

@@ -97,8 +97,8 @@ class Extreme:
             return None if math.isinf(v) else v
 
         return {
-            "lower": self.lower,
-            "upper": self.upper,
+            "lower": end(self.lower),
+            "upper": end(self.upper),
             "proven": self.proven,
             "termination": self.termination,
             "point": None if self.point is None else list(self.point),

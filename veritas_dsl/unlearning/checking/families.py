@@ -21,6 +21,7 @@ from veritas_dsl.diagnostics import Span, suggest
 from veritas_dsl.lang import ast
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.model.ensemble import ModelError
+from veritas_dsl.steps import stage
 from veritas_dsl.unlearning.checking.derived import DerivedModels
 from veritas_dsl.unlearning.dare.derive import deleted, id_problems
 
@@ -74,7 +75,8 @@ class Families:
             for k, ids in enumerate(sets):
                 name = f"{decl.name}[{k}]"
                 try:
-                    forest = deleted(base, ids)
+                    with stage(f"family {decl.name}: model {k + 1} of {len(sets)}"):
+                        forest = deleted(base, ids)
                 except ModelError as error:
                     raise self.ctx.error(
                         "V413", f"cannot make `{name}` from `{decl.base.id}`: {error}", decl.span

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.steps import step
 from veritas_dsl.unlearning.dare.splits import Presorted
 from veritas_dsl.unlearning.dare.tree import Grower, Settings, Tree
 from veritas_dsl.unlearning.dare.view import ForestView
@@ -118,7 +119,10 @@ class DareForest:
         self._alive = np.ones(len(X), dtype=bool)
         grower = self._grower()
         rows = np.arange(len(X))
-        self._trees = [grower.grow(rows) for _ in range(self.n_trees)]
+        self._trees = []
+        for t in range(self.n_trees):
+            step(f"DaRE fit: tree {t + 1} of {self.n_trees}")
+            self._trees.append(grower.grow(rows))
         self.last_deletion_cost = 0
         return self
 
@@ -167,7 +171,8 @@ class DareForest:
     def _forget(self, ids: np.ndarray) -> None:
         """Forget the rows ``ids`` (checked) one at a time, in place."""
         grower = self._grower()
-        for r in ids.tolist():
+        for k, r in enumerate(ids.tolist()):
+            step(f"DaRE deletion: row {k + 1} of {len(ids)}")
             for tree in self._trees:
                 grower.forget(tree, r)
             self._alive[r] = False
@@ -223,7 +228,9 @@ class DareForest:
         rng_state = self._rng.bit_generator.state
         trees = []
         try:
-            for tree in self._trees:
+            for t, tree in enumerate(self._trees):
+                step(f"DaRE {'addition' if adding else 'deletion'} of {len(touched)} rows: tree "
+                     f"{t + 1} of {len(self._trees)}")
                 copy = tree.copy()
                 grower.update(copy, rows, np.sort(touched), adding)
                 trees.append(copy)
