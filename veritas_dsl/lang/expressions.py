@@ -16,6 +16,7 @@ from veritas_dsl.ir.logic import MIRRORED, NEGATED
 from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.context import BUILTINS, Context, Failed, Scope
+from veritas_dsl.lang.instances import Instances
 from veritas_dsl.lang.quantifiers import Quantifiers
 from veritas_dsl.lang.scales import Scales
 from veritas_dsl.names import SCALED
@@ -24,12 +25,14 @@ from veritas_dsl.names import SCALED
 class Expressions:
     """Types expressions and conditions against the names ``ctx`` holds so far; a distance's
     scale is typed by :class:`Scales`, ``for m in V`` by :class:`Quantifiers` (``m`` then names
-    one model of the family in the :class:`Scope`)."""
+    one model of the family in the :class:`Scope`), a comparison of whole instances by
+    :class:`Instances`."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.scales = Scales(ctx, self)
         self.quantifiers = Quantifiers(ctx, self)
+        self.instances = Instances(ctx, self)
 
     # -- conditions -------------------------------------------------------------------------
 
@@ -119,21 +122,7 @@ class Expressions:
                 )
             return t.ClassCompare(left, right, op == "==", span)
         if isinstance(left, t.Instance) and isinstance(right, t.Instance | t.RowValue):
-            if op == "!=":
-                raise self.ctx.error(
-                    "V316",
-                    f"an instance is tied with == or compared feature by feature, not with {op}",
-                    span,
-                    help="compare features instead, e.g. x1.age != x2.age",
-                )
-            if right == left:
-                raise self.ctx.error("V316", "an instance is always equal to itself", span)
-            if op != "==":
-                return self.each_feature(left, op, right, span, cond, negated)
-            excepted = self.excepted(cond, tie=True)
-            if isinstance(right, t.RowValue):
-                return t.SameAsRow(left.name, right, excepted, span)
-            return t.TieAll(left.name, right.name, excepted, span)
+            return self.instances.compare(left, op, right, span, cond, negated)
         if isinstance(left, t.GroupRef) and isinstance(right, t.Member):
             if right.group != left.group:
                 raise self.ctx.error(
@@ -153,44 +142,6 @@ class Expressions:
         raise self.ctx.error(
             "V318", f"cannot compare {self.describe(left)} with {self.describe(right)}", span
         )
-
-    def each_feature(self, left, op, right, span, cond, negated) -> t.Condition:
-        """``x >= r`` (``<=``, ``<``, ``>``), with ``except``: the comparison on every feature
-        but those named, each as ``x.f >= r.f`` is typed; negated (``op`` already is), one
-        feature that breaks it suffices."""
-        excepted = self.excepted(cond, tie=False)
-        parts = []
-        for f, feature in enumerate(self.ctx.features):
-            if f not in excepted:
-                name_span = cond.operands[-1].span
-                a = self.feature_value(left, feature.name, name_span)
-                b = self.feature_value(right, feature.name, name_span)
-                parts.append(t.LinCompare(self.arith(arith.plus, span, a, b, -1.0), op, span))
-        if not parts:
-            raise self.ctx.error("V316", "`except` leaves no feature to compare", span)
-        return t.EitherOf(tuple(parts)) if negated else t.AllOf(tuple(parts))
-
-    def excepted(self, cond: ast.Compare, tie: bool) -> frozenset[int]:
-        """The features ``except`` names, a one-hot group's name standing for its members. A
-        member named alone frees nothing in a tie (its tied partners would pin it): an error."""
-        excepted = set()
-        for name in cond.excepted:
-            if name.id in self.ctx.groups:
-                excepted.update(self.ctx.groups[name.id])
-            elif name.id in self.ctx.members and tie:
-                group = self.ctx.members[name.id][0]
-                raise self.ctx.error(
-                    "V317",
-                    f"`{name.id}` is a member of one-hot group `{group}`, "
-                    "which `except` frees as a whole",
-                    name.span,
-                    help=f"write `except {group}`",
-                )
-            elif name.id in self.ctx.members:
-                excepted.add(self.ctx.members[name.id][1])
-            else:
-                excepted.add(self.ctx.feature_of(name.id, name.span))
-        return frozenset(excepted)
 
     def need_constant(self, value, span, what) -> None:
         if not isinstance(value, t.Lin) or value.kind != "constant":
