@@ -83,8 +83,8 @@ class Models:
                 f"model `{decl.name}` has no file, and none was given from Python",
                 decl.span,
                 "declared without a file",
-                help=f"pass it: veritas_dsl.load(path, models={{'{decl.name}': model}}), or name "
-                f'its file: model {decl.name} = {decl.kind} "{decl.name}.{decl.kind}"',
+                help=f"give it from Python: veritas_dsl.load(path, models={{'{decl.name}': "
+                f'model}}), or name its file: model {decl.name} = {decl.kind} "PATH"',
             )
             return
         try:
