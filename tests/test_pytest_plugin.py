@@ -152,3 +152,62 @@ def test_a_row_filter_that_keeps_no_row_warns(folder):
             "*--> *none.ver:3:42",
         ]
     )
+
+
+MODELS_CONFTEST = """
+import numpy as np
+import pytest
+import xgboost
+
+
+@pytest.fixture(scope="session")
+def ver_models():
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+    model = xgboost.XGBClassifier(n_estimators=3, max_depth=2).fit(X, y)
+    return {"clf": model, "unused": model}
+"""
+GIVEN = """
+query top {
+    input x
+    maximize clf(x)
+    expect upper <= 100
+}
+property calm {
+    forall x: x.f0 >= 0.9 => class(clf, x) == 0
+}
+"""
+
+
+def test_a_fixture_gives_a_spec_its_model(pytester):
+    import numpy as np
+    import xgboost
+
+    pytester.makeconftest(MODELS_CONFTEST)
+    pytester.makefile(".ver", given="model clf = xgboost\n" + GIVEN)
+    # The model of this file satisfies `calm`; the fixture's, which replaces it, does not.
+    X = np.random.default_rng(0).random((200, 2))
+    other = xgboost.XGBClassifier(n_estimators=3, max_depth=2).fit(X, X[:, 0] < 0.5)
+    other.save_model(pytester.path / "other.json")
+    pytester.makefile(".ver", replaced='model clf = xgboost "other.json"\n' + GIVEN)
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*given.ver::top PASSED*",
+            "*given.ver::calm FAILED*",
+            "*replaced.ver::calm FAILED*",
+            "*property calm failed (counterexample found)*",
+            "*feature  x*",
+        ]
+    )
+
+
+def test_a_model_declared_without_a_file_and_no_fixture(pytester):
+    pytester.makefile(".ver", given="model clf = xgboost\n" + GIVEN)
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*error[[]V415]: model `clf` has no file, and none was given from Python*"]
+    )

@@ -4,6 +4,11 @@
 A failure shows the check that failed, its bounds, and the counterexample as a table (feature,
 value; a column per instance). Enabled by the ``pytest11`` entry point; which files are collected
 is the ``ver_files`` ini option (a glob, ``*.ver`` by default).
+
+Models can come from a ``ver_models`` fixture (``{"clf": model}``; the plugin's own gives none),
+which a ``conftest.py`` overrides: each spec takes those of its ``model`` declarations' names.
+A spec whose models all name files is checked when collected, as ``ver check`` would; one with
+a model declared without a file is checked by its first test, once the fixture has its models.
 """
 
 from __future__ import annotations
@@ -54,20 +59,64 @@ class VerWarning(UserWarning):
     """A spec's warning (``warning[V6xx]``), shown in pytest's warnings summary."""
 
 
+@pytest.fixture
+def ver_models() -> dict:
+    """Models given to the `.ver` files' ``model`` declarations, by name: none. Define a
+    ``ver_models`` fixture in a ``conftest.py`` to give some (docs/testing.md)."""
+    return {}
+
+
 class VerFile(pytest.File):
     def collect(self):
-        from veritas_dsl import SpecError, load
-        from veritas_dsl.model.load import pickle_option
+        from veritas_dsl import SpecError
+        from veritas_dsl.lang import ast
+        from veritas_dsl.lang.parser import parse_text
+        from veritas_dsl.spec import decode, read_spec
 
+        self.given: dict[tuple, tuple] = {}  # specs checked with given models; see spec_for
         try:
-            with pickle_option("--ver-trust-pickle"):
-                spec = load(self.path, self.config.getoption("ver_trust_pickle"))
+            text = decode(read_spec(self.path), str(self.path))
+            parsed = parse_text(text, str(self.path))
+            declared = [i for i in parsed.items if isinstance(i, ast.ModelDecl)]
+            self.declared = {d.name for d in declared}
+            self.text, self.parsed, self.collected = text, parsed, None
+            if all(d.path is not None for d in declared):
+                self.collected = self.load({})
         except SpecError as error:
             yield SpecErrorItem.from_parent(self, name="spec", error=error)
             return
-        for query in spec.queries:
-            if query.is_property or query.expectations:
-                yield VerItem.from_parent(self, name=query.name, spec=spec, query=query)
+        for query in parsed.items:
+            if isinstance(query, ast.QueryDecl) and (
+                query.is_property or any(isinstance(s, ast.Expect) for s in query.body)
+            ):
+                yield VerItem.from_parent(self, name=query.name, query_span=query.span)
+
+    def load(self, models: dict):
+        from veritas_dsl.model.load import pickle_option
+        from veritas_dsl.spec import Spec
+
+        with pickle_option("--ver-trust-pickle"):
+            trust = self.config.getoption("ver_trust_pickle")
+            return Spec(self.text, str(self.path), trust, parsed=self.parsed, models=models)
+
+    def spec_for(self, given: dict):
+        """The spec with the models ``given`` by ``ver_models`` that it declares: checked
+        once per file and set of models (raises its :class:`SpecError` each time)."""
+        from veritas_dsl import SpecError
+
+        models = {name: model for name, model in given.items() if name in self.declared}
+        if not models and self.collected is not None:
+            return self.collected
+        key = tuple(sorted((name, id(model)) for name, model in models.items()))
+        if key not in self.given:
+            try:
+                self.given[key] = (models, self.load(models))  # models kept: their ids stay
+            except SpecError as error:
+                self.given[key] = (models, error)
+        spec = self.given[key][1]
+        if isinstance(spec, SpecError):
+            raise spec
+        return spec
 
 
 class SpecErrorItem(pytest.Item):
@@ -89,15 +138,24 @@ class SpecErrorItem(pytest.Item):
         return self.path, 0, f"{self.path.name}: spec errors"
 
 
-class VerItem(pytest.Item):
+def _checked(ver_models) -> None:
+    """What a `.ver` item runs stands for this function, whose argument makes pytest set up
+    the ``ver_models`` fixture for it."""
+
+
+class VerItem(pytest.Function):
     """One property or query with expectations (all rows of a batch)."""
 
-    def __init__(self, *, spec, query, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.spec = spec
-        self.query = query
+    def __init__(self, *, query_span, **kwargs) -> None:
+        super().__init__(callobj=_checked, **kwargs)
+        self.query_span = query_span
 
     def runtest(self) -> None:
+        self.spec = self.parent.spec_for(self.funcargs["ver_models"])
+        self.query = next(q for q in self.spec.queries if q.name == self.name)
+        self.check()
+
+    def check(self) -> None:
         from veritas_dsl.diagnostics import render
         from veritas_dsl.lang.lower import lower, origin
         from veritas_dsl.parallel import run_all
@@ -152,7 +210,7 @@ class VerItem(pytest.Item):
             return str(excinfo.value)
         if isinstance(excinfo.value, SpecError):
             return "\n\n".join(render(d) for d in excinfo.value.diagnostics)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
     def reportinfo(self):
-        return self.path, self.query.span.line - 1, self.name
+        return self.path, self.query_span.line - 1, self.name

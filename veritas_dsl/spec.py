@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,8 @@ class Spec:
     Raises :class:`SpecError` (with located diagnostics) when the spec is wrong. ``files``
     (a :class:`veritas_dsl.lang.files.Files`) reads its models and data; directly when None.
     ``parsed`` is ``parse_text(text, path)`` when the caller has it already (the editor).
+    ``models`` gives models as Python objects by declared name (``{"clf": booster}``), in place
+    of the files the declarations name (see :mod:`veritas_dsl.model.in_memory`).
     """
 
     def __init__(
@@ -46,7 +48,9 @@ class Spec:
         trust_pickle: bool = False,
         files=None,
         parsed: ast.SpecFile | None = None,
+        models: Mapping[str, object] | None = None,
     ) -> None:
+        _check_models(models)
         self.path = path
         self.text = text
         self.trust_pickle = trust_pickle
@@ -54,7 +58,9 @@ class Spec:
         if parsed is None:
             parsed = parse_text(text, path)
         files = files if files is not None else Files()
-        self.checked: typed.CheckedSpec = check(parsed, registry.ENGINES, trust_pickle, files)
+        self.checked: typed.CheckedSpec = check(
+            parsed, registry.ENGINES, trust_pickle, files, models
+        )
         self._digest = self._hash_files(files.sha256)  # now: the files as they were loaded
 
     @property
@@ -127,8 +133,9 @@ class Spec:
 
     def digest(self) -> str:
         """SHA-256 of the spec's text and of the bytes of every model and data file it loaded
-        (read just after loading them): two specs with the same digest answer the same queries
-        on the same inputs."""
+        (read just after loading them), and of what it read of each model given as an object
+        (:func:`veritas_dsl.model.in_memory.digest`): two specs with the same digest answer the
+        same queries on the same inputs."""
         return self._digest
 
     def _hash_files(self, read: dict[str, bytes]) -> str:
@@ -141,6 +148,8 @@ class Spec:
             hashed.update(f"\0{kind}\0{name}\0".encode())
             sha256 = read.get(str(path)) if kind == "model" else None
             hashed.update(sha256 or hashlib.sha256(Path(path).read_bytes()).digest())
+        for name, sha256 in sorted(self.checked.model_digests.items()):
+            hashed.update(f"\0given\0{name}\0".encode() + sha256)
         return hashed.hexdigest()
 
     def reference_row(self, run: QueryRun) -> dict[str, float] | None:
@@ -168,10 +177,13 @@ def spec_files(paths: list[str], suffixes: tuple[str, ...] = (".ver",)) -> list[
     return files
 
 
-def load(path: str | Path, trust_pickle: bool = False) -> Spec:
-    """Read, parse and check the spec at ``path``; paths inside it are relative to its folder."""
+def load(
+    path: str | Path, trust_pickle: bool = False, models: Mapping[str, object] | None = None
+) -> Spec:
+    """Read, parse and check the spec at ``path``; paths inside it are relative to its folder.
+    ``models``: models given as objects by declared name (see :class:`Spec`)."""
     path = Path(path)
-    return Spec(decode(read_spec(path), str(path)), str(path), trust_pickle)
+    return Spec(decode(read_spec(path), str(path)), str(path), trust_pickle, models=models)
 
 
 def read_spec(path: Path) -> bytes:
@@ -218,9 +230,27 @@ def _without(lowered, skip) -> list[Lowered]:
     return [item for item in lowered if (item.origin.name, item.row) not in skip]
 
 
-def parse(text: str, path: str = "<string>", trust_pickle: bool = False) -> Spec:
-    """Parse and check spec text; ``path`` names it in messages and anchors relative paths."""
-    return Spec(text, path, trust_pickle)
+def parse(
+    text: str,
+    path: str = "<string>",
+    trust_pickle: bool = False,
+    models: Mapping[str, object] | None = None,
+) -> Spec:
+    """Parse and check spec text; ``path`` names it in messages and anchors relative paths.
+    ``models``: models given as objects by declared name (see :class:`Spec`)."""
+    return Spec(text, path, trust_pickle, models=models)
+
+
+def _check_models(models: object) -> None:
+    # A wrong container is a programming error (TypeError), as for any Python argument; a wrong
+    # model in it is the spec's error, located at its declaration.
+    if models is None:
+        return
+    if not isinstance(models, Mapping):
+        raise TypeError(f"models must be a mapping of model names to models, not {models!r}")
+    odd = [name for name in models if not isinstance(name, str)]
+    if odd:
+        raise TypeError(f"models: a model's name is a string, not {odd[0]!r}")
 
 
 def check_file(

@@ -60,6 +60,14 @@ def test_an_error_in_a_data_file_is_shown_on_the_path_that_names_it(folder):
     assert diagnostic.notes[-1].startswith(f"at {folder / 'rows.csv'}:2:")
 
 
+def test_a_model_declared_without_a_file_is_a_warning_in_the_editor(folder):
+    # It is given when the spec runs from Python; `ver run` refuses it (V415, an error).
+    text = SPEC.replace('xgboost "credit.json"', "xgboost")
+    (diagnostic,) = analyse(text, str(folder / "spec.ver"), CachedFiles()).diagnostics
+    assert (diagnostic.code, diagnostic.severity) == ("V415", Severity.WARNING)
+    assert (diagnostic.span.line, diagnostic.span.column) == (1, 1)
+
+
 def test_hover_shows_declared_domains_and_one_hot_groups(folder):
     files = CachedFiles()
     analysis = analyse(SPEC, str(folder / "spec.ver"), files)

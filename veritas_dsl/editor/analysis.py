@@ -95,13 +95,21 @@ def _analyse(text: str, path: str, files: CachedFiles) -> Analysis:
         preflight(list(checked.lowered()), RunOptions())
     except SpecError as error:
         models, datasets = _loaded(spec, files)
-        diagnostics = _located(error.diagnostics, spec, path)
+        diagnostics = _located(map(_given_later, error.diagnostics), spec, path)
         return Analysis(path, text, diagnostics, spec, None, models, datasets, names)
     except Exception as error:  # as in `analyse`, keeping the names for hover
         return Analysis(path, text, (_fault(error, path),), spec, names=names)
     result = checked.checked
     diagnostics = _located(found, spec, path)
     return Analysis(path, text, diagnostics, spec, result, result.models, result.datasets, names)
+
+
+def _given_later(diagnostic: Diagnostic) -> Diagnostic:
+    """A model declared without a file (V415) is given when the spec runs from Python, which
+    an editor cannot know: a warning here, an error where the spec is run."""
+    if diagnostic.code == "V415":
+        return replace(diagnostic, severity=Severity.WARNING)
+    return diagnostic
 
 
 def _fault(error: Exception, path: str) -> Diagnostic:
@@ -140,7 +148,7 @@ def _loaded(spec: ast.SpecFile, files: CachedFiles) -> tuple[dict, dict]:
     base = Path(spec.path).resolve().parent
     models, datasets = {}, {}
     for item in spec.items:
-        if isinstance(item, ast.ModelDecl | ast.DataDecl):
+        if isinstance(item, ast.ModelDecl | ast.DataDecl) and item.path is not None:
             loaded = files.latest(base / item.path.value)
             if isinstance(loaded, Ensemble) and isinstance(item, ast.ModelDecl):
                 models[item.name] = loaded
@@ -173,7 +181,7 @@ def _paths(spec: ast.SpecFile) -> list[ast.Text]:
     """The paths the spec names: of models, data sets and rows files."""
     paths = []
     for item in spec.items:
-        if isinstance(item, ast.ModelDecl | ast.DataDecl):
+        if isinstance(item, ast.ModelDecl | ast.DataDecl) and item.path is not None:
             paths.append(item.path)
         elif isinstance(item, ast.DerivedDecl | ast.FamilyDecl):
             paths += [arg.value for arg in item.args if isinstance(arg.value, ast.Text)]

@@ -194,12 +194,13 @@ class Option:
 
 @dataclass(frozen=True)
 class ModelDecl:
-    """``model NAME = KIND "path" (options)``."""
+    """``model NAME = KIND "path" (options)``; ``model NAME = KIND`` (no ``path``: the model is
+    given from Python)."""
 
     name: str
     kind: str
     kind_span: Span
-    path: Text
+    path: Text | None
     options: tuple[Option, ...]
     span: Span
 

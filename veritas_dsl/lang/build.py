@@ -70,10 +70,12 @@ class Build(Transformer_NonRecursive):
         return self.file_decl(ast.DataDecl, meta, children)
 
     def file_decl(self, node, meta, children):
-        """``NAME = KIND "path" (options)``, the shape of model and data declarations."""
-        name, kind, path, *options = children
+        """``NAME = KIND "path" (options)``, the shape of model and data declarations (a model's
+        path may be left out: the model is given from Python)."""
+        name, kind, *rest = children
+        path = self.text(rest.pop(0)) if rest else None
         span = self.token_span(kind)
-        return node(str(name), str(kind), span, self.text(path), _opts(options), self.span(meta))
+        return node(str(name), str(kind), span, path, _opts(rest), self.span(meta))
 
     def options(self, children):
         return tuple(c for c in children if c is not None)

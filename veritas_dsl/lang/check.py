@@ -18,7 +18,7 @@ follows from an earlier one is not reported again.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from veritas_dsl.diagnostics import SpecError
 from veritas_dsl.lang import ast
@@ -36,10 +36,12 @@ def check(
     engines: Collection[str],
     trust_pickle: bool = False,
     files: Files | None = None,
+    models: Mapping[str, object] | None = None,
 ) -> t.CheckedSpec:
     """Resolve and type ``spec``, reading its models and data through ``files`` (directly when
-    None); raise :class:`SpecError` listing every problem found."""
-    ctx = Context(spec, tuple(engines), trust_pickle, files)
+    None), but for the ``models`` given as objects by declared name (see
+    :mod:`veritas_dsl.model.in_memory`); raise :class:`SpecError` listing every problem found."""
+    ctx = Context(spec, tuple(engines), trust_pickle, files, models)
     expressions = Expressions(ctx)
     Models(ctx, expressions).load(spec.items)
     Environment(ctx, expressions).declare(spec.items)
@@ -55,6 +57,7 @@ def check(
         constants=ctx.constants,
         queries=queries,
         model_paths=ctx.model_paths,
+        model_digests=ctx.model_digests,
         forests=ctx.forests,
         derivations=ctx.derivations,
         warnings=tuple(dict.fromkeys(ctx.warnings)),

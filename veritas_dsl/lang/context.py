@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,9 +63,11 @@ class Context:
         engines: tuple[str, ...],
         trust_pickle: bool,
         files: Files | None = None,
+        provided: Mapping[str, object] | None = None,
     ) -> None:
         self.spec = spec
         self.files = files or Files()  # reads the model and data files
+        self.provided = dict(provided or {})  # models given as objects, by declared name
         self.base = Path(spec.path).resolve().parent if spec.path != "<string>" else Path.cwd()
         self.engines = engines
         self.trust_pickle = trust_pickle
@@ -75,6 +78,7 @@ class Context:
         self.declared: dict[str, Span] = {}
         self.models: dict[str, Ensemble] = {}
         self.model_paths: dict[str, str] = {}
+        self.model_digests: dict[str, bytes] = {}  # of each model given as an object
         self.model_formats: dict[str, str] = {}  # of each model loaded from a file
         self.forests: dict[str, DareForest] = {}  # `dare` models and those derived from them
         self.derivations: dict[str, tuple[str, str]] = {}  # derived model: (function, base)

@@ -18,6 +18,7 @@ from veritas_dsl.lang import ast
 from veritas_dsl.lang.context import Context, Failed, Scope
 from veritas_dsl.lang.expressions import Expressions
 from veritas_dsl.model.ensemble import ModelError
+from veritas_dsl.model.in_memory import digest, imported
 from veritas_dsl.model.load import FORMAT_OPTIONS, FORMATS, PickleRefused
 from veritas_dsl.unlearning.checking.derived import DerivedModels
 from veritas_dsl.unlearning.checking.families import Families
@@ -48,6 +49,7 @@ class Models:
         self.ctx.late_constants = {
             i.name: i.span for i in items if isinstance(i, ast.ConstDecl) and i.name not in known
         }
+        self.undeclared(makers)
         for k, item in enumerate(makers):
             later = {d.name: d.span for d in reversed(makers[k + 1 :])}
             if isinstance(item, ast.ModelDecl):
@@ -69,6 +71,20 @@ class Models:
                 decl.kind_span,
                 "not a model format",
                 help=suggest(decl.kind, FORMATS) or f"formats are {', '.join(FORMATS)}",
+            )
+            return
+        if decl.name in self.ctx.provided:
+            self.given(decl)
+            return
+        if decl.path is None:
+            self.ctx.broken.add(decl.name)
+            self.ctx.error(
+                "V415",
+                f"model `{decl.name}` has no file, and none was given from Python",
+                decl.span,
+                "declared without a file",
+                help=f"give it from Python: veritas_dsl.load(path, models={{'{decl.name}': "
+                f'model}}), or name its file: model {decl.name} = {decl.kind} "PATH"',
             )
             return
         try:
@@ -97,6 +113,53 @@ class Models:
             self.ctx.broken.add(decl.name)
             message = str(error).replace(f"{path}: ", "")
             self.ctx.error("V401", f"cannot load model `{decl.name}`: {message}", decl.path.span)
+
+    def given(self, decl: ast.ModelDecl) -> None:
+        """The model given from Python for ``decl``, imported as a file of its format would be
+        (its file, if it names one, is not read); a ModelError is V401 at the format."""
+        self.ctx.model_formats[decl.name] = decl.kind
+        try:
+            model = imported(self.ctx.provided[decl.name], decl.kind)
+        except ModelError as error:
+            self.ctx.broken.add(decl.name)
+            self.ctx.error(
+                "V401",
+                f"cannot use the model given for `{decl.name}`: {error}",
+                decl.kind_span,
+                "the model given from Python",
+            )
+            return
+        if decl.kind == "dare":
+            self.ctx.forests[decl.name] = model
+            self.ctx.models[decl.name] = model.to_ensemble()
+        else:
+            self.ctx.models[decl.name] = model
+        self.ctx.model_digests[decl.name] = digest(model)
+
+    def undeclared(self, makers: list[ast.Item]) -> None:
+        """Models given from Python under a name that no ``model NAME = FORMAT`` declares:
+        V416, at the declaration that takes the name otherwise (say, a derived model)."""
+        declared = {d.name: d for d in makers}
+        for name in self.ctx.provided:
+            decl = declared.get(name)
+            if isinstance(decl, ast.ModelDecl):
+                continue
+            plain = [d.name for d in makers if isinstance(d, ast.ModelDecl)]
+            if decl is not None:
+                self.ctx.error(
+                    "V416",
+                    f"a model is given for `{name}`, which is made here, not read",
+                    decl.span,
+                    "only `model NAME = FORMAT` declarations take a model given from Python",
+                )
+                continue
+            self.ctx.error(
+                "V416",
+                f"a model is given for `{excerpt(str(name))}`, which this spec does not declare",
+                Span(self.ctx.spec.path, 1, 1, 1, 2),
+                help=suggest(str(name), plain)
+                or f"declare it: model {excerpt(str(name))} = xgboost",
+            )
 
     def feature_space(self, decls: list[ast.ModelDecl | ast.DerivedDecl]) -> None:
         """``decls``: the model declarations (families follow their base)."""

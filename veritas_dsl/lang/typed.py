@@ -353,6 +353,8 @@ class CheckedSpec:
     constants: dict[str, float]
     queries: tuple[CheckedQuery, ...]
     model_paths: dict[str, str] = field(default_factory=dict)
+    #: Models given as Python objects: the SHA-256 of what was read of each (for the digest).
+    model_digests: dict[str, bytes] = field(default_factory=dict)
     #: `dare` models and those derived from them, as forests (``models`` holds their exports).
     forests: dict[str, DareForest] = field(default_factory=dict)
     #: Each derived model's function (``delete`` or ``retrain``) and base model, in order.
