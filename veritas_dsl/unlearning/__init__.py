@@ -2,7 +2,7 @@
 
 One package, one sub-package or module per layer (docs/layers.md): ``dare/`` the DaRE forest, its
 certificates and the models derived by ``delete`` and ``retrain`` (models); ``checking/`` the
-checker's part (language); ``leakage.py`` and ``adversary.py`` (running); ``report.py``
+checker's part (language); ``leakage.py``, ``membership.py`` and ``adversary.py`` (running); ``report.py``
 (reports); ``targets.py`` (``ver leakage``'s inputs, an entry point).
 
 The public names load on first use (:mod:`veritas_dsl.exports`): a model file that is not a
@@ -25,15 +25,19 @@ if TYPE_CHECKING:  # the public names: type checkers read them here, and so does
         worst_case,
     )
     from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
+    from veritas_dsl.unlearning.membership import Membership, MembershipError, membership
 
 __all__ = [
     "DareForest",
     "Leakage",
     "LeakageError",
+    "Membership",
+    "MembershipError",
     "UnstableError",
     "UnstableNode",
     "certified_fit",
     "leakage",
+    "membership",
     "worst_case",
     "worst_deletion",
 ]
