@@ -238,7 +238,7 @@ def play(
         )
     found = {}
     for name, unlearn in (unlearnings or UNLEARNINGS).items():
-        game = np.random.default_rng([seed, len(found)])
+        game = np.random.default_rng([seed, 1])  # the same draws for every unlearning
         shadow = [
             shadow_sample(before.params(), pool_X, pool_y, n_train, sizes, unlearn, game)
             for _ in range(shadows)
@@ -361,10 +361,14 @@ def membership(
 def _checked(before: DareForest, ids) -> np.ndarray:
     """``ids`` as an array, each a remaining row listed once, some row left."""
     ids = np.asarray(ids, dtype=np.int64).ravel()
-    problems = id_problems(before, ids.tolist()) if len(ids) else [(0, "empty", 0)]
-    if problems:
+    if len(ids) == 0:
+        raise MembershipError("a deletion lists no rows")
+    if problems := id_problems(before, ids.tolist()):
         k, reason, _ = problems[0]
-        raise MembershipError(f"cannot delete row {ids[k] if len(ids) else '(none)'}: {reason}")
+        raise MembershipError(f"row {ids[k]} {_REASONS[reason]}")
     if len(ids) >= len(before.remaining()):
         raise MembershipError("deleting every remaining row would leave nothing to learn from")
     return ids
+
+
+_REASONS = {"range": "does not exist", "twice": "is listed twice", "deleted": "is already deleted"}
