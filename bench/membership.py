@@ -2,7 +2,7 @@
 forest before and after a deletion tells the deleted rows from rows never trained on, for three
 configurations, beside the retraining baseline played in the same run.
 
-Per data set and seed: a stratified-free random split into the target's training rows and the
+Per data set and seed: a random split into the target's training rows and the
 rows outside it; a forest of the configuration fit with ``random_state=seed``; ``--batches``
 deletions of ``--rows`` random training rows each, each deleted from the forest apart;
 ``veritas_dsl.unlearning.membership.play`` with ``--shadows`` shadow forests then scores the
