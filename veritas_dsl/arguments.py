@@ -92,6 +92,7 @@ def parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
 
     _add_leakage(commands)
+    _add_membership(commands)
     _add_editor(commands)
     return parser
 
@@ -159,6 +160,34 @@ def _add_leakage(commands) -> None:
     leak.set_defaults(parser=leak)
 
 
+def _add_membership(commands) -> None:
+    member = commands.add_parser(
+        "membership",
+        help="how well a membership attack tells a DaRE forest's deleted rows from unseen ones",
+    )
+    member.add_argument("source", help="a spec (.ver), or a saved DaRE forest before the deletion")
+    member.add_argument(
+        "--delete", metavar="ROWS", help="ids of the rows to delete: 3,17,42, or @FILE (one a line)"
+    )
+    member.add_argument("--model", help="the spec's model to report on, or to delete from")
+    member.add_argument(
+        "--outside",
+        required=True,
+        metavar="CSV",
+        help="rows never in the forest's training set: a CSV of its features, in its order, "
+        "and a column `label` (0 or 1)",
+    )
+    member.add_argument(
+        "--seeds", type=int, default=5, metavar="N", help="games played, for the interval (5)"
+    )
+    member.add_argument(
+        "--shadows", type=int, default=4, metavar="N", help="shadow forests per game (default 4)"
+    )
+    member.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    member.add_argument("--json", action="store_true", help="print one JSON document")
+    member.set_defaults(parser=member)
+
+
 def check(args: argparse.Namespace) -> None:
     """Command-line mistakes are reported as such (usage, exit 2) before anything loads."""
     names = []
@@ -182,6 +211,9 @@ def check(args: argparse.Namespace) -> None:
             parse_address(args.scheduler)
         except ValueError as error:
             args.parser.error(f"argument --scheduler: {error}")
+    for option in ("seeds", "shadows"):
+        if getattr(args, option, 1) < 1:
+            args.parser.error(f"argument --{option}: must be at least 1")
     resume, jsonl = getattr(args, "resume", None), getattr(args, "jsonl", None)
     if resume and jsonl and Path(resume).resolve() != Path(jsonl).resolve():
         args.parser.error("argument --jsonl: --resume FILE appends to FILE; give one file")

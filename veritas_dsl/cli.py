@@ -294,6 +294,33 @@ def _leakage(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def _membership(args: argparse.Namespace) -> ExitCode:
+    from pathlib import Path
+
+    from veritas_dsl.unlearning import report as leakage_report
+    from veritas_dsl.unlearning.membership import membership
+    from veritas_dsl.unlearning.targets import is_spec, outside_rows, targets
+
+    ids = args.delete
+    if ids and not ids.startswith("@") and not all(p.strip().isdigit() for p in ids.split(",")):
+        args.parser.error(f"argument --delete: {ids!r} is not a list of row ids like 3,17 or @FILE")
+    found, pairs = [], targets(args.source, args.delete, args.model, args.trust_pickle)
+    X, y = outside_rows(Path(args.outside), pairs[0].before.n_features)
+    for target in pairs:
+        game = membership(target.before, [target.deleted()], X, y, args.seeds, args.shadows)
+        found.append((target.model, target.base, game))
+    if not is_spec(args.source):
+        document, text = found[0][2].to_dict(), leakage_report.render_membership(found[0][2])
+    else:
+        document = {"results": [{"model": m, "base": b, **g.to_dict()} for m, b, g in found]}
+        text = "\n\n".join(
+            f"models      {b} -> {m or 'its deletion'}\n{leakage_report.render_membership(g)}"
+            for m, b, g in found
+        )
+    print(json.dumps(document, indent=2) if args.json else text)
+    return ExitCode.OK
+
+
 def _fmt(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.editor.format import format_file
     from veritas_dsl.spec import spec_files
@@ -345,6 +372,7 @@ HANDLERS = {
     "compare": _compare,
     "inspect": _inspect,
     "leakage": _leakage,
+    "membership": _membership,
     "fmt": _fmt,
     "lsp": _lsp,
 }

@@ -2,8 +2,9 @@
 
 One package, one sub-package or module per layer (docs/layers.md): ``dare/`` the DaRE forest, its
 certificates and the models derived by ``delete`` and ``retrain`` (models); ``checking/`` the
-checker's part (language); ``leakage.py`` and ``adversary.py`` (running); ``report.py``
-(reports); ``targets.py`` (``ver leakage``'s inputs, an entry point).
+checker's part (language); ``leakage.py``, ``membership.py`` and ``adversary.py`` (running);
+``report.py`` (reports); ``targets.py`` (the inputs of ``ver leakage`` and ``ver membership``,
+an entry point).
 
 The public names load on first use (:mod:`veritas_dsl.exports`): a model file that is not a
 forest, read through this package's ``dare/``, compiles no forest kernels and starts no engine.
@@ -25,15 +26,19 @@ if TYPE_CHECKING:  # the public names: type checkers read them here, and so does
         worst_case,
     )
     from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
+    from veritas_dsl.unlearning.membership import Membership, MembershipError, membership
 
 __all__ = [
     "DareForest",
     "Leakage",
     "LeakageError",
+    "Membership",
+    "MembershipError",
     "UnstableError",
     "UnstableNode",
     "certified_fit",
     "leakage",
+    "membership",
     "worst_case",
     "worst_deletion",
 ]

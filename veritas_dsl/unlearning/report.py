@@ -1,5 +1,6 @@
-"""The table `ver leakage` prints: the anonymity set, then both extremes of the footprint with
-their boxes and the training rows (deleted ones among them) each box holds."""
+"""The tables `ver leakage` prints (the anonymity set, then both extremes of the footprint with
+their boxes and the training rows, deleted ones among them, each box holds) and `ver
+membership` prints (the attack's metrics per unlearning)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 
 from veritas_dsl.report.table import float32_text
 from veritas_dsl.unlearning.leakage import Extreme, Leakage
+from veritas_dsl.unlearning.membership import Membership
 
 #: Ids of a set shown before "... (n more)".
 SHOWN = 20
@@ -118,3 +120,25 @@ def spec_document(entries: list[tuple[str | None, str, Leakage]]) -> dict:
             {"model": model, "base": base, **found.to_dict()} for model, base, found in entries
         ]
     }
+
+
+def render_membership(found: Membership) -> str:
+    """`ver membership`'s table: per unlearning, each metric's mean over the seeds and its 95 %
+    interval across them."""
+    rows = "row" if len(found.deleted) == 1 else "rows"
+    lines = [
+        f"deleted     {_ids(found.deleted)} ({len(found.deleted)} {rows} in "
+        f"{found.batches} deletion{'s' if found.batches != 1 else ''})",
+        f"attacker    {found.shadows} shadow forests a game, {found.seeds} games (seeds); "
+        f"outside rows: {found.outside}, half scored, half the attacker's",
+        "metric      mean over the games [95 % interval across them]",
+    ]
+    names = {"auc": "AUC", "priaa": "PriAA", "advantage": "advantage", "probe_auc": "probe AUC"}
+    width = max(map(len, found.summary))
+    for name, metrics in found.summary.items():
+        cells = []
+        for metric, e in metrics.items():
+            spread = "" if e.low is None else f" [{e.low:.3f}, {e.high:.3f}]"
+            cells.append(f"{names[metric]} {e.mean:.3f}{spread}")
+        lines.append(f"{name:<{width}}  " + "; ".join(cells))
+    return "\n".join(lines)

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from veritas_dsl.data import DataError, read_row_ids
+import numpy as np
+
+from veritas_dsl.data import DataError, read_csv, read_row_ids
 from veritas_dsl.diagnostics import SPEC_SUFFIX, Diagnostic, Span, SpecError
 from veritas_dsl.errors import UserError
 from veritas_dsl.ir.query import Feature
@@ -37,6 +39,10 @@ class Target:
     after: DareForest
     features: tuple[Feature, ...] | None = None
     groups: tuple[tuple[int, ...], ...] = ()
+
+    def deleted(self) -> list[int]:
+        """The ids of the rows ``after`` forgot and ``before`` holds."""
+        return sorted(set(self.before.remaining().tolist()) - set(self.after.remaining().tolist()))
 
     def leakage(self, engine: str, timeout_s: float | None) -> Leakage:
         """:func:`~veritas_dsl.unlearning.leakage` of the pair, over the spec's domains."""
@@ -162,3 +168,32 @@ def file_ids(path: Path, forest: DareForest) -> list[int]:
     if problems:
         raise SpecError(problems)
     return [row.value for row in rows]
+
+
+def outside_rows(path: Path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """``ver membership --outside``'s rows and labels: a CSV whose column ``label`` holds 0 or
+    1 and whose other columns are the forest's features, in its order. A bad file is a
+    located diagnostic (V408)."""
+    try:
+        data = read_csv("outside", path)
+    except OSError as error:
+        reason = error.strerror or error
+        raise TargetError(f"cannot read the outside rows {path}: {reason}") from None
+    except DataError as error:
+        span = Span(error.path, error.line, error.column, error.line, error.column + error.width)
+        raise SpecError([Diagnostic("V408", error.message, span, help=error.help)]) from None
+    header = Span(str(path), 1, 1, 1, 2)
+    if "label" not in data.columns:
+        message = "no column `label`: name the column of the rows' labels (0 or 1) so"
+        raise SpecError([Diagnostic("V408", message, header)])
+    label = data.columns.index("label")
+    if len(data.columns) - 1 != n_features:
+        message = f"{len(data.columns) - 1} feature columns; the forest reads {n_features}"
+        raise SpecError([Diagnostic("V408", message, header)])
+    y = data.values[:, label]
+    bad = np.flatnonzero(~np.isin(y, (0, 1)))
+    if len(bad):
+        raise TargetError(
+            f"{path}: data row {bad[0] + 1} has label {y[bad[0]]:g}; labels must be 0 or 1"
+        )
+    return np.delete(data.values, label, axis=1), y.astype(np.int8)
