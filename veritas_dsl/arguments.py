@@ -91,9 +91,8 @@ def parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
 
-    _add_leakage(commands)
-    _add_membership(commands)
-    _add_editor(commands)
+    for add in (_add_leakage, _add_membership, _add_editor):
+        add(commands)
     return parser
 
 

@@ -317,7 +317,7 @@ def _membership(args: argparse.Namespace) -> ExitCode:
             f"models      {b} -> {m or 'its deletion'}\n{leakage_report.render_membership(g)}"
             for m, b, g in found
         )
-    print(json.dumps(document, indent=2) if args.json else text)
+    print(json.dumps(json_report.versioned(document), indent=2) if args.json else text)
     return ExitCode.OK
 
 

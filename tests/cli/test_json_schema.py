@@ -6,50 +6,26 @@ document does not depend on the verdicts."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
 import math
 from importlib.metadata import version
-from importlib.resources import files
 
 import pytest
 from jsonschema import Draft202012Validator
 from lang.specs import EXAMPLES, example_files
-from referencing import Registry, Resource
+from schema_files import FOLDER, NAMES, load, problems
 
-from veritas_dsl import cli
+from veritas_dsl import arguments, cli
 from veritas_dsl.outcome import KINDS, Verdict
 from veritas_dsl.report.json import SCHEMA
 from veritas_dsl.result import Solution, Termination
 from veritas_dsl.unlearning.leakage import Extreme
 
-#: Where an installed package keeps the schema files (package data, not the source tree).
-FOLDER = files("veritas_dsl.report") / "schema"
-NAMES = ("run", "check", "inspect", "leakage")
 #: Short: only the documents' shape is checked.
 TIMEOUT = "1"
-
-
-def load(name: str) -> dict:
-    return json.loads((FOLDER / f"{name}.schema.json").read_text())
-
-
-#: The files refer to each other by file name (``run.schema.json#/$defs/witness``), as they
-#: would for any validator that reads them side by side.
-REGISTRY = Registry().with_resources(
-    (f"{name}.schema.json", Resource.from_contents(load(name))) for name in NAMES
-)
-
-
-def problems(document, reference: str) -> list[str]:
-    """What makes ``document`` break the schema at ``reference`` (``run.schema.json``, or a
-    definition in it): the path of each error and its message."""
-    validator = Draft202012Validator({"$ref": reference}, registry=REGISTRY)
-    return [
-        f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
-        for error in validator.iter_errors(document)
-    ]
 
 
 def ver(*argv: str) -> tuple[int, str]:
@@ -168,3 +144,15 @@ def test_ver_version_prints_the_package_version(capsys):
         cli.main(["--version"])
     assert stop.value.code == 0
     assert capsys.readouterr().out == f"ver {version('veritas-dsl')}\n"
+
+
+def test_every_command_with_json_has_its_schema_file():
+    (commands,) = [
+        a for a in arguments.parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ]
+    with_json = {
+        name
+        for name, command in commands.choices.items()
+        if any("--json" in a.option_strings for a in command._actions)
+    }
+    assert with_json == set(NAMES)

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from schema_files import problems
 from sklearn.datasets import make_classification
 
 from veritas_dsl.cli import ExitCode, main
@@ -52,12 +53,17 @@ def test_json_shape_and_the_apis_numbers(folder, capsys):
             assert e["low"] <= e["mean"] <= e["high"]
     forest = DareForest.load(path / "forest.dare")
     api = membership(forest, [[5, 9]], X.astype(np.float32), y, seeds=2, shadows=4)
-    assert document == json.loads(json.dumps(api.to_dict()))
+    assert document == {"schema": 1, **json.loads(json.dumps(api.to_dict()))}
+    assert problems(document, "membership.schema.json") == []
 
 
 def test_table_and_spec(folder, capsys):
     path, _, _ = folder
-    assert _run(folder, str(path / "spec.ver"), "--seeds", "1", "--shadows", "1") == ExitCode.OK
+    spec = str(path / "spec.ver")
+    assert _run(folder, spec, "--seeds", "1", "--shadows", "1", "--json") == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)
+    assert problems(document, "membership.schema.json") == []  # one seed: no interval (null)
+    assert _run(folder, spec, "--seeds", "1", "--shadows", "1") == ExitCode.OK
     out = capsys.readouterr().out
     assert out.startswith("models      before -> after\ndeleted     5, 9 (2 rows in 1 deletion)")
     assert "\ndelete   AUC " in out and "\nretrain  AUC " in out
