@@ -14,7 +14,7 @@ import logging
 import time
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.query import Query
+from veritas_dsl.ir.query import Query, goal_terms
 from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
@@ -30,9 +30,15 @@ SHARED = Chain((CancelTrees(),))
 
 def check(engine: Engine, query: Query, limits: Limits) -> None:
     """Raise :class:`UnsupportedQuery` when ``engine`` lacks a construct of ``query`` or cannot
-    honour one of ``limits``, naming the engines that can."""
+    honour one of ``limits``, naming the engines that can, or when ``solutions`` are asked of a
+    query without an objective of model outputs to rank them."""
     registry.check_supports(engine, query)
     registry.check_limits(engine, limits)
+    if limits.solutions and not goal_terms(query.goal):
+        raise UnsupportedQuery(
+            f"query {query.name}: solutions = N ranks the values of an objective of model "
+            "outputs (maximize or minimize); this query has none"
+        )
 
 
 def solve(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from veritas_dsl.solvers.base import LIMITS, Availability, Capabilities
+from veritas_dsl.solvers.base import Availability, Capabilities
 from veritas_dsl.solvers.milp import gurobi, highs
 
 Driver = Literal["auto", "highs", "gurobi"]
@@ -26,8 +26,9 @@ SUPPORTED = frozenset(
 
 def capabilities(driver: Driver) -> Capabilities:
     """What the engine on ``driver`` answers and the limits it honours."""
-    # Steps are branch-and-bound nodes; only Gurobi has a memory limit.
-    limits = LIMITS if driver == "gurobi" else LIMITS - {"memory"}
+    # Steps are branch-and-bound nodes; only Gurobi has a memory limit. Not solutions (the N
+    # best would need no-good cuts on the leaf indicators and a solve per solution; not yet).
+    limits = frozenset({"timeout", "steps"} | ({"memory"} if driver == "gurobi" else set()))
     return Capabilities(constructs=SUPPORTED, limits=limits)
 
 

@@ -16,6 +16,7 @@ CAPABILITIES = Capabilities(
             "minimize_distance", "find", "prove", "hard_vote",
         }
     ),
+    limits=frozenset({"timeout", "solutions"}),
     lazy=False,
 )
 

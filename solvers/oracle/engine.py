@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.evaluate import goal_value, model_outputs, model_votes
+from veritas_dsl.ir.evaluate import goal_value, leaf_combination, model_outputs, model_votes
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     Ball,
@@ -81,8 +81,11 @@ class OracleEngine(ChainedEngine):
         start = time.monotonic()
         deadline = None if limits.timeout_s is None else start + limits.timeout_s
         known = _Known(*trivial_bounds(query))
+        stop = limits.stop
+        if limits.solutions:  # the N best, best first: the combinations are tried in that order
+            known.solutions, known.wanted, stop = {}, limits.solutions, None
         try:
-            result = self._solve(query, deadline, known, limits.stop)
+            result = self._solve(query, deadline, known, stop)
         except TimeoutError:
             result = _unknown(query, Termination.TIME_LIMIT, known)
         except _Settled:
@@ -145,8 +148,10 @@ class OracleEngine(ChainedEngine):
             witness = Witness(point.inputs, value)
             _check_outputs(query, point.inputs, combination)
             if distance_goal is None:
-                best = (key, witness)
-                break
+                best = best or (key, witness)
+                if known.enough(query, witness):
+                    break
+                continue
             lowest = min(lowest, point.lower)
             if best is None or value < best[1].value:
                 best = (value, witness)
@@ -165,6 +170,9 @@ class OracleEngine(ChainedEngine):
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
+        if known.solutions is not None:
+            result.witnesses = list(known.solutions.values())
+            result.solutions_proven = len(result.witnesses)
         if lower != value:
             result.message = (
                 "the closest float32 point the oracle found lies beyond the exact (real) optimum; "
@@ -260,6 +268,22 @@ class _Known:
     lower: float | None
     upper: float | None
     witness: Witness | None = None
+    #: With N solutions asked: the distinct ones found, by leaf combination, best first.
+    solutions: dict[tuple, Witness] | None = None
+    wanted: int = 1
+
+    def enough(self, query: Query, witness: Witness) -> bool:
+        """Whether the solutions found, ``witness`` the last (an objective's), are all that
+        was asked: one, or N distinct (:func:`~veritas_dsl.ir.evaluate.leaf_combination`)."""
+        if self.solutions is None:
+            return True
+        self.solutions.setdefault(leaf_combination(query, witness.inputs), witness)
+        first = next(iter(self.solutions.values())).value  # a bound once found
+        if maximizes(query.goal):
+            self.lower = first
+        else:
+            self.upper = first
+        return len(self.solutions) == self.wanted
 
     def tighten(self, query: Query, key: float) -> None:
         """Every combination before the one of sort key ``key`` is done: no better one has an
@@ -273,4 +297,8 @@ class _Known:
 
 def _unknown(query: Query, termination: Termination, known: _Known) -> Result:
     witnesses = [known.witness] if known.witness is not None else []
-    return Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)
+    result = Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)
+    if known.solutions is not None:  # each found before any better one: all proven in order
+        result.witnesses = list(known.solutions.values())
+        result.solutions_proven = len(result.witnesses)
+    return result

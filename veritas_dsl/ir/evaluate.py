@@ -190,6 +190,16 @@ def domain_violations(query: Query, inputs: Inputs) -> list[str]:
     return problems
 
 
+def leaf_combination(query: Query, inputs: Inputs) -> tuple[tuple[int, ...], ...]:
+    """What tells the solutions of an objective apart (``solutions = N``): the leaf the inputs
+    reach in every tree of every (model, instance) pair the objective reads, pairs in sorted
+    order. Two solutions are distinct when these differ; the objective's value is the same at
+    every input of one combination, so the N best values are those of N combinations."""
+    pairs = sorted({(a.model, a.instance) for t in goal_terms(query.goal) for a in t.atoms})
+    points = {i: as_point(inputs[i], query.n_features)[None] for i in query.instances}
+    return tuple(tuple(query.models[m].leaves(points[i])[0].tolist()) for m, i in pairs)
+
+
 def goal_value(goal, margins: Margins) -> float:
     """The value of an output goal (maximise or minimise a term, or the least or largest of
     several) at the model outputs ``margins``: each term by :func:`term_value`, then their
