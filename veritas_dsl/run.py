@@ -133,7 +133,9 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             timeout_s=choice.timeout_s if choice.timeout_s is not None else timeout,
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
-            stop=stop_rule(lowered, choice, options.to_optimum),
+            # the N best solutions run until they are proven: no checks stop them
+            stop=None if choice.solutions else stop_rule(lowered, choice, options.to_optimum),
+            solutions=choice.solutions,
         )
         try:
             registry.check_limits(engine, limits)
@@ -192,6 +194,9 @@ def solve(
     start = time.monotonic()
     try:
         result = run_engine(engine, lowered.query, limits, report, shared)
+        if limits.solutions:
+            note = result.solutions_note(limits.solutions)
+            result.message = "; ".join(m for m in (result.message, note) if m)
         if validate:
             result = validated(lowered, result)
     except UnsupportedQuery as error:
