@@ -170,9 +170,7 @@ class OracleEngine(ChainedEngine):
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
-        if known.solutions is not None:
-            result.witnesses = list(known.solutions.values())
-            result.solutions_proven = len(result.witnesses)
+        known.hand_over(result)
         if lower != value:
             result.message = (
                 "the closest float32 point the oracle found lies beyond the exact (real) optimum; "
@@ -278,17 +276,23 @@ class _Known:
         if self.solutions is None:
             return True
         self.solutions.setdefault(leaf_combination(query, witness.inputs), witness)
-        first = next(iter(self.solutions.values())).value  # a bound once found
-        if maximizes(query.goal):
-            self.lower = first
-        else:
-            self.upper = first
+        # the first found is the optimum (combinations come best first): both bounds
+        self.lower = self.upper = next(iter(self.solutions.values())).value
         return len(self.solutions) == self.wanted
+
+    def hand_over(self, result: Result) -> None:
+        """Give ``result`` the solutions found, when N were asked: each was found before any
+        worse one, so all are proven in order (a limit may leave fewer than N)."""
+        if self.solutions is not None:
+            result.witnesses = list(self.solutions.values())
+            result.solutions_proven = len(result.witnesses)
 
     def tighten(self, query: Query, key: float) -> None:
         """Every combination before the one of sort key ``key`` is done: no better one has an
         input (no box has a point closer than the best found or this box's distance)."""
         goal = query.goal
+        if self.solutions:  # the optimum is found: what comes after bounds only worse ones
+            return
         if maximizes(goal):
             self.upper = min(self.upper, -key)
         elif goal_terms(goal) or isinstance(goal, MinimizeDistance):
@@ -298,7 +302,5 @@ class _Known:
 def _unknown(query: Query, termination: Termination, known: _Known) -> Result:
     witnesses = [known.witness] if known.witness is not None else []
     result = Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)
-    if known.solutions is not None:  # each found before any better one: all proven in order
-        result.witnesses = list(known.solutions.values())
-        result.solutions_proven = len(result.witnesses)
+    known.hand_over(result)
     return result

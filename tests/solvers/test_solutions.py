@@ -231,3 +231,28 @@ def test_a_bad_solutions_option_is_a_located_error(
     assert code == ExitCode.ERROR
     assert f"top.ver:6:{column}" in err and message in err
     assert "Traceback" not in err
+
+
+def test_the_oracle_stopped_after_some_solutions_keeps_sound_bounds(monkeypatch):
+    # Ctrl-C after three points: those are the three best, in order, and the bounds are the
+    # optimum's (the combinations tried after the first bound only worse ones).
+    from veritas_dsl.solvers.oracle import engine as oracle_engine
+
+    query = one_model(random_forest(4, 3, 3, 1), Maximize(term()))
+    full = solve(OracleEngine(), query, Limits(solutions=10))
+    found = oracle_engine.find_point
+    points = []
+
+    def interrupted_after_three(*args, **kwargs):
+        if len(points) == 3:
+            raise KeyboardInterrupt
+        point = found(*args, **kwargs)
+        if point is not None:
+            points.append(point)
+        return point
+
+    monkeypatch.setattr(oracle_engine, "find_point", interrupted_after_three)
+    result = solve(OracleEngine(), query, Limits(solutions=10))
+    assert result.termination is Termination.INTERRUPTED
+    assert result.solutions_proven == 3 and values(result) == values(full)[:3]
+    assert result.lower == result.upper == full.lower
