@@ -46,11 +46,16 @@ class Capabilities:
     lazy : bool
         It may answer a query of many output constraints in rounds that add them as they are
         needed (:mod:`~veritas_dsl.solvers.lazy`). The oracle does not: it checks the rounds.
+    ranks : bool
+        It gives the N best distinct solutions itself (``solutions`` among its limits); an
+        engine that honours ``solutions`` without it solves again with no-goods
+        (:mod:`~veritas_dsl.solvers.nogoods`).
     """
 
     constructs: frozenset[str]
     limits: frozenset[str] = frozenset({"timeout"})
     lazy: bool = True
+    ranks: bool = False
 
     def __post_init__(self) -> None:
         unknown = (self.constructs - CONSTRUCTS) | (self.limits - LIMITS)

@@ -20,6 +20,7 @@ from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery, route
 from veritas_dsl.solvers.lazy import Lazy, lazily
+from veritas_dsl.solvers.nogoods import NoGoods
 
 logger = logging.getLogger("veritas_dsl")
 
@@ -77,6 +78,8 @@ def answer(
     before (``veritas_dsl.run.plan``, for every query of a run, before any runs)."""
     if lazily(engine, query, limits):
         engine = Lazy(engine)
+    if limits.solutions and not engine.capabilities.ranks:
+        engine = NoGoods(engine)
     start = time.monotonic()
     try:
         return route(engine, query, limits, progress, shared)

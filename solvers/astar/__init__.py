@@ -18,6 +18,7 @@ CAPABILITIES = Capabilities(
     ),
     limits=frozenset({"timeout", "steps", "memory", "solutions"}),
     lazy=False,  # its searches switch output constraints on themselves (BranchSearch)
+    ranks=True,  # the N best: the search cuts below the Nth best (nbest.py)
 )
 
 

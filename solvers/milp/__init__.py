@@ -26,10 +26,10 @@ SUPPORTED = frozenset(
 
 def capabilities(driver: Driver) -> Capabilities:
     """What the engine on ``driver`` answers and the limits it honours."""
-    # Steps are branch-and-bound nodes; only Gurobi has a memory limit. Not solutions (the N
-    # best would need no-good cuts on the leaf indicators and a solve per solution; not yet).
-    limits = frozenset({"timeout", "steps"} | ({"memory"} if driver == "gurobi" else set()))
-    return Capabilities(constructs=SUPPORTED, limits=limits)
+    # Steps are branch-and-bound nodes; only Gurobi has a memory limit. The N best solutions
+    # come from solving again with each one excluded (solvers/nogoods.py).
+    limits = {"timeout", "steps", "solutions"} | ({"memory"} if driver == "gurobi" else set())
+    return Capabilities(constructs=SUPPORTED, limits=frozenset(limits))
 
 
 def available(driver: Driver) -> Availability:

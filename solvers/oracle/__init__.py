@@ -18,6 +18,7 @@ CAPABILITIES = Capabilities(
     ),
     limits=frozenset({"timeout", "solutions"}),
     lazy=False,
+    ranks=True,  # its combinations come best first
 )
 
 

@@ -33,7 +33,7 @@ from veritas_dsl.ir import (
 )
 from veritas_dsl.ir.evaluate import goal_value, leaf_combination, model_outputs
 from veritas_dsl.ir.query import maximizes
-from veritas_dsl.result import Termination
+from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import anytime
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
@@ -65,10 +65,21 @@ def values(result) -> list[float]:
     return [w.value for w in result.witnesses]
 
 
-def assert_n_best(query: Query, n: int, astar=None, oracle=None) -> None:
-    """A*'s N best equal the oracle's, in order, distinct, each valid and of its value."""
-    astar = astar or solve(AStarEngine(), query, Limits(solutions=n))
-    oracle = oracle or solve(OracleEngine(), query, Limits(solutions=n))
+def engines(n: int):
+    """A* ranks its solutions itself; MILP (HiGHS) solves again with no-goods, one solve per
+    solution (only for a few: each solve takes longer than A* takes for all)."""
+    return [AStarEngine(), MilpEngine("milp", "highs")] if n <= 12 else [AStarEngine()]
+
+
+def assert_n_best(query: Query, n: int) -> None:
+    """Each engine's N best equal the oracle's, in order, distinct, each valid and of its
+    value."""
+    oracle = solve(OracleEngine(), query, Limits(solutions=n))
+    for engine in engines(n):
+        assert_same_n_best(query, n, solve(engine, query, Limits(solutions=n)), oracle)
+
+
+def assert_same_n_best(query: Query, n: int, astar, oracle) -> None:
     assert astar.termination is oracle.termination is Termination.OPTIMAL
     assert sorted(values(astar)) == pytest.approx(sorted(values(oracle)), rel=1e-9, abs=1e-12)
     assert len(astar.witnesses) == min(n, len(oracle.witnesses))
@@ -123,7 +134,9 @@ def test_fewer_than_n_exist_all_are_given_and_the_result_says_so():
     assert result.solutions_note(1000) == (
         f"only {len(result.witnesses)} distinct solutions exist (1000 asked)"
     )
-    assert_n_best(query, 1000, result, oracle)
+    assert_same_n_best(query, 1000, result, oracle)
+    milp = solve(MilpEngine("milp", "highs"), query, Limits(solutions=1000))
+    assert_same_n_best(query, 1000, milp, oracle)
 
 
 def test_a_limit_before_the_n_are_proven_says_how_many_are():
@@ -158,12 +171,13 @@ def test_property_astar_equals_brute_force_on_small_models(
     assert_n_best(one_model(model, (Maximize if maximise else Minimize)(term())), n)
 
 
-@pytest.mark.parametrize("engine", [SatEngine, MilpEngine], ids=["sat", "milp"])
-def test_an_engine_that_cannot_refuses_naming_those_that_can(engine):
+def test_an_engine_that_cannot_refuses_naming_those_that_can():
     query = one_model(random_forest(2, 2, 2, 3), Maximize(term()))
     with pytest.raises(UnsupportedQuery) as refusal:
-        solve(engine(), query, Limits(solutions=3))
-    assert str(refusal.value).endswith("cannot honour solutions; engines that can: oracle, astar")
+        solve(SatEngine(), query, Limits(solutions=3))
+    assert str(refusal.value).endswith(
+        "engine sat cannot honour solutions; engines that can: oracle, astar, milp, gurobi"
+    )
 
 
 def test_a_query_without_an_objective_has_nothing_to_rank():
@@ -185,21 +199,22 @@ def spec(tmp_path, engines: str, goal: str = "maximize m(x)") -> str:
 
 
 def test_ver_run_json_gives_the_n_best_of_each_engine(tmp_path, capsys):
-    path = spec(tmp_path, "astar(solutions = 6), oracle(solutions = 6)")
+    path = spec(tmp_path, "astar(solutions = 6), oracle(solutions = 6), milp(solutions = 6)")
     code = main(["run", path, "--json"])
     entry = json.loads(capsys.readouterr().out)["results"][0]
     assert code == ExitCode.OK
-    astar, oracle = entry["engines"]
-    for result in (astar, oracle):
+    astar, oracle, milp = entry["engines"]
+    for result in (astar, oracle, milp):
         assert result["solutions_proven"] == len(result["solutions"]) == 6
         found = [s["value"] for s in result["solutions"]]
         assert found == sorted(found, reverse=True) and found[0] == result["lower"]
         assert result["solutions"][0]["witness"] == result["witness"]
         points = [tuple(s["witness"]["x"].values()) for s in result["solutions"]]
         assert len(set(points)) == 6
-    assert [s["value"] for s in astar["solutions"]] == pytest.approx(
-        [s["value"] for s in oracle["solutions"]]
-    )
+    for result in (astar, milp):
+        assert [s["value"] for s in result["solutions"]] == pytest.approx(
+            [s["value"] for s in oracle["solutions"]]
+        )
 
 
 def test_ver_run_prints_each_solution(tmp_path, capsys):
@@ -256,3 +271,27 @@ def test_the_oracle_stopped_after_some_solutions_keeps_sound_bounds(monkeypatch)
     assert result.termination is Termination.INTERRUPTED
     assert result.solutions_proven == 3 and values(result) == values(full)[:3]
     assert result.lower == result.upper == full.lower
+
+
+def test_milp_stopped_by_a_limit_on_a_later_solve_keeps_the_ones_before(monkeypatch):
+    from veritas_dsl.solvers import nogoods
+
+    query = one_model(random_forest(4, 3, 3, 2), Maximize(term()))
+    full = solve(MilpEngine("milp", "highs"), query, Limits(solutions=6))
+    solves, route = [], nogoods.route
+
+    def third_runs_out_of_time(engine, q, limits, progress=None):
+        solves.append(q)
+        if len(solves) == 3:
+            lower, upper = full.lower - 1, full.upper  # bounds of what the no-goods left
+            return Result(q.name, engine.name, Termination.TIME_LIMIT, lower, upper)
+        return route(engine, q, limits, progress)
+
+    monkeypatch.setattr(nogoods, "route", third_runs_out_of_time)
+    result = solve(MilpEngine("milp", "highs"), query, Limits(solutions=6))
+    assert result.termination is Termination.TIME_LIMIT
+    assert result.solutions_proven == 2 and values(result) == values(full)[:2]
+    assert (result.lower, result.upper) == (full.lower, full.upper)  # the first solve's
+    assert result.solutions_note(6) == (
+        "the first 2 of 2 solutions found are proven in order (6 asked)"
+    )
