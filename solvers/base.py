@@ -86,7 +86,7 @@ class Limits:
     stop early once its bounds reach it (termination ``decided``): it is no limit an engine may
     refuse, since running on to the optimum gives the same verdict. ``solutions``, when given,
     asks for the N best distinct solutions of an objective, best first, in the Result's
-    witnesses (:func:`veritas_dsl.ir.evaluate.leaf_combination` says what distinct means); the
+    witnesses (:func:`veritas_dsl.ir.distinct.leaf_combination` says what distinct means); the
     engine then runs until they are proven, whatever ``stop`` says."""
 
     timeout_s: float | None = None

@@ -1,6 +1,6 @@
 """The N best distinct solutions (``solutions = N``) from an exact engine that finds one optimum:
 solve, then solve again with that solution's leaf combination excluded (a no-good: the inputs
-lie outside the box of inputs reaching the same leaves, :func:`~veritas_dsl.ir.evaluate.
+lie outside the box of inputs reaching the same leaves, :func:`~veritas_dsl.ir.distinct.
 elsewhere`), N times or until nothing is left.
 
 Each solve is exact, so the optima come best first and each is the best of what the ones before
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from veritas_dsl.ir.evaluate import elsewhere
+from veritas_dsl.ir.distinct import elsewhere
 from veritas_dsl.ir.query import Query
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.base import ALONE, Availability, Capabilities, Engine, Limits, route

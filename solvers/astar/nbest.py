@@ -8,7 +8,8 @@ best), so the search ends once no open state can improve the N: they are then th
 
 from __future__ import annotations
 
-from veritas_dsl.ir.evaluate import Inputs, leaf_combination
+from veritas_dsl.ir.distinct import counted_trees, leaf_combination
+from veritas_dsl.ir.evaluate import Inputs
 from veritas_dsl.ir.query import Query
 from veritas_dsl.result import Witness
 from veritas_dsl.solvers.astar import kernels as K
@@ -18,18 +19,20 @@ from veritas_dsl.solvers.astar.problem import Problem
 
 class Pool:
     """The best ``wanted`` distinct solutions found so far, by leaf combination
-    (:func:`~veritas_dsl.ir.evaluate.leaf_combination`), each with its value (max form)."""
+    (:func:`~veritas_dsl.ir.distinct.leaf_combination`), each with its value (max form)."""
 
     def __init__(self, wanted: int, problems: list[Problem]) -> None:
         self.wanted = wanted
         self.found: dict[tuple, tuple[float, Witness]] = {}
+        self.trees: dict[int, list] = {}  # per branch query (alive for the run): its trees
         for problem in problems:  # the kernels leave the incumbent to the loop (cut below)
             problem.params[K.P_SOLUTIONS] = wanted
 
     def add(self, query: Query, inputs: Inputs, value: float) -> bool:
         """Keep the point ``inputs`` of ``query``, of value ``value``, when its combination is
         new and among the best ``wanted``; whether the Nth best value rose."""
-        key = leaf_combination(query, inputs)
+        trees = self.trees.setdefault(id(query), counted_trees(query))
+        key = leaf_combination(query, inputs, trees)
         if key in self.found:
             return False  # another complete state of the same leaves (its value is the same)
         before = self.cut()

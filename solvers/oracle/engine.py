@@ -18,7 +18,8 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.evaluate import goal_value, leaf_combination, model_outputs, model_votes
+from veritas_dsl.ir.distinct import leaf_combination
+from veritas_dsl.ir.evaluate import goal_value, model_outputs, model_votes
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
     Ball,
@@ -272,7 +273,7 @@ class _Known:
 
     def enough(self, query: Query, witness: Witness) -> bool:
         """Whether the solutions found, ``witness`` the last (an objective's), are all that
-        was asked: one, or N distinct (:func:`~veritas_dsl.ir.evaluate.leaf_combination`)."""
+        was asked: one, or N distinct (:func:`~veritas_dsl.ir.distinct.leaf_combination`)."""
         if self.solutions is None:
             return True
         self.solutions.setdefault(leaf_combination(query, witness.inputs), witness)

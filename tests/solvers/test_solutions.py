@@ -1,7 +1,7 @@
 """``solutions = N``: the N best distinct solutions of an objective, best first (issue 40).
 
 Distinct means another leaf combination of the trees the objective reads
-(:func:`~veritas_dsl.ir.evaluate.leaf_combination`). The brute-force oracle tries the leaf
+(:func:`~veritas_dsl.ir.distinct.leaf_combination`). The brute-force oracle tries the leaf
 combinations from the best value down, so its first N distinct ones are the reference: A* must
 give the same values (as a multiset: ties come in any order), in order, each witness distinct
 and valid on the model, with bounds that stay the optimum's.
@@ -31,7 +31,8 @@ from veritas_dsl.ir import (
     Query,
     Tie,
 )
-from veritas_dsl.ir.evaluate import goal_value, leaf_combination, model_outputs
+from veritas_dsl.ir.distinct import counted_trees, leaf_combination
+from veritas_dsl.ir.evaluate import goal_value, model_outputs
 from veritas_dsl.ir.query import maximizes
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import anytime
@@ -115,6 +116,28 @@ def test_a_constraints_trees_do_not_make_solutions_distinct():
     constraint = OutputConstraint(term("c"), ">=", 0.0)
     query = one_model(m, Maximize(term()), (constraint,), models={"m": m, "c": c})
     assert_n_best(query, 12)
+
+
+def splits_on(model, tree: int, feature: int) -> bool:
+    nodes = slice(model.tree_offsets[tree], model.tree_offsets[tree + 1])
+    return feature in model.feature[nodes]
+
+
+def test_a_tree_that_cancels_between_tied_instances_does_not_count():
+    # m(y) - m(x) with x and y tied but on feature 0: a tree that does not test feature 0 adds
+    # the same leaf twice with opposite signs. Counted, it would repeat each value once per
+    # leaf of it (A* leaves such trees out of its search, as they add nothing).
+    m = next(
+        model
+        for model in (random_forest(4, 2, 3, seed) for seed in range(100))
+        if 0 < sum(splits_on(model, t, 0) for t in range(model.n_trees)) < model.n_trees
+    )
+    gap = OutputTerm((OutputAtom(1.0, "m", "y", 0), OutputAtom(-1.0, "m", "x", 0)))
+    ties = tuple(Tie("x", "y", f) for f in (1, 2))
+    query = one_model(m, Maximize(gap), ties, ("x", "y"))
+    counted = {tree for _, _, tree in counted_trees(query)}
+    assert counted == {t for t in range(m.n_trees) if splits_on(m, t, 0)}
+    assert_n_best(query, 9)
 
 
 def test_two_instances_and_a_worst_of():

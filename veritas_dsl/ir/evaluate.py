@@ -14,7 +14,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.float32 import next_down, next_up
 from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.query import (
     AnyOf,
@@ -189,46 +188,6 @@ def domain_violations(query: Query, inputs: Inputs) -> list[str]:
             elif feature.kind is DomainKind.BOOL and v not in (0.0, 1.0):
                 problems.append(f"{instance}.{feature.name} = {v} is not 0 or 1")
     return problems
-
-
-def leaf_combination(query: Query, inputs: Inputs) -> tuple[tuple[int, ...], ...]:
-    """What tells the solutions of an objective apart (``solutions = N``): the leaf the inputs
-    reach in every tree of every (model, instance) pair the objective reads, pairs in sorted
-    order. Two solutions are distinct when these differ; the objective's value is the same at
-    every input of one combination, so the N best values are those of N combinations."""
-    pairs = sorted({(a.model, a.instance) for t in goal_terms(query.goal) for a in t.atoms})
-    points = {i: as_point(inputs[i], query.n_features)[None] for i in query.instances}
-    return tuple(tuple(query.models[m].leaves(points[i])[0].tolist()) for m, i in pairs)
-
-
-def elsewhere(query: Query, inputs: Inputs) -> AnyOf | None:
-    """The constraint that the inputs reach another :func:`leaf_combination` than ``inputs``
-    does: the inputs reaching the same leaves form a box (the paths' conditions, on every
-    instance the objective reads), so another combination is a coordinate outside it. None
-    when the box holds every input (each tree the objective reads has one leaf)."""
-    pairs = {(a.model, a.instance) for t in goal_terms(query.goal) for a in t.atoms}
-    box = {}  # (instance, feature): closed float32 bounds of the box
-    for model_name, instance in sorted(pairs):
-        model = query.models[model_name]
-        point = as_point(inputs[instance], query.n_features)
-        for root in model.roots:
-            node = int(root)
-            while model.feature[node] >= 0:
-                f, threshold = int(model.feature[node]), float(model.threshold[node])
-                lo, hi = box.get((instance, f), (-math.inf, math.inf))
-                if point[f] < threshold:  # XGBoost's rule: x < t goes left
-                    box[instance, f] = (lo, min(hi, next_down(threshold)))
-                    node = int(model.left[node])
-                else:
-                    box[instance, f] = (max(lo, threshold), hi)
-                    node = int(model.right[node])
-    sides = []
-    for (instance, f), (lo, hi) in sorted(box.items()):
-        if lo > -math.inf:
-            sides.append((Interval(instance, f, hi=next_down(lo)),))
-        if hi < math.inf:
-            sides.append((Interval(instance, f, lo=next_up(hi)),))
-    return AnyOf(tuple(sides)) if sides else None
 
 
 def goal_value(goal, margins: Margins) -> float:
