@@ -277,7 +277,8 @@ def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progre
         return checks
     if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
         return checks
-    find = dataclasses.replace(limits, stop=None)  # the premise is a find: no bounds settle it
+    # the premise is a find: no bounds settle it, and it has no values to rank
+    find = dataclasses.replace(limits, stop=None, solutions=None)
     satisfiable, why = _premise(run.lowered, box, run.result, find, progress)
     return [_qualify(c, satisfiable, why) for c in checks]
 

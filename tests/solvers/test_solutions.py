@@ -318,3 +318,21 @@ def test_milp_stopped_by_a_limit_on_a_later_solve_keeps_the_ones_before(monkeypa
     assert result.solutions_note(6) == (
         "the first 2 of 2 solutions found are proven in order (6 asked)"
     )
+
+
+def test_an_infeasible_query_checks_its_premise_without_asking_it_for_solutions(tmp_path, capsys):
+    # No input reaches m(x) >= 1000, so `expect upper <= 0` holds if some input meets the
+    # linear condition, which the static box cannot tell: a find of it decides, and a find
+    # has no solutions to rank.
+    random_forest(4, 3, 3, 7).save(tmp_path / "forest.json")
+    path = tmp_path / "none.ver"
+    path.write_text(
+        'model m = ensemble "forest.json"\n'
+        "query top {\n  input x\n  where x.f0 + x.f1 >= 1\n  where m(x) >= 1000\n"
+        "  maximize m(x)\n  expect upper <= 0\n  solve with astar(solutions = 3)\n}\n"
+    )
+    code = main(["run", str(path), "--json"])
+    entry = json.loads(capsys.readouterr().out)["results"][0]
+    assert entry["status"] == "infeasible" and entry["solutions"] == []
+    assert [c["verdict"] for c in entry["checks"]] == ["holds"]
+    assert code == ExitCode.OK
