@@ -46,11 +46,16 @@ class Capabilities:
     lazy : bool
         It may answer a query of many output constraints in rounds that add them as they are
         needed (:mod:`~veritas_dsl.solvers.lazy`). The oracle does not: it checks the rounds.
+    ranks : bool
+        It gives the N best distinct solutions itself (``solutions`` among its limits); an
+        engine that honours ``solutions`` without it solves again with no-goods
+        (:mod:`~veritas_dsl.solvers.nogoods`).
     """
 
     constructs: frozenset[str]
     limits: frozenset[str] = frozenset({"timeout"})
     lazy: bool = True
+    ranks: bool = False
 
     def __post_init__(self) -> None:
         unknown = (self.constructs - CONSTRUCTS) | (self.limits - LIMITS)
@@ -58,8 +63,9 @@ class Capabilities:
             raise ValueError(f"unknown constructs or limits {sorted(unknown)}")
 
 
-#: The limits a spec can ask of an engine (the options of ``solve with``).
-LIMITS = frozenset({"timeout", "steps", "memory"})
+#: The limits a spec can ask of an engine (the options of ``solve with``); ``solutions`` asks
+#: for the N best distinct solutions (:attr:`Limits.solutions`), which an engine may not give.
+LIMITS = frozenset({"timeout", "steps", "memory", "solutions"})
 
 
 class Stop(Protocol):
@@ -78,17 +84,22 @@ class Stop(Protocol):
 class Limits:
     """Resource limits of one solve; None means unlimited. ``stop``, when given, lets the engine
     stop early once its bounds reach it (termination ``decided``): it is no limit an engine may
-    refuse, since running on to the optimum gives the same verdict."""
+    refuse, since running on to the optimum gives the same verdict. ``solutions``, when given,
+    asks for the N best distinct solutions of an objective, best first, in the Result's
+    witnesses (:func:`veritas_dsl.ir.distinct.leaf_combination` says what distinct means); the
+    engine then runs until they are proven, whatever ``stop`` says."""
 
     timeout_s: float | None = None
     max_steps: int | None = None
     max_memory_bytes: int | None = None
     stop: Stop | None = None
+    solutions: int | None = None
 
     def asked(self) -> frozenset[str]:
         """The names (from :data:`LIMITS`) of the limits set."""
         values = {"timeout": self.timeout_s, "steps": self.max_steps}
         values["memory"] = self.max_memory_bytes
+        values["solutions"] = self.solutions
         return frozenset(name for name, value in values.items() if value is not None)
 
 

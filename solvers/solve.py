@@ -14,12 +14,13 @@ import logging
 import time
 
 from veritas_dsl.ir.bounds import trivial_bounds
-from veritas_dsl.ir.query import Query
+from veritas_dsl.ir.query import Query, goal_terms
 from veritas_dsl.ir.reductions import CancelTrees, Chain
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Engine, Limits, UnsupportedQuery, route
 from veritas_dsl.solvers.lazy import Lazy, lazily
+from veritas_dsl.solvers.nogoods import NoGoods
 
 logger = logging.getLogger("veritas_dsl")
 
@@ -30,9 +31,15 @@ SHARED = Chain((CancelTrees(),))
 
 def check(engine: Engine, query: Query, limits: Limits) -> None:
     """Raise :class:`UnsupportedQuery` when ``engine`` lacks a construct of ``query`` or cannot
-    honour one of ``limits``, naming the engines that can."""
+    honour one of ``limits``, naming the engines that can, or when ``solutions`` are asked of a
+    query without an objective of model outputs to rank them."""
     registry.check_supports(engine, query)
     registry.check_limits(engine, limits)
+    if limits.solutions and not goal_terms(query.goal):
+        raise UnsupportedQuery(
+            f"query {query.name}: solutions = N ranks the values of an objective of model "
+            "outputs (maximize or minimize); this query has none"
+        )
 
 
 def solve(
@@ -71,6 +78,8 @@ def answer(
     before (``veritas_dsl.run.plan``, for every query of a run, before any runs)."""
     if lazily(engine, query, limits):
         engine = Lazy(engine)
+    if limits.solutions and not engine.capabilities.ranks:
+        engine = NoGoods(engine)
     start = time.monotonic()
     try:
         return route(engine, query, limits, progress, shared)

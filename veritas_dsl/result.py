@@ -105,7 +105,8 @@ class Result:
         upper``; ``-inf`` for both when a maximisation is infeasible, ``+inf`` when a
         minimisation is). None for find and prove goals.
     witnesses : list of Witness
-        Concrete inputs found; the first is the best. For prove, counterexamples.
+        Concrete inputs found; the first is the best. For prove, counterexamples. With
+        ``solutions = N`` asked, up to N distinct solutions, best first, each with its value.
     trace : list of TracePoint
         How the bounds moved over time.
     stats : dict
@@ -117,6 +118,10 @@ class Result:
     error : BaseException or None
         The exception of an ``error`` Result, when the engine raised one (with its traceback,
         for a caller to inspect; not compared, and not sent between processes).
+    solutions_proven : int or None
+        With ``solutions = N`` asked (``Limits.solutions``): how many of :attr:`witnesses`,
+        from the first, are proven to be the best distinct solutions in order (ties in any
+        order); all of them once the engine finished. None when no solutions were asked.
     """
 
     query: str
@@ -130,6 +135,7 @@ class Result:
     time_s: float = 0.0
     message: str = ""
     error: BaseException | None = field(default=None, compare=False, repr=False)
+    solutions_proven: int | None = None
 
     @property
     def solution(self) -> Solution:
@@ -153,6 +159,16 @@ class Result:
         # An exception may not survive pickling (``--jobs`` workers send Results back): keep
         # its text only, which ``message`` already holds.
         return {**self.__dict__, "error": None}
+
+    def solutions_note(self, asked: int) -> str:
+        """What a Result of ``solutions = asked`` says of its solutions, or "" when it holds
+        the ``asked`` best, proven: fewer exist, or a limit came before they were proven."""
+        found, proven = len(self.witnesses), self.solutions_proven
+        if proven is None or found == proven == asked or self.solution is Solution.INFEASIBLE:
+            return ""
+        if proven == found and self.exact:
+            return f"only {found} distinct solutions exist ({asked} asked)"
+        return f"the first {proven} of {found} solutions found are proven in order ({asked} asked)"
 
     @property
     def gap(self) -> float | None:

@@ -133,7 +133,9 @@ def choose_engines(lowered: Lowered, options: RunOptions) -> list[tuple[str, Lim
             timeout_s=choice.timeout_s if choice.timeout_s is not None else timeout,
             max_steps=choice.max_steps,
             max_memory_bytes=choice.max_memory_bytes,
-            stop=stop_rule(lowered, choice, options.to_optimum),
+            # the N best solutions run until they are proven: no checks stop them
+            stop=None if choice.solutions else stop_rule(lowered, choice, options.to_optimum),
+            solutions=choice.solutions,
         )
         try:
             registry.check_limits(engine, limits)
@@ -192,6 +194,9 @@ def solve(
     start = time.monotonic()
     try:
         result = run_engine(engine, lowered.query, limits, report, shared)
+        if limits.solutions:
+            note = result.solutions_note(limits.solutions)
+            result.message = "; ".join(m for m in (result.message, note) if m)
         if validate:
             result = validated(lowered, result)
     except UnsupportedQuery as error:
@@ -272,7 +277,8 @@ def _mind_the_premise(run: QueryRun, checks: list[Check], limits: Limits, progre
         return checks
     if not box.empty and (found or all(c.verdict is not Verdict.HOLDS for c in checks)):
         return checks
-    find = dataclasses.replace(limits, stop=None)  # the premise is a find: no bounds settle it
+    # the premise is a find: no bounds settle it, and it has no values to rank
+    find = dataclasses.replace(limits, stop=None, solutions=None)
     satisfiable, why = _premise(run.lowered, box, run.result, find, progress)
     return [_qualify(c, satisfiable, why) for c in checks]
 

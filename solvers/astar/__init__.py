@@ -4,7 +4,7 @@ What it answers and whether it can run here are declared in this light module, w
 reads without importing Numba or the engine (:mod:`.engine`).
 """
 
-from veritas_dsl.solvers.base import LIMITS, Availability, Capabilities
+from veritas_dsl.solvers.base import Availability, Capabilities
 
 CAPABILITIES = Capabilities(
     # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet.
@@ -16,8 +16,9 @@ CAPABILITIES = Capabilities(
             "minimize_distance", "find", "prove",
         }
     ),
-    limits=LIMITS,
+    limits=frozenset({"timeout", "steps", "memory", "solutions"}),
     lazy=False,  # its searches switch output constraints on themselves (BranchSearch)
+    ranks=True,  # the N best: the search cuts below the Nth best (nbest.py)
 )
 
 

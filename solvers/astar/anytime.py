@@ -27,6 +27,7 @@ from veritas_dsl.solvers.astar.bisection import (
     find_within,
     probe_for_ball,
 )
+from veritas_dsl.solvers.astar.nbest import Pool
 from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress, run_stats
 from veritas_dsl.solvers.astar.problem import Plan, Problem
 from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, REPAIR_SHARE, Repairer, repair_bytes
@@ -54,7 +55,8 @@ PROGRESS_SECONDS = 0.1
 
 
 class Run:
-    """One solve: ``problems`` (one per branch), the ``plan``, limits and the progress hook."""
+    """One solve: ``problems`` (one per branch), the ``plan``, limits and the progress hook;
+    ``solutions``: the N best distinct solutions asked of a maximisation (:mod:`.nbest`)."""
 
     def __init__(
         self,
@@ -67,6 +69,7 @@ class Run:
         progress: Callable[[Progress], None] | None,
         bisect_linf: bool = True,
         stop: Stop | None = None,
+        solutions: int | None = None,
     ) -> None:
         self.problems = problems
         self.plan = plan
@@ -76,6 +79,7 @@ class Run:
         self.memory_limit = memory_limit
         self.progress = progress
         self.stop = stop  # stop early once the bounds settle it (Limits.stop)
+        self.pool = Pool(solutions, problems) if solutions else None
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
         self.bisect = [
@@ -294,11 +298,11 @@ class Run:
             self.retired["created"] += int(search.ctx[K.C_PUSHED])
             self.retired["pruned"] += int(search.ctx[K.C_PRUNED])
             self.retired["peak"] = max(self.retired["peak"], search.live_peak)
-            self._note_switched(b, search)
+            self.note_switched(b, search)
             self.searches[b] = None
         self.probe_bytes = 0
 
-    def _note_switched(self, b: int, search: BranchSearch) -> None:
+    def note_switched(self, b: int, search: BranchSearch) -> None:
         lazy = len(search.problem.lazy)
         if lazy:
             self.switched[b] = (lazy - len(search.off_constraints()), lazy)
@@ -339,7 +343,7 @@ class Run:
             return
         if search.problem.params[K.P_MODE] == K.MODE_FIND:
             self.probe_found = True  # a bisection probe: it stops at its first point
-        elif not solution.verified:
+        elif not (solution.verified or self.pool):
             search.raise_incumbent(solution.key)
         if plan.mode == K.MODE_DISTANCE:
             goal = plan.distance
@@ -351,13 +355,15 @@ class Run:
             shown = min(term_value(term, margins) for term in plan.objectives)
             value = shown
             improved = self.best is None or value > self.best
+            if self.pool is not None and self.pool.add(problem.query, inputs, value):
+                self._share_best()
         if improved:
             self.best = value
             self.witness = Witness(inputs, shown)
             # Not while constraints are off: a repaired point must meet them all, so every
             # move walks every variant's trees (a family of 50: 13 % slower with the repairs).
             searching = search.problem.params[K.P_MODE] != K.MODE_FIND
-            if searching and not repaired and not search.problem.lazy:
+            if searching and not (repaired or search.problem.lazy or self.pool):
                 self.to_repair = (b, search, inputs)
             self._share_best()
 
@@ -384,15 +390,19 @@ class Run:
             self._accept(b, search, better, repaired=True)
 
     def _share_best(self) -> None:
-        """Let every branch cut the states that cannot beat the best value found."""
+        """Let every branch cut the states that cannot beat the best value found (the Nth best,
+        when N are asked)."""
+        best = self.best if self.pool is None else self.pool.cut()
+        if best is None:
+            return
         for problem, search in zip(self.problems, self.searches, strict=True):
             if search is None or search.problem.params[K.P_MODE] != self.plan.mode:
                 continue
             if self.plan.mode == K.MODE_DISTANCE:
-                search.raise_incumbent(-int(K.encode_distance(self.best)))
+                search.raise_incumbent(-int(K.encode_distance(best)))
             else:
-                target = (Fraction(self.best) - problem.term_constant[0]) * Fraction(problem.scale)
-                slack = math.ceil(_objective_slack(problem) * problem.scale) + 1
+                target = (Fraction(best) - problem.term_constant[0]) * Fraction(problem.scale)
+                slack = math.ceil(problem.objective_slack * problem.scale) + 1
                 search.raise_incumbent(math.floor(target) - slack)
 
     # -- bounds ---------------------------------------------------------------------------
@@ -416,7 +426,7 @@ class Run:
                 bounds.append(K.decode_distance(-key))
             else:
                 exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
-                bounds.append(float(exact) + _objective_slack(problem))
+                bounds.append(float(exact) + problem.objective_slack)
         if not bounds:
             return None
         return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)
@@ -479,17 +489,8 @@ class Run:
         if self.progress is not None:
             self.progress(self._progress(now, lower, upper))
         stats = run_stats(self, self._expanded(), now)
-        for b, search in enumerate(self.searches):
-            if search is not None:
-                self._note_switched(b, search)
-        if self.switched:  # the output constraints switched on, of those the searches began without
-            on, lazy = (sum(n) for n in zip(*self.switched.values(), strict=True))
-            stats["lazy_constraints"] = f"{on}/{lazy}"
-        return Outcome(termination, self.witness, self.trace, stats, lower, upper)
+        outcome = Outcome(termination, self.witness, self.trace, stats, lower, upper)
+        if self.pool is not None:
+            self.pool.report(outcome, self._open_bound())
+        return outcome
 
-
-def _objective_slack(problem: Problem) -> float:
-    """The float64 rounding a maximised value may hide: the largest slack of the objectives
-    (one term, or the terms of a min, whose key is their least bound)."""
-    n = len(problem.plan.objectives)
-    return max(problem.term_slack_value[:n], default=0.0)

@@ -171,7 +171,8 @@ class AStarEngine(ChainedEngine):
         memory = limits.max_memory_bytes or _default_memory()
         run = Run(
             problems, plan, start, limits.timeout_s, limits.max_steps, memory, progress,
-            bisect_linf=self.linf_distance == "bisect", stop=limits.stop,
+            bisect_linf=self.linf_distance == "bisect",
+            stop=None if limits.solutions else limits.stop, solutions=limits.solutions,
         )  # fmt: skip
         outcome = run.run()
         lower, upper = outcome.lower, outcome.upper
@@ -191,6 +192,8 @@ class AStarEngine(ChainedEngine):
             stats=stats,
             time_s=time.monotonic() - start,
         )
+        if outcome.solutions is not None:  # the N best asked: best first, the best one first
+            result.witnesses, result.solutions_proven = outcome.solutions, outcome.proven
         if outcome.termination is Termination.MEMORY_LIMIT:
             result.message = f"stopped at the memory limit of {memory} bytes"
         return within_trivial(query, result)

@@ -30,7 +30,8 @@ class InternalError(AssertionError):
 @dataclass
 class Outcome:
     """What the loop found: why it stopped, the best witness, the trace and the bounds in the
-    goal's own sense, and statistics."""
+    goal's own sense, and statistics; with N solutions asked, the best distinct ones found,
+    best first, and how many of them, from the first, are proven (:mod:`.nbest`)."""
 
     termination: Termination
     witness: Witness | None = None
@@ -38,13 +39,15 @@ class Outcome:
     stats: dict = field(default_factory=dict)
     lower: float | None = None
     upper: float | None = None
+    solutions: list[Witness] | None = None
+    proven: int | None = None
 
 
 def run_stats(run, expanded: int, now: float) -> dict:
     """The statistics of the loop ``run`` (an :class:`.anytime.Run`) stopped ``now`` seconds in,
     having expanded ``expanded`` states."""
     searches = [s for s in run.searches if s is not None]
-    return {
+    stats = {
         "states_expanded": expanded,
         "states_created": sum(int(s.ctx[K.C_PUSHED]) for s in searches) + run.retired["created"],
         "states_pruned": sum(int(s.ctx[K.C_PRUNED]) for s in searches) + run.retired["pruned"],
@@ -61,3 +64,10 @@ def run_stats(run, expanded: int, now: float) -> dict:
         "kernel_calls": run.calls,
         "exact_units": int(all(p.exact_units for p in run.problems)),
     }
+    for b, search in enumerate(run.searches):
+        if search is not None:
+            run.note_switched(b, search)
+    if run.switched:  # the output constraints switched on, of those the searches began without
+        on, lazy = (sum(n) for n in zip(*run.switched.values(), strict=True))
+        stats["lazy_constraints"] = f"{on}/{lazy}"
+    return stats

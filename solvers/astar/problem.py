@@ -140,6 +140,12 @@ class Problem:
         accounting asks for it between kernel calls)."""
         return int(np.diff(self.cell_ptr).max(initial=0))
 
+    @property
+    def objective_slack(self) -> float:
+        """The float64 rounding a maximised value may hide: the largest slack of the objectives
+        (one term, or the terms of a min, whose key is their least bound)."""
+        return max(self.term_slack_value[: len(self.plan.objectives)], default=0.0)
+
     def nbytes(self) -> int:
         """Bytes held by the static arrays."""
         arrays = [self.cell_ptr, self.cell_lo, self.cell_hi, self.root, self.params]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from veritas_dsl.solvers.base import LIMITS, Availability, Capabilities
+from veritas_dsl.solvers.base import Availability, Capabilities
 from veritas_dsl.solvers.milp import gurobi, highs
 
 Driver = Literal["auto", "highs", "gurobi"]
@@ -26,9 +26,10 @@ SUPPORTED = frozenset(
 
 def capabilities(driver: Driver) -> Capabilities:
     """What the engine on ``driver`` answers and the limits it honours."""
-    # Steps are branch-and-bound nodes; only Gurobi has a memory limit.
-    limits = LIMITS if driver == "gurobi" else LIMITS - {"memory"}
-    return Capabilities(constructs=SUPPORTED, limits=limits)
+    # Steps are branch-and-bound nodes; only Gurobi has a memory limit. The N best solutions
+    # come from solving again with each one excluded (solvers/nogoods.py).
+    limits = {"timeout", "steps", "solutions"} | ({"memory"} if driver == "gurobi" else set())
+    return Capabilities(constructs=SUPPORTED, limits=frozenset(limits))
 
 
 def available(driver: Driver) -> Availability:

@@ -16,7 +16,9 @@ CAPABILITIES = Capabilities(
             "minimize_distance", "find", "prove", "hard_vote",
         }
     ),
+    limits=frozenset({"timeout", "solutions"}),
     lazy=False,
+    ranks=True,  # its combinations come best first
 )
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.ir.bounds import trivial_bounds
+from veritas_dsl.ir.distinct import leaf_combination
 from veritas_dsl.ir.evaluate import goal_value, model_outputs, model_votes
 from veritas_dsl.ir.logic import negate
 from veritas_dsl.ir.query import (
@@ -81,8 +82,11 @@ class OracleEngine(ChainedEngine):
         start = time.monotonic()
         deadline = None if limits.timeout_s is None else start + limits.timeout_s
         known = _Known(*trivial_bounds(query))
+        stop = limits.stop
+        if limits.solutions:  # the N best, best first: the combinations are tried in that order
+            known.solutions, known.wanted, stop = {}, limits.solutions, None
         try:
-            result = self._solve(query, deadline, known, limits.stop)
+            result = self._solve(query, deadline, known, stop)
         except TimeoutError:
             result = _unknown(query, Termination.TIME_LIMIT, known)
         except _Settled:
@@ -145,8 +149,10 @@ class OracleEngine(ChainedEngine):
             witness = Witness(point.inputs, value)
             _check_outputs(query, point.inputs, combination)
             if distance_goal is None:
-                best = (key, witness)
-                break
+                best = best or (key, witness)
+                if known.enough(query, witness):
+                    break
+                continue
             lowest = min(lowest, point.lower)
             if best is None or value < best[1].value:
                 best = (value, witness)
@@ -165,6 +171,7 @@ class OracleEngine(ChainedEngine):
             witnesses=[best[1]],
             stats={"combinations": len(candidates)},
         )
+        known.hand_over(result)
         if lower != value:
             result.message = (
                 "the closest float32 point the oracle found lies beyond the exact (real) optimum; "
@@ -260,11 +267,33 @@ class _Known:
     lower: float | None
     upper: float | None
     witness: Witness | None = None
+    #: With N solutions asked: the distinct ones found, by leaf combination, best first.
+    solutions: dict[tuple, Witness] | None = None
+    wanted: int = 1
+
+    def enough(self, query: Query, witness: Witness) -> bool:
+        """Whether the solutions found, ``witness`` the last (an objective's), are all that
+        was asked: one, or N distinct (:func:`~veritas_dsl.ir.distinct.leaf_combination`)."""
+        if self.solutions is None:
+            return True
+        self.solutions.setdefault(leaf_combination(query, witness.inputs), witness)
+        # the first found is the optimum (combinations come best first): both bounds
+        self.lower = self.upper = next(iter(self.solutions.values())).value
+        return len(self.solutions) == self.wanted
+
+    def hand_over(self, result: Result) -> None:
+        """Give ``result`` the solutions found, when N were asked: each was found before any
+        worse one, so all are proven in order (a limit may leave fewer than N)."""
+        if self.solutions is not None:
+            result.witnesses = list(self.solutions.values())
+            result.solutions_proven = len(result.witnesses)
 
     def tighten(self, query: Query, key: float) -> None:
         """Every combination before the one of sort key ``key`` is done: no better one has an
         input (no box has a point closer than the best found or this box's distance)."""
         goal = query.goal
+        if self.solutions:  # the optimum is found: what comes after bounds only worse ones
+            return
         if maximizes(goal):
             self.upper = min(self.upper, -key)
         elif goal_terms(goal) or isinstance(goal, MinimizeDistance):
@@ -273,4 +302,6 @@ class _Known:
 
 def _unknown(query: Query, termination: Termination, known: _Known) -> Result:
     witnesses = [known.witness] if known.witness is not None else []
-    return Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)
+    result = Result(query.name, OracleEngine.name, termination, known.lower, known.upper, witnesses)
+    known.hand_over(result)
+    return result

@@ -16,8 +16,9 @@ from veritas_dsl.ir.query import Query
 @dataclass(frozen=True)
 class EngineChoice:
     """``solve with astar(timeout = 10, gap = 1%)``: an engine, its limits (None: the default),
-    where it was named, and the gap between its bounds it may stop at (``gap_abs`` from a
-    number, ``gap_rel`` from a share; :class:`~veritas_dsl.ir.decided.StopRule`)."""
+    where it was named, the gap between its bounds it may stop at (``gap_abs`` from a
+    number, ``gap_rel`` from a share; :class:`~veritas_dsl.ir.decided.StopRule`), and how many
+    of the best distinct solutions to report (``solutions``; None: the best one)."""
 
     name: str
     timeout_s: float | None
@@ -26,6 +27,7 @@ class EngineChoice:
     span: Span
     gap_abs: float | None = None
     gap_rel: float | None = None
+    solutions: int | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ OPTIONS = {
     "steps": "a whole number",
     "memory": "a size such as 2GB",
     "gap": "a share of the bounds such as 1%, or a number (the bounds' difference)",
+    "solutions": "a whole number: how many of the best distinct solutions to report",
 }
 
 
@@ -144,6 +145,10 @@ class Queries:
                 goal_failed = goal_failed or not isinstance(statement, ast.Where | ast.SolveWith)
         # A goal that failed is unknown (None): expectations are not judged against a guess.
         goal = goal or (None if goal_failed else t.FindAny(None))
+        try:
+            self.solutions_ranked(body, goal)
+        except Failed:
+            failed = True
         for statement in body:
             if isinstance(statement, ast.Expect):
                 try:
@@ -318,6 +323,7 @@ class Queries:
                     or f"engines are {', '.join(self.ctx.engines)}",
                 )
             limits = {"timeout": None, "steps": None, "memory": None, "gap": (None, None)}
+            limits["solutions"] = None
             for option in engine.options:
                 if option.name not in OPTIONS:
                     raise self.ctx.error(
@@ -327,6 +333,13 @@ class Queries:
                         help=suggest(option.name, OPTIONS) or f"options are {', '.join(OPTIONS)}",
                     )
                 limits[option.name] = self.option_value(option)
+            if limits["solutions"] is not None and limits["gap"] != (None, None):
+                raise self.ctx.error(
+                    "V502",
+                    "`gap` and `solutions` do not go together",
+                    engine.span,
+                    help="`solutions = N` runs until the N best are proven; drop `gap`",
+                )
             choices.append(
                 t.EngineChoice(
                     engine.name,
@@ -335,9 +348,26 @@ class Queries:
                     limits["memory"],
                     engine.span,
                     *limits["gap"],
+                    limits["solutions"],
                 )
             )
         return tuple(choices)
+
+    def solutions_ranked(self, body, goal: t.Goal | None) -> None:
+        """``solutions = N`` ranks an objective's values: a query that finds or proves, or
+        minimises a distance (whose value varies inside a leaf combination), has none to rank."""
+        if goal is None or isinstance(goal, t.OptimizeOutputs | t.OptimizeWorst):
+            return
+        for statement in body:
+            for engine in statement.engines if isinstance(statement, ast.SolveWith) else ():
+                for option in engine.options:
+                    if option.name == "solutions":
+                        raise self.ctx.error(
+                            "V502",
+                            "`solutions` ranks the values of an objective of model outputs",
+                            option.span,
+                            help="use it with `maximize` or `minimize` of model outputs",
+                        )
 
     def option_value(self, option: ast.Option):
         value = option.value
@@ -359,9 +389,9 @@ class Queries:
         if option.name == "gap":  # (absolute, relative): a share is relative
             share = isinstance(value, ast.Quantity)
             return (None, float(amount)) if share else (float(amount), None)
-        if option.name == "steps":
+        if option.name in ("steps", "solutions"):
             if not float(amount).is_integer():
-                raise self.ctx.error("V502", "`steps` is a whole number", option.span)
+                raise self.ctx.error("V502", f"`{option.name}` is a whole number", option.span)
             return int(amount)
         return int(amount) if option.name == "memory" else float(amount)
 

@@ -5,6 +5,8 @@ Shape: ``{"schema": 1, "results": [{"query", "row", "kind", "solver", "status", 
 "witness": {instance: {feature: value}}, "time_s", "trace": [[time_s, lower, upper], ...],
 "stats", "message", "checks": [{"check", "verdict", "holds", "detail", "line"}], "engines":
 [...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
+"solutions" (present when ``solutions = N`` was asked) lists ``{"value", "witness"}`` best first
+and "solutions_proven" says how many of them, from the first, are proven in order,
 "engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
 ``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
 undecided), "warnings" are the spec's warnings (``warning[V6xx]``), "batches" (present when a
@@ -46,18 +48,18 @@ def _number(value: float | None):
     return value
 
 
-def witness_table(run: QueryRun, result: Result) -> dict | None:
-    if not result.witnesses:
+def witness_table(run: QueryRun, result: Result, index: int = 0) -> dict | None:
+    if len(result.witnesses) <= index:
         return None
     names = [f.name for f in run.lowered.query.features]
     return {
         instance: {name: float(v) for name, v in zip(names, values, strict=True)}
-        for instance, values in result.witnesses[0].inputs.items()
+        for instance, values in result.witnesses[index].inputs.items()
     }
 
 
 def result_entry(run: QueryRun, result: Result) -> dict:
-    return {
+    entry = {
         "solver": result.engine,
         "status": result.termination.value,
         "solution": result.solution.value,
@@ -69,6 +71,13 @@ def result_entry(run: QueryRun, result: Result) -> dict:
         "stats": result.stats,
         "message": result.message,
     }
+    if result.solutions_proven is not None:  # solutions = N asked
+        entry["solutions"] = [
+            {"value": _number(w.value), "witness": witness_table(run, result, i)}
+            for i, w in enumerate(result.witnesses)
+        ]
+        entry["solutions_proven"] = result.solutions_proven
+    return entry
 
 
 def run_entry(run: QueryRun) -> dict:

@@ -55,14 +55,20 @@ _FOUND = {
 
 
 def _witness_lines(run: QueryRun, result: Result) -> list[str]:
+    """The witness; with ``solutions = N``, each solution, best first, with its value."""
     if not result.witnesses:
         return []
     names = [f.name for f in run.lowered.query.features]
     label = "counterexample" if run.kind == "prove" else "witness"
+    ranked = result.solutions_proven is not None
     lines = []
-    for instance, values in result.witnesses[0].inputs.items():
-        shown = ", ".join(f"{n}={float32_text(v)}" for n, v in zip(names, values, strict=True))
-        lines.append(f"      {label} {instance}: {shown}")
+    for rank, witness in enumerate(result.witnesses if ranked else result.witnesses[:1], 1):
+        if ranked:
+            proven = "" if rank <= result.solutions_proven else ", not proven in order"
+            lines.append(f"      solution {rank}: value {_bound(witness.value)}{proven}")
+        for instance, values in witness.inputs.items():
+            shown = ", ".join(f"{n}={float32_text(v)}" for n, v in zip(names, values, strict=True))
+            lines.append(f"      {'  ' if ranked else ''}{label} {instance}: {shown}")
     return lines
 
 

@@ -54,6 +54,7 @@ P_DIVE_NUM = 3  # dive while dive_steps * den <= bf_steps * num
 P_DIVE_DEN = 4
 P_MAX_LEAVES = 5
 P_MAX_DEPTH = 6
+P_SOLUTIONS = 7  # the N best solutions are asked: the caller raises the incumbent (to the Nth)
 N_PARAMS = 8
 
 NO_INCUMBENT = np.int64(-(2**62))

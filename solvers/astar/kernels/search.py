@@ -43,6 +43,7 @@ from veritas_dsl.solvers.astar.kernels.layout import (
     P_MARGIN,
     P_MAX_LEAVES,
     P_MODE,
+    P_SOLUTIONS,
     STATUS_BUDGET,
     STATUS_EXHAUSTED,
     STATUS_FOUND,
@@ -463,6 +464,8 @@ def _complete(s, row, diving, have_inc, floor_key, problem, terms, params, dynam
         return STATUS_SOLUTIONS, True
     if verdict == 0:
         return STATUS_SOLUTIONS, False  # the caller checks it on the point before it counts
+    if params[P_SOLUTIONS] > 0:
+        return STATUS_BUDGET, False  # the caller cuts below the Nth best, not the best
     ctx[C_HAVE_INC] = 1
     ctx[C_INC] = key
     if mode == MODE_FIND:
