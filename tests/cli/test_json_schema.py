@@ -156,3 +156,16 @@ def test_every_command_with_json_has_its_schema_file():
         if any("--json" in a.option_strings for a in command._actions)
     }
     assert with_json == set(NAMES)
+
+
+def test_the_n_best_solutions_validate(tmp_path):
+    spec = tmp_path / "best.ver"
+    model = EXAMPLES / "models" / "credit.json"
+    spec.write_text(
+        f'model clf = xgboost "{model}"\nquery top {{\n    input x\n    maximize clf(x)\n'
+        "    solve with astar(solutions = 3)\n}\n"
+    )
+    code, out = ver("run", str(spec), "--json")
+    document = json.loads(out)
+    assert code == 0 and len(document["results"][0]["solutions"]) == 3
+    assert problems(document, "run.schema.json") == []
