@@ -2,7 +2,8 @@
 
 One package, one sub-package or module per layer (docs/layers.md): ``dare/`` the DaRE forest, its
 certificates and the models derived by ``delete`` and ``retrain`` (models); ``checking/`` the
-checker's part (language); ``leakage.py`` and ``adversary.py`` (running); ``report.py``
+checker's part (language); ``leakage.py`` and ``adversary.py`` (running); ``shards.py`` (DaRE
+forests on shards, published privately); ``report.py``
 (reports); ``targets.py`` (``ver leakage``'s inputs, an entry point).
 
 The public names load on first use (:mod:`veritas_dsl.exports`): a model file that is not a
@@ -25,11 +26,13 @@ if TYPE_CHECKING:  # the public names: type checkers read them here, and so does
         worst_case,
     )
     from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
+    from veritas_dsl.unlearning.shards import ShardedForest
 
 __all__ = [
     "DareForest",
     "Leakage",
     "LeakageError",
+    "ShardedForest",
     "UnstableError",
     "UnstableNode",
     "certified_fit",
