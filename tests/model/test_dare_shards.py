@@ -84,8 +84,10 @@ def test_the_budget_after_a_hand_computed_sequence_of_answers_and_draws():
     assert (spent.spent, spent.answers, spent.draws) == (0.5, 1, 2)
     forest.predict(X[:9])  # 1/2 + 2 x 1/4, draw, 4 x 1/4, draw, 3 x 1/4
     assert (spent.spent, spent.answers, spent.draws) == (0.75, 3, 4)
+    assert forest.adaptive_bound() == 3 * 0.75  # 3 shards
     forest.redraw()
     assert (spent.spent, spent.answers, spent.draws) == (0, 0, 5)
+    assert forest.adaptive_bound() == 0
 
 
 def test_the_accountant_sums_the_epsilons_as_written():
