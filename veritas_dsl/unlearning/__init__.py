@@ -3,8 +3,8 @@
 One package, one sub-package or module per layer (docs/layers.md): ``dare/`` the DaRE forest, its
 certificates and the models derived by ``delete`` and ``retrain`` (models); ``checking/`` the
 checker's part (language); ``leakage.py``, ``membership.py`` and ``adversary.py`` (running);
-``report.py`` (reports); ``targets.py`` (the inputs of ``ver leakage`` and ``ver membership``,
-an entry point).
+``shards.py`` (DaRE forests on shards, published privately); ``report.py`` (reports);
+``targets.py`` (the inputs of ``ver leakage`` and ``ver membership``, an entry point).
 
 The public names load on first use (:mod:`veritas_dsl.exports`): a model file that is not a
 forest, read through this package's ``dare/``, compiles no forest kernels and starts no engine.
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the public names: type checkers read them here, and so does
     )
     from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
     from veritas_dsl.unlearning.membership import Membership, MembershipError, membership
+    from veritas_dsl.unlearning.shards import ShardedForest
 
 __all__ = [
     "DareForest",
@@ -34,6 +35,7 @@ __all__ = [
     "LeakageError",
     "Membership",
     "MembershipError",
+    "ShardedForest",
     "UnstableError",
     "UnstableNode",
     "certified_fit",
