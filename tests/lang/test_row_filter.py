@@ -186,3 +186,9 @@ def test_an_engine_agrees_on_an_input_pinned_to_the_row(folder, condition):
     found = [run.lowered.row for run in runs if run.result.witnesses]
     assert found == kept(folder, condition)
     assert 0 < len(found) < len(ROWS)
+
+
+def test_a_batch_over_a_whole_data_set_needs_no_slice(folder):
+    whole = spec(folder, "query q for r in rows { input x  find }").lowered()
+    assert [item.row for item in whole] == list(range(len(ROWS)))
+    assert kept(folder, "r.label == 1", rows="rows") == kept(folder, "r.label == 1")

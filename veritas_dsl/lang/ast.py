@@ -355,7 +355,8 @@ Statement = Input | Where | Objective | FindStmt | Forall | Expect | SolveWith
 
 @dataclass(frozen=True)
 class Batch:
-    """``for NAME in DATA[start:stop]``, with ``where FILTER`` to keep only some rows."""
+    """``for NAME in DATA[start:stop]`` (``for NAME in DATA``: every row), with ``where FILTER`` to
+    keep only some rows."""
 
     name: str
     data: Name

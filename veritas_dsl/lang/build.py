@@ -138,7 +138,8 @@ class Build(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def batch(self, meta, children):
-        name, data, (start, stop), row_filter = children
+        name, data, rows, row_filter = children
+        start, stop = rows or (None, None)  # `for r in test`: every row
         data_name = ast.Name(str(data), self.token_span(data))
         return ast.Batch(str(name), data_name, start, stop, self.span(meta), row_filter)
 
