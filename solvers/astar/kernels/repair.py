@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import inlined, kernel
+from veritas_dsl.solvers.astar.kernels.arrays import copy_into
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
 from veritas_dsl.solvers.astar.kernels.layout import MODE_DISTANCE, NO_INCUMBENT, P_GOAL, P_MODE
@@ -62,7 +63,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     n_vars = problem[0]
     mode = params[P_MODE]
     goal = params[P_GOAL]
-    u[:] = u_base
+    copy_into(u, u_base)
     for t in range(tr_root.shape[0]):
         leaf[t] = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
         n_cols = tr_col[t + 1] - tr_col[t]
@@ -108,7 +109,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     if k_c <= best_key:
                         continue
                 counters[1] += n_t
-                cand[:] = u
+                copy_into(cand, u)
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
