@@ -53,6 +53,12 @@ LONGEST_CALL_SECONDS = 0.1
 PROGRESS_SECONDS = 0.1
 
 
+def bisects(problem: Problem, plan: Plan, bisect_linf: bool) -> bool:
+    """Whether a run answers ``problem`` by bisection (an L-inf closest example)."""
+    distance = plan.mode == K.MODE_DISTANCE
+    return distance and bisect_linf and not problem.infeasible and bisectable(problem)
+
+
 class Run:
     """One solve: ``problems`` (one per branch), the ``plan``, limits and the progress hook."""
 
@@ -78,10 +84,7 @@ class Run:
         self.stop = stop  # stop early once the bounds settle it (Limits.stop)
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
-        self.bisect = [
-            plan.mode == K.MODE_DISTANCE and bisect_linf and not p.infeasible and bisectable(p)
-            for p in problems
-        ]
+        self.bisect = [bisects(p, plan, bisect_linf) for p in problems]
         self.floor = [0.0] * len(problems)  # bisection: no point is closer than this
         self.probe_found = False
         self.retired = {"expanded": 0, "created": 0, "pruned": 0, "peak": 0}

@@ -34,8 +34,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 from veritas_dsl.ir.query import (
     DomainKind,
     Find,
@@ -57,10 +55,9 @@ from veritas_dsl.ir.reductions import (
 from veritas_dsl.result import Result, Termination
 from veritas_dsl.solvers.astar import CAPABILITIES, available
 from veritas_dsl.solvers.astar import kernels as K
-from veritas_dsl.solvers.astar.anytime import Run
+from veritas_dsl.solvers.astar.anytime import Run, bisects
 from veritas_dsl.solvers.astar.problem import Plan, build_problem, build_structure
-from veritas_dsl.solvers.astar.ready import ready
-from veritas_dsl.solvers.astar.search import box_dtype
+from veritas_dsl.solvers.astar.ready import kinds, ready
 from veritas_dsl.solvers.base import (
     ChainedEngine,
     Deadline,
@@ -165,13 +162,14 @@ class AStarEngine(ChainedEngine):
             reduced, _ = BRANCH.apply(replace(query, constraints=branch))
             problems.append(build_problem(reduced, plan))
         prepare_s = time.monotonic() - start
-        # a search over int32 boxes is compiled only when a query needs it, off the clock too
-        compile_s = ready(wide=any(box_dtype(p) == np.int32 for p in problems))
+        # the searches of the kinds these problems run, off the clock too
+        bisect_linf = self.linf_distance == "bisect"
+        compile_s = ready(set().union(*(kinds(p, bisects(p, plan, bisect_linf)) for p in problems)))
         start += compile_s
         memory = limits.max_memory_bytes or _default_memory()
         run = Run(
             problems, plan, start, limits.timeout_s, limits.max_steps, memory, progress,
-            bisect_linf=self.linf_distance == "bisect", stop=limits.stop,
+            bisect_linf=bisect_linf, stop=limits.stop,
         )  # fmt: skip
         outcome = run.run()
         lower, upper = outcome.lower, outcome.upper

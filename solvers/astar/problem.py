@@ -117,6 +117,7 @@ class Problem:
     root: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     trees: tuple = ()
     lifted: tuple = ()
+    lifted_resources: tuple | None = None
     terms: tuple = ()
     params: np.ndarray = field(default_factory=lambda: np.zeros(K.N_PARAMS, np.int64))
     u_base: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -143,7 +144,8 @@ class Problem:
     def nbytes(self) -> int:
         """Bytes held by the static arrays."""
         arrays = [self.cell_ptr, self.cell_lo, self.cell_hi, self.root, self.params]
-        arrays += [a for a in (*self.trees, *self.lifted, *self.terms) if isinstance(a, np.ndarray)]
+        held = (*self.trees, *self.lifted, *(self.lifted_resources or ()), *self.terms)
+        arrays += [a for a in held if isinstance(a, np.ndarray)]
         return int(sum(a.nbytes for a in arrays))
 
 
@@ -172,7 +174,7 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     resources = resources_of(query, constraints, plan, var, groups)
     linear = linear_of(query, constraints, var, groups, resources)
     problem.groups, problem.resources, problem.linear = groups, resources, linear
-    problem.lifted = lifted_arrays(
+    problem.lifted, problem.lifted_resources = lifted_arrays(
         n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resources, linear
     )
     goal = next((r for r, res in enumerate(resources) if res.goal), -1)
