@@ -53,12 +53,6 @@ LONGEST_CALL_SECONDS = 0.1
 PROGRESS_SECONDS = 0.1
 
 
-def bisects(problem: Problem, plan: Plan, bisect_linf: bool) -> bool:
-    """Whether a run answers ``problem`` by bisection (an L-inf closest example)."""
-    distance = plan.mode == K.MODE_DISTANCE
-    return distance and bisect_linf and not problem.infeasible and bisectable(problem)
-
-
 class Run:
     """One solve: ``problems`` (one per branch), the ``plan``, limits and the progress hook."""
 
@@ -73,6 +67,7 @@ class Run:
         progress: Callable[[Progress], None] | None,
         bisect_linf: bool = True,
         stop: Stop | None = None,
+        ready: Callable[[Problem], float] | None = None,
     ) -> None:
         self.problems = problems
         self.plan = plan
@@ -82,9 +77,14 @@ class Run:
         self.memory_limit = memory_limit
         self.progress = progress
         self.stop = stop  # stop early once the bounds settle it (Limits.stop)
+        self.ready = ready  # makes a problem's search ready (compiled); its seconds
+        self.compile_s = 0.0  # spent in ready, off the clock
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
-        self.bisect = [bisects(p, plan, bisect_linf) for p in problems]
+        self.bisect = [
+            plan.mode == K.MODE_DISTANCE and bisect_linf and not p.infeasible and bisectable(p)
+            for p in problems
+        ]
         self.floor = [0.0] * len(problems)  # bisection: no point is closer than this
         self.probe_found = False
         self.retired = {"expanded": 0, "created": 0, "pruned": 0, "peak": 0}
@@ -127,8 +127,7 @@ class Run:
                 continue
             if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
                 return Termination.MEMORY_LIMIT
-            search = BranchSearch(problem, INITIAL_CAPACITY)
-            self.searches[b] = search
+            search = self.searches[b] = self._new_search(problem)
             self.open[b] = search.alive
         if self._settled(self._note_bounds()):  # the leaves' bounds may settle it at once
             return Termination.DECIDED
@@ -185,7 +184,7 @@ class Run:
                     within = find_within(problem, root)
                     if self.memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
                         return Termination.MEMORY_LIMIT
-                    search = BranchSearch(within, INITIAL_CAPACITY)
+                    search = self._new_search(within)
                 else:
                     search.restart(root)
                 self.searches[b] = search
@@ -218,12 +217,23 @@ class Run:
                 self.probe_bytes = probe.nbytes()
                 if self.memory() + planned_bytes(probe, INITIAL_CAPACITY) > self.memory_limit:
                     return Termination.MEMORY_LIMIT, rebuilt
-                search = self.searches[b] = BranchSearch(probe, INITIAL_CAPACITY)
+                search = self.searches[b] = self._new_search(probe)
                 continue
             status, stop = self._call(b, search)
             if stop is not None or status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
                 return stop, rebuilt
         return None, rebuilt
+
+    def _new_search(self, problem: Problem) -> BranchSearch:
+        """A search over ``problem``, its kind of search made ready first (:func:`.ready.ready`:
+        compiled the first time in a process) off the clock."""
+        if self.ready is not None:
+            spent = self.ready(problem)
+            self.compile_s += spent
+            self.start += spent
+            if self.deadline is not None:
+                self.deadline += spent
+        return BranchSearch(problem, INITIAL_CAPACITY)
 
     def _search_instead(self, b: int) -> Termination | None:
         """Give up bisecting branch ``b``: search it best-first by distance from here on."""
@@ -232,7 +242,7 @@ class Run:
         if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
             return Termination.MEMORY_LIMIT
         self.bisect[b] = False
-        self.searches[b] = BranchSearch(problem, INITIAL_CAPACITY)
+        self.searches[b] = self._new_search(problem)
         self.open[b] = self.searches[b].alive
         return self._search(b)
 

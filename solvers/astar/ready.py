@@ -4,10 +4,11 @@ time limit starts.
 A kernel is compiled on its first call in a process, or loaded from the cache
 (:mod:`veritas_dsl.jit`): cold, that takes seconds to tens of seconds, loaded a second or so,
 and the search itself often milliseconds. A limit bounds the engine's work, so the engine makes
-ready what a query will call before its clock starts: :func:`ready` without problems the kernels
-that build a problem (the trees' compaction), and with the problems built, the search and repair
-of each of their :func:`kind`. The search is compiled once per kind, and only for the kinds a
-query needs: a query without change counts or distances compiles none of their code
+ready what a query will call before its clock starts: :func:`ready` without kinds the kernels
+that build a problem (the trees' compaction), and the run, before it starts a search, the
+search and repair of its :func:`kind`, and moves its clock on by the time that took
+(:class:`Run`). The search is compiled once per kind, and only for the kinds a query runs: a
+query without change counts or distances compiles none of their code
 (:mod:`.kernels.feasibility`), and int32 boxes are rare.
 
 A kind is made ready by a tiny canned query of that kind (a maximisation, or a closest example
@@ -40,7 +41,6 @@ from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
-from veritas_dsl.solvers.astar.bisection import find_within
 from veritas_dsl.solvers.astar.problem import Plan, Problem, build_problem
 from veritas_dsl.solvers.astar.repair import Repairer
 from veritas_dsl.solvers.astar.search import box_dtype
@@ -67,19 +67,6 @@ def describe(kind: Kind) -> str:
 def kind(problem: Problem) -> Kind:
     """The kind of search ``problem`` runs."""
     return box_dtype(problem) == np.int32, problem.lifted_resources is not None
-
-
-def kinds(problem: Problem, bisects: bool) -> set[Kind]:
-    """The kinds of search ``problem`` may run: its own, and when it ``bisects`` (an L-inf
-    closest example) those of its probes (:func:`.bisection.find_within`; built again for a
-    ball, a probe may have fewer cells, so uint8 boxes)."""
-    if problem.infeasible:
-        return set()
-    found = {kind(problem)}
-    if bisects:
-        probe = find_within(problem, problem.root)
-        found |= {kind(probe), (False, kind(probe)[1])}
-    return found
 
 
 def ready(wanted: Iterable[Kind] = ()) -> float:

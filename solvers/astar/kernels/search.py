@@ -396,7 +396,7 @@ def _expand(
                     continue
                 tree_max(
                     tr_root[t], n_cols, tr_val[t], crow, n_vars, nd_var, nd_rank, nd_left,
-                    nd_right, nd_max, out, arg, 0, stack,
+                    nd_right, nd_max, out, arg, np.int64(0), stack,
                 )  # fmt: skip
                 for j in range(n_cols):
                     delta = out[j] - parent_max[c0 + j]
