@@ -75,31 +75,38 @@ def signatures():
     }
 
 
-# what compiles while a real query is on its clock (building its problems, running its search):
-# nothing should, the engine makes every kernel ready before
+# what compiles while a real query is on its clock (building its problems, running its search)
+# but not while the engine makes its kernels ready, which it does before the clock starts and
+# whenever a run starts a search of a new kind (the run's clock then stops): nothing should
 on_clock = []
+readied = set()
 making_ready = []
+
+
+def compiled_now():
+    return {(name, sig) for name, sigs in signatures().items() for sig in sigs}
 
 
 def watched(function):
     def call(*args, **kwargs):
         if making_ready:
             return function(*args, **kwargs)
-        before = signatures()
+        before = compiled_now()
         try:
             return function(*args, **kwargs)
         finally:
-            after = signatures()
-            on_clock.extend(name for name in after if after[name] != before.get(name, []))
+            on_clock.extend(sorted(name for name, _ in compiled_now() - before - readied))
     return call
 
 
 def ready_watched(*args):
+    before = compiled_now()
     making_ready.append(True)
     try:
         return ready(*args)
     finally:
         making_ready.pop()
+        readied.update(compiled_now() - before)
 
 
 engine.ready = ready_watched
