@@ -103,6 +103,11 @@ def _add_editor(commands) -> None:
     )
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if one would")
     commands.add_parser("lsp", help="the language server, on stdin and stdout")
+    commands.add_parser(
+        "warmup",
+        help="compile every A* kernel into the kernel cache now, so that later runs only load "
+        "them (a CI image, a Docker build)",
+    )
 
 
 def _add_to_optimum(check) -> None:

@@ -346,6 +346,26 @@ def _lsp(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def _warmup(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.jit import cache_dir
+    from veritas_dsl.solvers.astar.ready import KINDS, describe, ready
+
+    where = cache_dir()
+    if where is None:
+        print(
+            "error: no kernel cache can be written (set NUMBA_CACHE_DIR to a writable folder): "
+            "every process compiles the kernels itself",
+            file=sys.stderr,
+        )
+        return ExitCode.ERROR
+    for i, kind in enumerate(KINDS, 1):
+        print(f"[{i}/{len(KINDS)}] A* search over {describe(kind)} ... ", end="", file=sys.stderr)
+        sys.stderr.flush()
+        print(f"{ready([kind]):.1f} s", file=sys.stderr)
+    print(f"every A* kernel is in {where}", file=sys.stderr)
+    return ExitCode.OK
+
+
 def _render_summary(s: ModelSummary) -> str:
     base = ", ".join(f"{b:.6g}" for b in s.base_score)
     lines = [
@@ -375,6 +395,7 @@ HANDLERS = {
     "membership": _membership,
     "fmt": _fmt,
     "lsp": _lsp,
+    "warmup": _warmup,
 }
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from veritas_dsl.solvers.astar.bisection import (
 )
 from veritas_dsl.solvers.astar.nbest import Pool
 from veritas_dsl.solvers.astar.outcome import InternalError, Outcome, Progress, run_stats
-from veritas_dsl.solvers.astar.problem import Plan, Problem
+from veritas_dsl.solvers.astar.problem import Plan, Problem, cut_key, key_bound
 from veritas_dsl.solvers.astar.repair import REPAIR_SECONDS, REPAIR_SHARE, Repairer, repair_bytes
 from veritas_dsl.solvers.astar.search import (
     INITIAL_CAPACITY,
@@ -70,6 +69,7 @@ class Run:
         bisect_linf: bool = True,
         stop: Stop | None = None,
         solutions: int | None = None,
+        ready: Callable[[Problem], float] | None = None,
     ) -> None:
         self.problems = problems
         self.plan = plan
@@ -80,6 +80,8 @@ class Run:
         self.progress = progress
         self.stop = stop  # stop early once the bounds settle it (Limits.stop)
         self.pool = Pool(solutions, problems) if solutions else None
+        self.ready = ready  # makes a problem's search ready (compiled); its seconds
+        self.compile_s = 0.0  # spent in ready, off the clock
         self.searches: list[BranchSearch | None] = [None] * len(problems)
         self.open = [not p.infeasible for p in problems]
         self.bisect = [
@@ -128,8 +130,7 @@ class Run:
                 continue
             if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
                 return Termination.MEMORY_LIMIT
-            search = BranchSearch(problem, INITIAL_CAPACITY)
-            self.searches[b] = search
+            search = self.searches[b] = self._new_search(problem)
             self.open[b] = search.alive
         if self._settled(self._note_bounds()):  # the leaves' bounds may settle it at once
             return Termination.DECIDED
@@ -186,7 +187,7 @@ class Run:
                     within = find_within(problem, root)
                     if self.memory() + planned_bytes(within, INITIAL_CAPACITY) > self.memory_limit:
                         return Termination.MEMORY_LIMIT
-                    search = BranchSearch(within, INITIAL_CAPACITY)
+                    search = self._new_search(within)
                 else:
                     search.restart(root)
                 self.searches[b] = search
@@ -219,12 +220,23 @@ class Run:
                 self.probe_bytes = probe.nbytes()
                 if self.memory() + planned_bytes(probe, INITIAL_CAPACITY) > self.memory_limit:
                     return Termination.MEMORY_LIMIT, rebuilt
-                search = self.searches[b] = BranchSearch(probe, INITIAL_CAPACITY)
+                search = self.searches[b] = self._new_search(probe)
                 continue
             status, stop = self._call(b, search)
             if stop is not None or status in (K.STATUS_EXHAUSTED, K.STATUS_OPTIMAL, K.STATUS_FOUND):
                 return stop, rebuilt
         return None, rebuilt
+
+    def _new_search(self, problem: Problem) -> BranchSearch:
+        """A search over ``problem``, its kind of search made ready first (:func:`.ready.ready`:
+        compiled the first time in a process) off the clock."""
+        if self.ready is not None:
+            spent = self.ready(problem)
+            self.compile_s += spent
+            self.start += spent
+            if self.deadline is not None:
+                self.deadline += spent
+        return BranchSearch(problem, INITIAL_CAPACITY)
 
     def _search_instead(self, b: int) -> Termination | None:
         """Give up bisecting branch ``b``: search it best-first by distance from here on."""
@@ -233,7 +245,7 @@ class Run:
         if self.memory() + planned_bytes(problem, INITIAL_CAPACITY) > self.memory_limit:
             return Termination.MEMORY_LIMIT
         self.bisect[b] = False
-        self.searches[b] = BranchSearch(problem, INITIAL_CAPACITY)
+        self.searches[b] = self._new_search(problem)
         self.open[b] = self.searches[b].alive
         return self._search(b)
 
@@ -398,12 +410,7 @@ class Run:
         for problem, search in zip(self.problems, self.searches, strict=True):
             if search is None or search.problem.params[K.P_MODE] != self.plan.mode:
                 continue
-            if self.plan.mode == K.MODE_DISTANCE:
-                search.raise_incumbent(-int(K.encode_distance(best)))
-            else:
-                target = (Fraction(best) - problem.term_constant[0]) * Fraction(problem.scale)
-                slack = math.ceil(problem.objective_slack * problem.scale) + 1
-                search.raise_incumbent(math.floor(target) - slack)
+            search.raise_incumbent(cut_key(problem, self.plan.mode, best))
 
     # -- bounds ---------------------------------------------------------------------------
 
@@ -420,13 +427,8 @@ class Run:
                 bounds.append(0.0 if self.plan.mode == K.MODE_DISTANCE else math.inf)
                 continue
             key = search.best_open_key()
-            if key is None:
-                continue
-            if self.plan.mode == K.MODE_DISTANCE:
-                bounds.append(K.decode_distance(-key))
-            else:
-                exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
-                bounds.append(float(exact) + problem.objective_slack)
+            if key is not None:
+                bounds.append(key_bound(problem, self.plan.mode, key))
         if not bounds:
             return None
         return min(bounds) if self.plan.mode == K.MODE_DISTANCE else max(bounds)

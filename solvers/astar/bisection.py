@@ -80,14 +80,16 @@ def find_within(problem: Problem, root: np.ndarray) -> Problem:
     """The same problem as a find from ``root`` (the goal's distance no longer a resource of the
     kernels; ``resources`` keeps it, so that a point is chosen nearest the row)."""
     resources = tuple(res for res in problem.resources if not res.goal)
-    lifted = lifted_arrays(
+    lifted, lifted_resources = lifted_arrays(
         problem.n_vars, problem.cell_ptr, problem.cell_lo, problem.cell_hi, problem.integral,
         problem.groups, resources, problem.linear,
     )  # fmt: skip
     params = problem.params.copy()
     params[K.P_MODE] = K.MODE_FIND
     params[K.P_GOAL] = -1
-    return replace(problem, root=root, lifted=lifted, params=params)
+    return replace(
+        problem, root=root, lifted=lifted, lifted_resources=lifted_resources, params=params
+    )
 
 
 def probe_for_ball(problem: Problem, root: np.ndarray, pair_trees: str) -> Problem:

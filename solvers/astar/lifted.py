@@ -177,8 +177,20 @@ def linear_of(query, constraints, var, groups, resources):
 
 
 def lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resources, linear):
+    """``(lifted, lifted_resources)``: the tuples the kernels read (:mod:`.kernels.feasibility`);
+    the second None when there are no resources, so that their code is not compiled."""
     oh_ptr = np.cumsum([0] + [len(g) for g in groups]).astype(np.int32)
     oh_var = np.array([v for g in groups for v in g], dtype=np.int32)
+    ln_ptr = np.cumsum([0] + [len(e) for e, _ in linear]).astype(np.int32)
+    ln_var = np.array([v for e, _ in linear for v, _ in e], dtype=np.int32)
+    ln_coef = np.array([a for e, _ in linear for _, a in e], dtype=np.float64)
+    ln_rhs = np.array([rhs for _, rhs in linear], dtype=np.float64)
+    lifted = (
+        np.int64(n_vars), cell_ptr, cell_lo, cell_hi, integral.astype(np.int8), oh_ptr, oh_var,
+        ln_ptr, ln_var, ln_coef, ln_rhs,
+    )  # fmt: skip
+    if not resources:
+        return lifted, None
     in_group = {v: g for g, group in enumerate(groups) for v in group}
     rs_kind = np.array([r.kind for r in resources], dtype=np.int32)
     rs_bound = np.array([r.bound for r in resources], dtype=np.float64)
@@ -190,12 +202,4 @@ def lifted_arrays(n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resource
     pr_group = np.array([in_group.get(p[0], -1) for p in pairs], dtype=np.int32)
     pr_unit = np.array([u for r in resources for u in r.units], dtype=np.int32)
     pr_w = np.array([w for r in resources for w in r.weights], dtype=np.float64)
-    ln_ptr = np.cumsum([0] + [len(e) for e, _ in linear]).astype(np.int32)
-    ln_var = np.array([v for e, _ in linear for v, _ in e], dtype=np.int32)
-    ln_coef = np.array([a for e, _ in linear for _, a in e], dtype=np.float64)
-    ln_rhs = np.array([rhs for _, rhs in linear], dtype=np.float64)
-    return (
-        np.int64(n_vars), cell_ptr, cell_lo, cell_hi, integral.astype(np.int8), oh_ptr, oh_var,
-        rs_kind, rs_bound, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit, ln_ptr, ln_var, ln_coef,
-        ln_rhs, pr_w,
-    )  # fmt: skip
+    return lifted, (rs_kind, rs_bound, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit, pr_w)

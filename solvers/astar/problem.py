@@ -39,6 +39,7 @@ Combinations whose least cost over a box would not be exact are refused with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -117,6 +118,7 @@ class Problem:
     root: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     trees: tuple = ()
     lifted: tuple = ()
+    lifted_resources: tuple | None = None
     terms: tuple = ()
     params: np.ndarray = field(default_factory=lambda: np.zeros(K.N_PARAMS, np.int64))
     u_base: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -149,7 +151,8 @@ class Problem:
     def nbytes(self) -> int:
         """Bytes held by the static arrays."""
         arrays = [self.cell_ptr, self.cell_lo, self.cell_hi, self.root, self.params]
-        arrays += [a for a in (*self.trees, *self.lifted, *self.terms) if isinstance(a, np.ndarray)]
+        held = (*self.trees, *self.lifted, *(self.lifted_resources or ()), *self.terms)
+        arrays += [a for a in held if isinstance(a, np.ndarray)]
         return int(sum(a.nbytes for a in arrays))
 
 
@@ -178,7 +181,7 @@ def build_problem(query: Query, plan: Plan) -> Problem:
     resources = resources_of(query, constraints, plan, var, groups)
     linear = linear_of(query, constraints, var, groups, resources)
     problem.groups, problem.resources, problem.linear = groups, resources, linear
-    problem.lifted = lifted_arrays(
+    problem.lifted, problem.lifted_resources = lifted_arrays(
         n_vars, cell_ptr, cell_lo, cell_hi, integral, groups, resources, linear
     )
     goal = next((r for r, res in enumerate(resources) if res.goal), -1)
@@ -222,3 +225,21 @@ def _read_trees(query: Query, plan: Plan) -> tuple[Problem, tuple]:
     searched, copies = shared_copies(query, terms, signs)
     searched, copies = level_constants(problem, searched, copies, len(plan.objectives))
     return problem, (table.lo, table.hi, terms, signs, strict, rhs, searched, copies)
+
+
+def key_bound(problem: Problem, mode: int, key: int) -> float:
+    """The goal's value a search key of ``problem`` stands for: an upper bound on what its state
+    holds (max form), or a lower bound on its distance."""
+    if mode == K.MODE_DISTANCE:
+        return K.decode_distance(-key)
+    exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
+    return float(exact) + problem.objective_slack
+
+
+def cut_key(problem: Problem, mode: int, best: float) -> int:
+    """The key below which no state of ``problem`` can beat ``best``, the inverse of
+    :func:`key_bound` rounded so that no state that might is cut."""
+    if mode == K.MODE_DISTANCE:
+        return -int(K.encode_distance(best))
+    target = (Fraction(best) - problem.term_constant[0]) * Fraction(problem.scale)
+    return math.floor(target) - math.ceil(problem.objective_slack * problem.scale) - 1

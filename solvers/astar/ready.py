@@ -2,22 +2,27 @@
 time limit starts.
 
 A kernel is compiled on its first call in a process, or loaded from the cache
-(:mod:`veritas_dsl.jit`): cold, that takes tens of seconds on a loaded machine, loaded a second
-or so, and the search itself often milliseconds. A limit bounds the engine's work, so
-:func:`ready` runs every kernel Python calls on two tiny canned queries (a maximisation, and a
-closest example under L1 with an output constraint), and repairs a point of the first, before the
-engine's clock starts; on a wider model too when a query's boxes need int32.
+(:mod:`veritas_dsl.jit`): cold, that takes seconds to tens of seconds, loaded a second or so,
+and the search itself often milliseconds. A limit bounds the engine's work, so the engine makes
+ready what a query will call before its clock starts: :func:`ready` without kinds the kernels
+that build a problem (the trees' compaction), and the run, before it starts a search, the
+search and repair of its :func:`kind`, and moves its clock on by the time that took
+(:class:`Run`). The search is compiled once per kind, and only for the kinds a query runs: a
+query without change counts or distances compiles none of their code
+(:mod:`.kernels.feasibility`), and int32 boxes are rare.
 
-The canned queries go through the same Python code as a real one (:func:`build_problem` and
-:class:`Run`), and so call each kernel with the very types a real query passes (read-only model
-arrays, the same tuples of arrays): a real query compiles nothing more
-(``tests/solvers/test_astar_ready.py`` checks each kernel's signatures).
+A kind is made ready by a tiny canned query of that kind (a maximisation, or a closest example
+under L1 with an output constraint; on a widened model for int32 boxes) that goes through the
+same Python code as a real one (:func:`build_problem` and :class:`Run`), and so calls each
+kernel with the very types a real query of its kind passes: a real query compiles nothing on
+its clock (``tests/solvers/test_astar_ready.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -36,29 +41,73 @@ from veritas_dsl.model import Ensemble
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.anytime import Run
-from veritas_dsl.solvers.astar.problem import Plan, build_problem
+from veritas_dsl.solvers.astar.problem import Plan, Problem, build_problem
 from veritas_dsl.solvers.astar.repair import Repairer
+from veritas_dsl.solvers.astar.search import box_dtype
 
 #: Memory limit of the canned searches (they use a few kilobytes).
 _MEMORY_BYTES = 64 << 20
 
 
-def ready(wide: bool = False) -> float:
-    """Make every kernel the engine calls ready in this process, and with ``wide`` also the
-    search over int32 boxes (:func:`.search.box_dtype`: some variable has more than 256 cells;
-    compiling it costs a cold cache another 15 s or so, which most models never need); the
-    seconds this call took (about 0 once they are). Raises ``KeyboardInterrupt`` when Ctrl-C
-    stopped it, and it is then tried again by the next call."""
+#: A kind of search: whether its boxes are int32 (:func:`.search.box_dtype`), and whether it has
+#: resources (``Problem.lifted_resources``).
+Kind = tuple[bool, bool]
+
+#: Every kind, for ``ver warmup``.
+KINDS: tuple[Kind, ...] = ((False, False), (False, True), (True, False), (True, True))
+
+
+def describe(kind: Kind) -> str:
+    """``kind`` in words."""
+    wide, resources = kind
+    boxes = "int32 boxes" if wide else "uint8 boxes"
+    return f"{boxes}, {'with' if resources else 'without'} change counts or distances"
+
+
+def kind(problem: Problem) -> Kind:
+    """The kind of search ``problem`` runs."""
+    return box_dtype(problem) == np.int32, problem.lifted_resources is not None
+
+
+def ready(wanted: Iterable[Kind] = ()) -> float:
+    """Make ready in this process the kernels that build a problem, and the search and repair
+    of each kind ``wanted``; the seconds this call took (about 0 once they are). Raises
+    ``KeyboardInterrupt`` when Ctrl-C stopped it, and it is then tried again by the next call."""
     start = time.monotonic()
-    _run_canned_queries(False)
-    if wide:
-        _run_canned_queries(True)
+    _build_canned_problem()
+    for wide, resources in sorted(wanted):
+        _run_canned_query(wide, resources)
     return time.monotonic() - start
 
 
 @functools.cache
-def _run_canned_queries(wide: bool) -> None:
+def _build_canned_problem() -> None:
+    """Compiles the trees' compaction (pairs of trees too), which building any problem calls."""
+    maximize, _ = _canned_queries(_canned_model())
+    reduced, _ = Chain((MergeTies(), StaticBounds())).apply(maximize)
+    build_problem(reduced, Plan(K.MODE_MAXIMIZE, objective=maximize.goal.term, pair_trees="always"))
+
+
+@functools.cache
+def _run_canned_query(wide: bool, resources: bool) -> None:
     model = widened(_canned_model()) if wide else _canned_model()
+    maximize, closest = _canned_queries(model)
+    if resources:
+        query, plan = closest, Plan(K.MODE_DISTANCE, distance=closest.goal)
+    else:  # pairs of trees, as a real maximisation may search (compiles pair_gains)
+        query = maximize
+        plan = Plan(K.MODE_MAXIMIZE, objective=maximize.goal.term, pair_trees="always")
+    reduced, _ = Chain((MergeTies(), StaticBounds())).apply(query)
+    problem = build_problem(reduced, plan)
+    run = Run([problem], plan, time.monotonic(), None, None, _MEMORY_BYTES, None)
+    if run.run().termination is Termination.INTERRUPTED:  # Run catches Ctrl-C
+        raise KeyboardInterrupt
+    # the canned search may end before it repairs a point
+    Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)}, 1.0)
+
+
+def _canned_queries(model: Ensemble) -> tuple[Query, Query]:
+    """A maximisation of ``model``, and a closest example under L1 with an output constraint."""
     features = (Feature("a"), Feature("b"))
     models = {"m": model}
     value = OutputTerm((OutputAtom(1.0, "m", "x"),))
@@ -71,18 +120,7 @@ def _run_canned_queries(wide: bool) -> None:
         (OutputConstraint(value, ">=", 3.0),),
         MinimizeDistance("l1", "x", Row((0.0, 0.0))),
     )
-    plans = (
-        Plan(K.MODE_MAXIMIZE, objective=value, pair_trees="always"),  # compiles pair_gains
-        Plan(K.MODE_DISTANCE, distance=closest.goal),
-    )
-    for query, plan in zip((maximize, closest), plans, strict=True):
-        reduced, _ = Chain((MergeTies(), StaticBounds())).apply(query)
-        problem = build_problem(reduced, plan)
-        run = Run([problem], plan, time.monotonic(), None, None, _MEMORY_BYTES, None)
-        if run.run().termination is Termination.INTERRUPTED:  # Run catches Ctrl-C
-            raise KeyboardInterrupt
-        if plan.mode == K.MODE_MAXIMIZE:  # the canned search ends before it repairs a point
-            Repairer(problem).repaired({"x": np.zeros(2, dtype=np.float32)}, 1.0)
+    return maximize, closest
 
 
 #: Splits of the widening tree: more cells than a uint8 box holds (:func:`.search.box_dtype`).

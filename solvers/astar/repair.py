@@ -9,7 +9,7 @@ import numpy as np
 
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.problem import Problem
-from veritas_dsl.solvers.astar.search import Solution
+from veritas_dsl.solvers.astar.search import Solution, box_dtype
 
 #: Most sweeps over the variables one repair may make.
 SWEEPS = 4
@@ -47,18 +47,20 @@ class Repairer:
         """A better complete state near the point ``inputs`` (one cell per variable), found in
         about ``seconds`` (at most :data:`REPAIR_SECONDS`), or None."""
         p = self.problem
-        row = _cells_of(p, inputs)
+        # in the search's integer type, so that the kernels it shares with the search (box_alive)
+        # are compiled once
+        row = _cells_of(p, inputs).astype(box_dtype(p))
         budget = max(int(self.rate * min(seconds, REPAIR_SECONDS)), 1)
         began = time.monotonic()
-        key = K.repair(p.trees, p.lifted, p.terms, p.params, p.root, row, SWEEPS, budget,
-                       self.leaf, self.u, self.cand, self.mark, self.touched, self.parts,
-                       self.spare, self.counters)  # fmt: skip
+        key = K.repair(p.trees, p.lifted, p.lifted_resources, p.terms, p.params, p.root, row,
+                       SWEEPS, budget, self.leaf, self.u, self.cand, self.mark, self.touched,
+                       self.parts, self.spare, self.counters)  # fmt: skip
         elapsed = time.monotonic() - began
         if self.counters[1] > 1000 and elapsed > 0:
             self.rate = self.counters[1] / elapsed
         if key == K.NO_INCUMBENT:
             return None
-        return Solution(row, self.u.copy(), int(key), False, 0.0)
+        return Solution(row.astype(np.int32), self.u.copy(), int(key), False, 0.0)
 
 
 def _cells_of(problem: Problem, inputs: dict[str, np.ndarray]) -> np.ndarray:

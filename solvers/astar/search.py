@@ -205,8 +205,8 @@ class BranchSearch:
         """Up to ``budget`` expansions; returns a kernel ``STATUS_*``."""
         p = self.problem
         return int(
-            K.search(self.trees, p.lifted, self.terms, p.params, self.root, self.dynamic,
-                     self.solutions, self.scratch, self.ctx, int(budget))
+            K.search(self.trees, p.lifted, p.lifted_resources, self.terms, p.params, self.root,
+                     self.dynamic, self.solutions, self.scratch, self.ctx, int(budget))
         )  # fmt: skip
 
     def take_solutions(self) -> list[Solution]:

@@ -24,7 +24,8 @@ from veritas_dsl.ir import (
     Row,
 )
 from veritas_dsl.model import Ensemble
-from veritas_dsl.solvers.astar import engine as engine_module
+from veritas_dsl.solvers.astar import ready as ready_module
+from veritas_dsl.solvers.astar import repair as repair_module
 from veritas_dsl.solvers.astar import search as search_module
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.astar.problem import Plan, build_problem
@@ -51,8 +52,8 @@ def int32_boxes(monkeypatch):
         calls.append(problem)
         return np.dtype(np.int32)
 
-    monkeypatch.setattr(search_module, "box_dtype", forced)
-    monkeypatch.setattr(engine_module, "box_dtype", forced)
+    for module in (search_module, ready_module, repair_module):
+        monkeypatch.setattr(module, "box_dtype", forced)
     return calls
 
 

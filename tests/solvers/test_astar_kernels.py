@@ -130,15 +130,15 @@ def test_box_kernels_match_twins(family):
         parts = np.empty(K.N_PARTIALS)
         goal = int(problem.params[K.P_GOAL])
         spare = np.empty(K.N_PARTIALS)
-        alive, goal_cost = box_alive(row, goal, problem.lifted, parts, spare)
+        lifted, resources = problem.lifted, problem.lifted_resources
+        alive, goal_cost = box_alive(row, goal, lifted, resources, parts, spare)
         assert alive == twin.box_alive(problem, row)
         if alive and goal >= 0:
             assert goal_cost == float(twin.resource_cost(problem, goal, row))
         for r, res in enumerate(problem.resources):
             if not twin.one_hot_alive(problem, row):
                 break
-            args = _resource_args(problem)
-            cost, exceeds = resource_cost(r, res.bound, row, *args, parts, spare)
+            cost, exceeds = resource_cost(r, res.bound, row, lifted, resources, parts, spare)
             exact = twin.resource_cost(problem, r, row)
             assert cost == float(exact)
             assert exceeds == (res.bound != np.inf and exact > Fraction(res.bound))
@@ -178,8 +178,9 @@ def test_the_l1_ball_cut_drops_only_cells_with_nothing_closer(family):
         radius = data.draw(st.sampled_from([near, np.nextafter(near, np.inf), near + 0.25]))
         cut = row.copy()
         parts, spare = np.empty(K.N_PARTIALS), np.empty(K.N_PARTIALS)
-        changed, empty = l1_ball_cut(cut, radius, goal, problem.lifted, parts, spare)
-        rs_ptr, pr_a, pr_b, _, pr_group = problem.lifted[9:14]
+        resources = problem.lifted_resources
+        changed, empty = l1_ball_cut(cut, radius, goal, problem.lifted, resources, parts, spare)
+        rs_ptr, pr_a, pr_b, _, pr_group = resources[2:7]
         pairs = range(rs_ptr[goal], rs_ptr[goal + 1])
         cuttable = {int(pr_a[i]) for i in pairs if pr_b[i] < 0 and pr_group[i] < 0}
         if empty:
@@ -200,29 +201,6 @@ def test_the_l1_ball_cut_drops_only_cells_with_nothing_closer(family):
                 assert not dropped
 
     run()
-
-
-def _resource_args(problem):
-    lifted = problem.lifted
-    n_vars, cell_ptr, cell_lo, cell_hi, var_int, oh_ptr, oh_var = lifted[:7]
-    rs_kind, _, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit = lifted[7:15]
-    return (
-        n_vars,
-        cell_ptr,
-        cell_lo,
-        cell_hi,
-        var_int,
-        oh_ptr,
-        oh_var,
-        rs_kind,
-        rs_ptr,
-        pr_a,
-        pr_b,
-        pr_c,
-        pr_group,
-        pr_unit,
-        lifted[19],
-    )
 
 
 def kernel_maximum(problem) -> int | None:

@@ -3,10 +3,12 @@ group, linear constraint and resource bound (change counts, L-inf and L1 distanc
 least value of a resource over a box, all decided exactly.
 
 ``problem`` is the tuple ``problem.py`` packs (``Problem.lifted``): ``n_vars``, the cells
-(``cell_ptr, cell_lo, cell_hi``), ``var_int``, the one-hot groups (``oh_ptr, oh_var``), the
-resources (``rs_kind, rs_bound, rs_ptr`` and their pairs ``pr_a, pr_b, pr_c, pr_group,
-pr_unit``), the linear constraints (``ln_ptr, ln_var, ln_coef, ln_rhs``) and the pairs'
-distance weights ``pr_w``.
+(``cell_ptr, cell_lo, cell_hi``), ``var_int``, the one-hot groups (``oh_ptr, oh_var``) and the
+linear constraints (``ln_ptr, ln_var, ln_coef, ln_rhs``). ``resources``
+(``Problem.lifted_resources``) holds the resources (``rs_kind, rs_bound, rs_ptr`` and their pairs
+``pr_a, pr_b, pr_c, pr_group, pr_unit, pr_w``), or is None when the query has none: Numba then
+drops every ``resources is not None`` branch before typing, so a query without change counts
+or distances compiles none of their code (most of what a cold start compiles).
 """
 
 from __future__ import annotations
@@ -135,28 +137,7 @@ def _group_cost(
 
 
 @internal
-def resource_cost(
-    r,
-    bound,
-    row,
-    n_vars,
-    cell_ptr,
-    cell_lo,
-    cell_hi,
-    var_int,
-    oh_ptr,
-    oh_var,
-    rs_kind,
-    rs_ptr,
-    pr_a,
-    pr_b,
-    pr_c,
-    pr_group,
-    pr_unit,
-    pr_w,
-    parts,
-    spare,
-):
+def resource_cost(r, bound, row, problem, resources, parts, spare):
     """Least value of resource ``r`` (a change count, or an L-inf or L1 distance, each gap times
     its pair's weight) over the box, correctly rounded, and whether it exceeds ``bound``
     (decided on the exact value). ``spare`` is a second buffer of partials.
@@ -165,6 +146,8 @@ def resource_cost(
     are 1: ``lifted`` refuses others); so do the pairs of one unit of a change count, which
     counts a unit once when any member surely differs.
     """
+    n_vars, cell_ptr, cell_lo, cell_hi, var_int, oh_ptr, oh_var = problem[0:7]
+    rs_kind, _, rs_ptr, pr_a, pr_b, pr_c, pr_group, pr_unit, pr_w = resources
     kind = rs_kind[r]
     total = 0.0
     exceeds = False
@@ -234,31 +217,10 @@ def resource_cost(
 
 
 @internal
-def box_alive(row, goal, problem, parts, spare):
+def box_alive(row, goal, problem, resources, parts, spare):
     """Whether the box meets every lifted input constraint; and the goal resource's least value
     (0 when there is no goal resource). ``parts`` and ``spare``: buffers of partials."""
-    (
-        n_vars,
-        cell_ptr,
-        cell_lo,
-        cell_hi,
-        var_int,
-        oh_ptr,
-        oh_var,
-        rs_kind,
-        rs_bound,
-        rs_ptr,
-        pr_a,
-        pr_b,
-        pr_c,
-        pr_group,
-        pr_unit,
-        ln_ptr,
-        ln_var,
-        ln_coef,
-        ln_rhs,
-        pr_w,
-    ) = problem
+    n_vars, cell_ptr, cell_lo, cell_hi, _, oh_ptr, oh_var, ln_ptr, ln_var, ln_coef, ln_rhs = problem
     if not one_hot_alive(row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var):
         return False, 0.0
     if not linear_alive(
@@ -266,47 +228,27 @@ def box_alive(row, goal, problem, parts, spare):
     ):
         return False, 0.0
     goal_cost = 0.0
-    for r in range(rs_kind.shape[0]):
-        bound = np.inf if r == goal else rs_bound[r]
-        cost, exceeds = resource_cost(
-            r,
-            bound,
-            row,
-            n_vars,
-            cell_ptr,
-            cell_lo,
-            cell_hi,
-            var_int,
-            oh_ptr,
-            oh_var,
-            rs_kind,
-            rs_ptr,
-            pr_a,
-            pr_b,
-            pr_c,
-            pr_group,
-            pr_unit,
-            pr_w,
-            parts,
-            spare,
-        )
-        if exceeds:
-            return False, 0.0
-        if r == goal:
-            goal_cost = cost
+    if resources is not None:
+        rs_kind, rs_bound = resources[0:2]
+        for r in range(rs_kind.shape[0]):
+            bound = np.inf if r == goal else rs_bound[r]
+            cost, exceeds = resource_cost(r, bound, row, problem, resources, parts, spare)
+            if exceeds:
+                return False, 0.0
+            if r == goal:
+                goal_cost = cost
     return True, goal_cost
 
 
 @internal
-def incumbent_ball(radius, goal, problem, ball_lo, ball_hi, parts):
+def incumbent_ball(radius, goal, problem, resources, ball_lo, ball_hi, parts):
     """Cells of each variable whose exact (weighted) distance to the goal's row is below
     ``radius``, as a range per variable (empty when none); variables measured against another
     instance or in a one-hot group are left whole. Only points strictly closer than the
     incumbent matter. ``parts``: a buffer of partials."""
-    n_vars = problem[0]
-    cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
-    rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
-    pr_w = problem[19]
+    n_vars, cell_ptr, cell_lo, cell_hi, var_int = problem[0:5]
+    rs_ptr, pr_a, pr_b, pr_c, pr_group = resources[2:7]
+    pr_w = resources[8]
     for v in range(n_vars):
         ball_lo[v] = 0
         ball_hi[v] = cell_ptr[v + 1] - cell_ptr[v] - 1
@@ -342,7 +284,7 @@ def _keeps(c, lo, hi, w, limit, integral):
 
 
 @internal
-def l1_ball_cut(row, radius, goal, problem, parts, spare):
+def l1_ball_cut(row, radius, goal, problem, resources, parts, spare):
     """Narrow box ``row`` in place to the cells of each variable that can hold a point of the
     box strictly closer than ``radius`` under the L1 goal.
 
@@ -353,13 +295,10 @@ def l1_ball_cut(row, radius, goal, problem, parts, spare):
     g + own``, which is what narrows states deep in the search. Kept cells are decided in
     float64 with a relative slack of 2**-40, so a cell is only ever kept wrongly, never
     dropped. Returns (changed, empty)."""
-    n_vars = problem[0]
-    cell_ptr, cell_lo, cell_hi, var_int = problem[1:5]
-    rs_ptr, pr_a, pr_b, pr_c, pr_group = problem[9:14]
-    pr_w = problem[19]
-    g, _ = resource_cost(goal, np.inf, row, n_vars, cell_ptr, cell_lo, cell_hi, var_int,
-                         problem[5], problem[6], problem[7], rs_ptr, pr_a, pr_b, pr_c, pr_group,
-                         problem[14], pr_w, parts, spare)  # fmt: skip
+    n_vars, cell_ptr, cell_lo, cell_hi, var_int = problem[0:5]
+    rs_ptr, pr_a, pr_b, pr_c, pr_group = resources[2:7]
+    pr_w = resources[8]
+    g, _ = resource_cost(goal, np.inf, row, problem, resources, parts, spare)
     slack = radius - g + (abs(radius) + abs(g)) * 2.0**-40
     changed = False
     for i in range(rs_ptr[goal], rs_ptr[goal + 1]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import inlined, kernel
+from veritas_dsl.solvers.astar.kernels.arrays import copy_into
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive
 from veritas_dsl.solvers.astar.kernels.keys import state_key, terms_verdict
 from veritas_dsl.solvers.astar.kernels.layout import MODE_DISTANCE, NO_INCUMBENT, P_GOAL, P_MODE
@@ -40,8 +41,8 @@ def _move(t, root, new, old, u, tr_col, col_ptr, col_term, tr_val, nd_max):
 
 
 @kernel
-def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, cand, mark, touched,
-           parts, spare, counters):  # fmt: skip
+def repair(trees, problem, resources, terms, params, root, row, sweeps, budget, leaf, u, cand, mark,
+           touched, parts, spare, counters):  # fmt: skip
     """Improve the single-cell box ``row`` (``row[v] == row[n_vars + v]``, in the static box
     ``root``) by best-improvement moves of one variable to another cell, for at most ``sweeps``
     sweeps over the variables and about ``budget`` tree walks; return the improved key, or
@@ -62,7 +63,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
     n_vars = problem[0]
     mode = params[P_MODE]
     goal = params[P_GOAL]
-    u[:] = u_base
+    copy_into(u, u_base)
     for t in range(tr_root.shape[0]):
         leaf[t] = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)
         n_cols = tr_col[t + 1] - tr_col[t]
@@ -70,7 +71,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
             value = nd_max[tr_val[t] + (leaf[t] - tr_root[t]) * n_cols + c - tr_col[t]]
             for e in range(col_ptr[c], col_ptr[c + 1]):
                 u[col_term[e]] += value
-    _, cost = box_alive(row, goal, problem, parts, spare)
+    _, cost = box_alive(row, goal, problem, resources, parts, spare)
     key, _ = state_key(mode, u, cost, np.int64(0), term_thr, term_cons)
     improved = False
     counters[1] = 0
@@ -100,7 +101,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     break
                 row[v] = c
                 row[n_vars + v] = c
-                alive, cost = box_alive(row, goal, problem, parts, spare)
+                alive, cost = box_alive(row, goal, problem, resources, parts, spare)
                 if not alive:
                     continue
                 if mode == MODE_DISTANCE:  # the key is the distance: no closer, no walks
@@ -108,7 +109,7 @@ def repair(trees, problem, terms, params, root, row, sweeps, budget, leaf, u, ca
                     if k_c <= best_key:
                         continue
                 counters[1] += n_t
-                cand[:] = u
+                copy_into(cand, u)
                 for j in range(n_t):
                     t = touched[j]
                     lf = _leaf(tr_root[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right)

@@ -2,14 +2,18 @@
 
 :func:`search` is the only entry Python calls during a search; its steps are written as
 functions inlined into it at Numba's level (:data:`~veritas_dsl.jit.inlined`), so
-the whole loop is one compiled unit, as fast as one long function and compiled once.
+the whole loop is one compiled unit, as fast as one long function and compiled once. But for
+:func:`_expand`, compiled on its own (:data:`~veritas_dsl.jit.internal`): Numba inlines a
+function by running its front end again at the call site, which cost 1.3 s more of a cold
+compile than compiling it apart, at the same speed (4,150 and 4,180 expansions a second on 100
+trees of depth 6).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from veritas_dsl.jit import inlined, kernel
+from veritas_dsl.jit import inlined, internal, kernel
 from veritas_dsl.solvers.astar.kernels.arrays import copy_into
 from veritas_dsl.solvers.astar.kernels.exact import decode_distance
 from veritas_dsl.solvers.astar.kernels.feasibility import box_alive, incumbent_ball, l1_ball_cut
@@ -67,7 +71,9 @@ _KEPT = 2
 
 
 @kernel
-def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx, budget):
+def search(
+    trees, problem, resources, terms, params, root, dynamic, solutions, scratch, ctx, budget
+):  # fmt: skip
     """Run up to ``budget`` expansions of best-first search with greedy dives; return a status.
 
     The first call pushes the root state (box ``root``) when it is alive and returns
@@ -101,8 +107,10 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         and a cell range), per variable the splits on it sorted by rank (``vs_rank``,
         ``vs_tree``; those of trees that feed only off terms may be left out), and each tree's
         columns (the kernels' package docstring).
-    problem : tuple
-        The lifted input constraints, as :func:`box_alive` reads them.
+    problem, resources : tuple
+        The lifted input constraints, as :func:`box_alive` reads them; ``resources`` None when
+        there are none, and then their code (distances, the incumbent's ball) is not compiled:
+        every use of it sits under ``resources is not None``, a branch Numba prunes by type.
     terms : tuple
         ``term_thr, term_sure, term_cons, u_base, term_ep, tr_ep`` (int64, int64, int8, int64,
         int64 per term; int64 per tree): a term is an objective, a constraint or an off
@@ -134,7 +142,7 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
     """
     if ctx[C_STARTED] == 0:
         ctx[C_STARTED] = 1
-        if not _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
+        if not _push_root(trees, problem, resources, terms, params, root, dynamic, scratch, ctx):
             return STATUS_EXHAUSTED
     free, hp_key, hp_tie, hp_state, st_ep = dynamic[3:8]
     ball_lo, ball_hi = scratch[11:13]
@@ -170,14 +178,14 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
             continue
         stale = st_ep[s] != ctx[C_EPOCH]
         to_ball = use_ball and have_inc
-        if to_ball and ball_key != ctx[C_INC]:
+        if resources is not None and to_ball and ball_key != ctx[C_INC]:
             ball_key = ctx[C_INC]
             radius = decode_distance(-ball_key)
-            incumbent_ball(radius, goal, problem, ball_lo, ball_hi, scratch[2])
+            incumbent_ball(radius, goal, problem, resources, ball_lo, ball_hi, scratch[2])
         if stale or to_ball:
             kept = _refresh(
-                s, diving, stale, to_ball, radius, trees, problem, terms, params, dynamic,
-                scratch, ctx,
+                s, diving, stale, to_ball, radius, trees, problem, resources, terms, params,
+                dynamic, scratch, ctx,
             )  # fmt: skip
             if kept != _KEPT:
                 continue
@@ -188,8 +196,8 @@ def search(trees, problem, terms, params, root, dynamic, solutions, scratch, ctx
         else:
             ctx[C_BF_STEPS] += 1
         status = _expand(
-            s, diving, have_inc, floor_key, trees, problem, terms, params, dynamic, solutions,
-            scratch, ctx,
+            s, diving, have_inc, floor_key, trees, problem, resources, terms, params, dynamic,
+            solutions, scratch, ctx,
         )  # fmt: skip
         if status != STATUS_BUDGET:
             return status
@@ -204,21 +212,25 @@ def _release(free, ctx, s):
 
 
 @inlined
-def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
+def _push_root(trees, problem, resources, terms, params, root, dynamic, scratch, ctx):
     """Create the root state (box ``root``) and push it when it is alive; return whether it
     was."""
     term_thr, term_sure, term_cons, u_base, term_ep, tr_ep = terms
     box, st_u, st_ptr, free, hp_key, hp_tie, hp_state, st_ep = dynamic
     stack, _, parts, out, u, arg = scratch[0:6]
-    alive, goal_cost = box_alive(root, params[P_GOAL], problem, parts, scratch[13])
-    if not alive:
-        return False
-    full_bounds(trees, root, problem[0], u_base, tr_ep, term_ep, -1, u, out, arg, stack)
-    if terms_verdict(u, term_thr, term_sure, term_cons) < 0:
-        return False
     ctx[C_FREE] -= 1
     s = free[ctx[C_FREE]]
-    copy_into(box[s], root)
+    row = box[s]
+    # read in the arena's integer type, as every other box: the int32 root would compile the
+    # kernels it is passed to once more
+    copy_into(row, root)
+    alive, goal_cost = box_alive(row, params[P_GOAL], problem, resources, parts, scratch[13])
+    if alive:
+        full_bounds(trees, row, problem[0], u_base, tr_ep, term_ep, -1, u, out, arg, stack)
+        alive = terms_verdict(u, term_thr, term_sure, term_cons) >= 0
+    if not alive:
+        _release(free, ctx, s)
+        return False
     copy_into(st_u[s], u)
     st_ptr[s] = 0
     st_ep[s] = ctx[C_EPOCH]
@@ -230,7 +242,8 @@ def _push_root(trees, problem, terms, params, root, dynamic, scratch, ctx):
 
 @inlined
 def _refresh(
-    s, diving, stale, to_ball, radius, trees, problem, terms, params, dynamic, scratch, ctx
+    s, diving, stale, to_ball, radius, trees, problem, resources, terms, params, dynamic,
+    scratch, ctx,
 ):  # fmt: skip
     """Narrow state ``s`` to the incumbent's ball (``scratch``'s ``ball_lo``, ``ball_hi``) when
     ``to_ball``, under an L1 goal further to what the rest of its box leaves of ``radius`` (the
@@ -246,27 +259,30 @@ def _refresh(
     row = box[s]
     changed = False
     empty = False
-    for v in range(n_vars if to_ball else 0):
-        # in int64, and nothing stored when empty: boxes may be uint8 and the ball's empty
-        # range is (n_cells, -1)
-        lo = max(np.int64(row[v]), np.int64(ball_lo[v]))
-        hi = min(np.int64(row[n_vars + v]), np.int64(ball_hi[v]))
-        if lo > hi:
-            empty = True
-            break
-        if lo != row[v] or hi != row[n_vars + v]:
-            changed = True
-            row[v] = lo
-            row[n_vars + v] = hi
-    if to_ball and not empty and problem[7][params[P_GOAL]] == KIND_L1:
-        cut, empty = l1_ball_cut(row, radius, params[P_GOAL], problem, parts, scratch[13])
-        changed = changed or cut
+    if resources is not None:  # to_ball is False without them
+        for v in range(n_vars if to_ball else 0):
+            # in int64, and nothing stored when empty: boxes may be uint8 and the ball's empty
+            # range is (n_cells, -1)
+            lo = max(np.int64(row[v]), np.int64(ball_lo[v]))
+            hi = min(np.int64(row[n_vars + v]), np.int64(ball_hi[v]))
+            if lo > hi:
+                empty = True
+                break
+            if lo != row[v] or hi != row[n_vars + v]:
+                changed = True
+                row[v] = lo
+                row[n_vars + v] = hi
+        if to_ball and not empty and resources[0][params[P_GOAL]] == KIND_L1:
+            cut, empty = l1_ball_cut(
+                row, radius, params[P_GOAL], problem, resources, parts, scratch[13]
+            )
+            changed = changed or cut
     if not (changed or stale):
         return _KEPT
     alive = not empty
     goal_cost = 0.0
     if alive:
-        alive, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
+        alive, goal_cost = box_alive(row, params[P_GOAL], problem, resources, parts, scratch[13])
     if alive:
         # a cut box needs every bound again; a stale one, those of the terms switched on since
         since = -1 if changed else st_ep[s]
@@ -288,10 +304,10 @@ def _refresh(
     return _KEPT
 
 
-@inlined
+@internal
 def _expand(
-    s, diving, have_inc, floor_key, trees, problem, terms, params, dynamic, solutions, scratch,
-    ctx,
+    s, diving, have_inc, floor_key, trees, problem, resources, terms, params, dynamic, solutions,
+    scratch, ctx,
 ):  # fmt: skip
     """Expand state ``s``: record it when complete, otherwise split it on the next tree in
     search order into one child per reachable leaf. Children that survive go on the heap, but
@@ -323,8 +339,8 @@ def _expand(
     ):
         first += 1
     if first == n_trees:
-        status, held = _complete(s, row, diving, have_inc, floor_key, problem, terms, params,
-                                 dynamic, solutions, scratch, ctx)  # fmt: skip
+        status, held = _complete(s, row, diving, have_inc, floor_key, problem, resources, terms,
+                                 params, dynamic, solutions, scratch, ctx)  # fmt: skip
         if not held:
             _release(free, ctx, s)
         return status
@@ -352,7 +368,7 @@ def _expand(
             v = lf_var[e]
             crow[v] = max(row[v], lf_lo[e])
             crow[n_vars + v] = min(row[n_vars + v], lf_hi[e])
-        alive, goal_cost = box_alive(crow, goal, problem, parts, scratch[13])
+        alive, goal_cost = box_alive(crow, goal, problem, resources, parts, scratch[13])
         key = np.int64(0)
         tie = np.int64(0)
         if alive:
@@ -385,7 +401,7 @@ def _expand(
                     continue
                 tree_max(
                     tr_root[t], n_cols, tr_val[t], crow, n_vars, nd_var, nd_rank, nd_left,
-                    nd_right, nd_max, out, arg, 0, stack,
+                    nd_right, nd_max, out, arg, np.int64(0), stack,
                 )  # fmt: skip
                 for j in range(n_cols):
                     delta = out[j] - parent_max[c0 + j]
@@ -429,8 +445,8 @@ def _expand(
 
 
 @inlined
-def _complete(s, row, diving, have_inc, floor_key, problem, terms, params, dynamic, solutions,
-              scratch, ctx):  # fmt: skip
+def _complete(s, row, diving, have_inc, floor_key, problem, resources, terms, params, dynamic,
+              solutions, scratch, ctx):  # fmt: skip
     """Record complete state ``s`` (box ``row``) as a solution when it can improve; return a
     status, and whether ``s`` was kept for the caller to settle (output constraints are off)."""
     term_thr, term_sure, term_cons = terms[0:3]
@@ -445,7 +461,7 @@ def _complete(s, row, diving, have_inc, floor_key, problem, terms, params, dynam
         return STATUS_BUDGET, False
     goal_cost = 0.0
     if mode == MODE_DISTANCE:
-        _, goal_cost = box_alive(row, params[P_GOAL], problem, parts, scratch[13])
+        _, goal_cost = box_alive(row, params[P_GOAL], problem, resources, parts, scratch[13])
     key, tie = state_key(mode, u, goal_cost, np.int64(0), term_thr, term_cons)
     if have_inc and key <= floor_key:
         return STATUS_BUDGET, False

@@ -141,7 +141,7 @@ def full_bounds(trees, row, n_vars, u_base, tr_ep, term_ep, since, u, out, arg, 
         n_cols = tr_col[t + 1] - c0
         tree_max(
             tr_root[t], n_cols, tr_val[t], row, n_vars, nd_var, nd_rank, nd_left, nd_right, nd_max,
-            out, arg, 0, stack,
+            out, arg, np.int64(0), stack,  # a literal 0 would compile tree_max again
         )  # fmt: skip
         for j in range(n_cols):
             for e in range(col_ptr[c0 + j], col_ptr[c0 + j + 1]):
