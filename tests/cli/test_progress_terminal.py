@@ -112,3 +112,29 @@ def test_nothing_is_drawn_when_stderr_is_not_a_terminal():
     )
     assert done.returncode in (0, 1)
     assert done.stderr == b""
+
+
+def test_engine_reports_are_redrawn_after_a_row_that_finished_fast():
+    # tqdm's default adapts a count of rows between redraws: after a fast row, an engine's
+    # report (an update of no row) was never drawn again (CI: a first search that compiled).
+    from veritas_dsl.report.progress import Bar
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    stream = os.fdopen(slave, "w")
+    bar = Bar(True, stream)
+    bar.total, bar.last = 2, "quick: infeasible"
+    bar.working = "a"
+    bar._show(finished=1)  # a fast row
+    clock = [time.time()]
+    bar._bar._time = lambda: clock[0]  # tqdm's clock, moved by hand: no waiting, no timing
+    for k in range(5):
+        clock[0] += 1.0  # well past mininterval
+        bar.working = f"gap[0] (astar): [{k}, 9]"
+        bar._show()
+    stream.flush()
+    drawn = os.read(master, 1 << 20)
+    bar.close()
+    stream.close()
+    os.close(master)
+    assert all(f"[{k}, 9]".encode() in drawn for k in range(5)), drawn

@@ -107,6 +107,9 @@ def _line(stream, enabled: bool, columns: int, lines: int):
         file=stream,
         disable=None if enabled else True,  # None: drawn on a terminal only
         delay=1e-9,  # drawn once it has something to say (by _show), not blank at its start
+        # redrawn by time alone (mininterval): tqdm's default adapts a count of rows between
+        # redraws, and after a fast row no engine report (an update of 0 rows) was drawn again
+        miniters=0,
         ncols=columns,
         nrows=lines,
         leave=False,
