@@ -11,16 +11,8 @@ import enum
 from dataclasses import dataclass, field
 
 from veritas_dsl.diagnostics import Diagnostic, Span
+from veritas_dsl.ir.constructs import GOAL_KINDS
 from veritas_dsl.ir.lowered import Lowered
-from veritas_dsl.ir.query import (
-    Find,
-    Maximize,
-    MaximizeMin,
-    Minimize,
-    MinimizeDistance,
-    MinimizeMax,
-    Prove,
-)
 from veritas_dsl.result import Result, Termination
 
 
@@ -107,15 +99,7 @@ NOT_RUN = (Termination.ERROR, Termination.UNSUPPORTED)
 
 
 #: The kind of query each goal is, as reports name it.
-KINDS = {
-    Maximize: "maximize",
-    Minimize: "minimize",
-    MaximizeMin: "maximize",
-    MinimizeMax: "minimize",
-    MinimizeDistance: "minimize_distance",
-    Find: "find",
-    Prove: "prove",
-}
+KINDS = GOAL_KINDS
 
 
 def goal_kind(goal) -> str:

@@ -53,18 +53,21 @@ CONSTRUCTS = frozenset(
 )
 
 
+#: The kind of query each goal is: its construct, and the name reports give it.
+GOAL_KINDS = {
+    Maximize: "maximize",
+    Minimize: "minimize",
+    MaximizeMin: "maximize",
+    MinimizeMax: "minimize",
+    MinimizeDistance: "minimize_distance",
+    Find: "find",
+    Prove: "prove",
+}
+
+
 def constructs(query: Query) -> frozenset[str]:
     """The constructs ``query`` uses (a subset of :data:`CONSTRUCTS`)."""
-    used = {
-        Maximize: "maximize",
-        Minimize: "minimize",
-        MaximizeMin: "maximize",
-        MinimizeMax: "minimize",
-        MinimizeDistance: "minimize_distance",
-        Find: "find",
-        Prove: "prove",
-    }
-    found = {used[type(query.goal)]}
+    found = {GOAL_KINDS[type(query.goal)]}
     if isinstance(query.goal, MaximizeMin | MinimizeMax):
         found.add("worst_of")  # the least (or largest) of several terms
     if len(query.instances) > 1:
