@@ -7,7 +7,7 @@ import argparse
 from importlib.metadata import version
 from pathlib import Path
 
-from veritas_dsl.local_cluster import parse_address
+from veritas_dsl.local_cluster import address_in, parse_address
 from veritas_dsl.names import MODEL_FORMATS
 from veritas_dsl.solvers import registry
 
@@ -141,6 +141,12 @@ def _add_workers(command) -> None:
         help="run every query on a Dask cluster: its scheduler's address (tcp://host:8786), "
         "or local:N for N local worker processes",
     )
+    workers.add_argument(
+        "--scheduler-file",
+        metavar="FILE",
+        help="as --scheduler, at the address a Dask scheduler wrote in FILE "
+        "(dask scheduler --scheduler-file FILE; awaited 10 s)",
+    )
 
 
 def _add_leakage(commands) -> None:
@@ -210,6 +216,11 @@ def check(args: argparse.Namespace) -> None:
         args.parser.error(
             f"argument --solver: engine {args.solver} is not available here ({availability})"
         )
+    if getattr(args, "scheduler_file", None):
+        try:
+            args.scheduler = address_in(args.scheduler_file)
+        except ValueError as error:
+            args.parser.error(f"argument --scheduler-file: {error}")
     if getattr(args, "scheduler", None):
         try:
             parse_address(args.scheduler)

@@ -11,8 +11,11 @@ dies, even by SIGKILL, the input closes and the cluster goes with it.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import time
+from pathlib import Path
 
 #: What the line that gives the scheduler's address starts with.
 ANNOUNCE = "veritas-dsl local cluster at "
@@ -27,6 +30,30 @@ def parse_address(address: str) -> int | None:
     if not count.isdigit() or int(count) < 1:
         raise ValueError(f"{address!r}: local:N needs a number of workers N >= 1")
     return int(count)
+
+
+def address_in(scheduler_file: str, wait_s: float = 10.0) -> str:
+    """The address a Dask scheduler wrote in its ``--scheduler-file`` (a JSON object with an
+    ``address``). A batch job may start ``ver`` before its scheduler has written the file, so
+    the file is awaited for ``wait_s`` seconds, as Dask's own client does. Raises ValueError
+    when it does not appear, or holds no address."""
+    path = Path(scheduler_file)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            address = json.loads(path.read_text(encoding="utf-8")).get("address")
+        except FileNotFoundError:
+            problem = f"no file {scheduler_file} after {wait_s:g} s (has the scheduler started?)"
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as error:
+            # ValueError: not JSON yet (being written) or at all; AttributeError: not an object.
+            problem = f"{scheduler_file} is not a Dask scheduler file ({error})"
+        else:
+            if isinstance(address, str) and address:
+                return address
+            problem = f"{scheduler_file} is not a Dask scheduler file (no address in it)"
+        if time.monotonic() >= deadline:
+            raise ValueError(problem)
+        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:
