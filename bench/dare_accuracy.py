@@ -1,5 +1,5 @@
 """What each DaRE configuration costs in test accuracy: the default, R-DaRE and the deterministic
-configuration that docs/unlearning.md recommends against adaptive requesters.
+configuration that docs/unlearning-exactness.md recommends against adaptive requesters.
 
     python bench/dare_accuracy.py [--seeds 3] [--trees 50] [--depth 10]
                                   [--data breast_cancer,digits,classification]

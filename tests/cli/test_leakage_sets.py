@@ -23,7 +23,7 @@ from veritas_dsl.unlearning.report import render
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-#: The configurations of docs/unlearning.md: deterministic (nothing drawn), the default (seeds
+#: The configurations of docs/unlearning-leakage.md: deterministic (nothing drawn), the default (seeds
 #: drawn at fit only), R-DaRE (random top levels; min_samples_leaf 2 makes deletions redraw).
 CONFIGS = {
     "deterministic": dict(k=None, max_features=None),

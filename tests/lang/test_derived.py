@@ -167,11 +167,15 @@ def test_a_row_the_saved_forest_forgot_is_named_in_the_spec_and_in_the_file(tmp_
     ]
 
 
-def test_the_spec_examples_of_the_unlearning_page_run():
-    page = Path(__file__).resolve().parents[2] / "docs" / "unlearning.md"
-    blocks = re.findall(r"```ver\n(.*?)```", page.read_text(), flags=re.S)
-    assert blocks
-    for text in blocks:
+def test_the_spec_examples_of_the_unlearning_pages_run():
+    pages = sorted((Path(__file__).resolve().parents[2] / "docs").glob("unlearning*.md"))
+    found = [
+        (page, text)
+        for page in pages
+        for text in re.findall(r"```ver\n(.*?)```", page.read_text(), flags=re.S)
+    ]
+    assert found
+    for page, text in found:
         runs = parse(text, str(page)).run(jobs=1)
         assert runs and all(c.holds for r in runs for c in r.checks)
         assert all(

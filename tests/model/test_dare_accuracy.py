@@ -1,6 +1,6 @@
 """What the deterministic configuration is, and the bench that measures its cost (issue 38,
 item 5): its trees are all one tree (it draws nothing), so the forest is one decision tree, and
-bench/dare_accuracy.py, whose table docs/unlearning.md gives, runs and says so."""
+bench/dare_accuracy.py, whose table docs/unlearning-exactness.md gives, runs and says so."""
 
 from __future__ import annotations
 
@@ -38,4 +38,4 @@ def test_the_accuracy_bench_runs(monkeypatch, capsys):
     assert [row[2].strip() for row in rows] == ["default", "R-DaRE", "determ."]
     assert [row[4].strip() for row in rows] == ["4", "4", "1"]  # distinct trees
     assert all(0.8 < float(row[3].split("±")[0]) <= 1 for row in rows)  # test accuracy
-    assert "bench/dare_accuracy.py" in (ROOT / "docs" / "unlearning.md").read_text()
+    assert "bench/dare_accuracy.py" in (ROOT / "docs" / "unlearning-exactness.md").read_text()

@@ -1,6 +1,6 @@
 """What comparing a forest before and after a deletion reveals about the deleted rows.
 
-Two facts, kept apart (``docs/unlearning.md``, "leakage"):
+Two facts, kept apart (``docs/unlearning-leakage.md``, "leakage"):
 
 - the **anonymity set**: the training rows whose deletion is consistent with the change, those
   an observer of both models cannot rule out (:mod:`.dare.consistency`, by trial
@@ -48,7 +48,7 @@ from veritas_dsl.unlearning.dare.consistency import consistent_rows
 DEFAULT_TIMEOUT_S = 60.0
 
 #: The engine of the two optimisations, unless told: A*'s bounds close faster on forests where
-#: a deletion changed many trees (``docs/unlearning.md``, "leakage", measured).
+#: a deletion changed many trees (``docs/unlearning-leakage.md``, "leakage", measured).
 DEFAULT_ENGINE = "astar"
 
 

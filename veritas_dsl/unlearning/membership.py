@@ -8,7 +8,7 @@ shadow's training set: 0) of features of the two posteriors; an attack model M_A
 regression, learns from them and scores the target's deleted rows against rows never in its
 training. An *unlearning* is how Mu is made from Mo and the ids: the forest's own deletion, or a
 fit from scratch with a new seed (the baseline); the attacker knows which and plays it on its
-shadows. Docs: docs/unlearning.md, "Membership attacks on a deletion".
+shadows. Docs: docs/unlearning-leakage.md, "Membership attacks on a deletion".
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class DerivedModels:
                 decl.span,
                 "some deletion changes a split",
                 help="a smaller `deletions`, or a forest whose splits hold more rows "
-                "(see docs/unlearning.md)",
+                "(see docs/unlearning-certificates.md)",
                 notes=shown + ([f"and {more} more"] if more > 0 else []),
             ) from None
 

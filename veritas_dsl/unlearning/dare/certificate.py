@@ -6,7 +6,8 @@ random nodes draw their thresholds afresh from the rows it is given, so it may f
 bounds (bench/recourse.py measures how often). Without random nodes (``random_depth=0``) a fit
 with the same settings and seed is the deleted forest, node for node, and is covered with it.
 
-The proof is in docs/unlearning.md ("A certificate for every deletion of up to k rows"); in short:
+The proof is in docs/unlearning-certificates.md ("A certificate for every deletion of up to k
+rows"); in short:
 
 - a deletion (one at a time, or at once) makes a node a leaf when its rows become pure; a random
   node keeps its split while both sides keep ``min_samples_leaf`` (m) rows; a greedy node keeps
@@ -103,7 +104,7 @@ def certified_fit(X, y, deletions: int, X_test, y_test, seeds: range, **settings
     ``max_depth``, the given settings) with ``random_state`` in ``seeds`` that :func:`worst_case`
     accepts at ``deletions``, the most accurate on ``X_test, y_test`` (the first of equals);
     None when none is certified. Random nodes, because the certificate accepts them far more
-    often than greedy ones (docs/unlearning.md)."""
+    often than greedy ones (docs/unlearning-certificates.md)."""
     from veritas_dsl.unlearning.dare import DareForest
 
     best = None
@@ -145,7 +146,8 @@ def leaf_bound_fractions(count: np.ndarray, positives: np.ndarray, k: int) -> tu
 def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
     """Every split node of ``forest`` that deleting some set of at most ``k`` of the remaining
     rows may change (made a leaf, split elsewhere, threshold moved, drawn again), by the
-    sufficient conditions of docs/unlearning.md; empty when the structure is certified."""
+    sufficient conditions of docs/unlearning-certificates.md; empty when the structure is
+    certified."""
     settings = forest._grower().settings
     X = forest._X.astype(np.float64)
     y = forest._y.astype(np.int64)
@@ -225,8 +227,9 @@ def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> str:
 def _rivals(X, y, a: int, seed: int, k: int, settings) -> list[int]:
     """The attributes a deletion of at most k rows may let the node sample: attributes are
     taken in key order among those with a valid threshold, a set deletions only shrink
-    (docs/unlearning.md); one that surely keeps a valid threshold (:func:`_robust_cuts`) stays
-    ahead of those after it, so only the first ``max_features`` such, and those before, count."""
+    (docs/unlearning-certificates.md); one that surely keeps a valid threshold
+    (:func:`_robust_cuts`) stays ahead of those after it, so only the first ``max_features``
+    such, and those before, count."""
     p, m = X.shape[1], settings.min_samples_leaf
     if settings.max_features >= p:
         return list(range(p))

@@ -1,5 +1,6 @@
 """Whether deleting at most k rows of a node can let another cut beat its greedy split by Gini (the
-margin condition of the worst-case certificate, :mod:`.certificate`; proof in docs/unlearning.md).
+margin condition of the worst-case certificate, :mod:`.certificate`; proof in
+docs/unlearning-certificates.md).
 
 A DaRE node's score of a cut is ``sum over sides of (p² + q²) / (p + q) = n - 2 G`` with
 ``G = sum over sides of p q / (p + q)`` (p positives, q negatives): the largest score is the
