@@ -72,3 +72,14 @@ def test_every_unit_of_the_names_table_is_a_number():
         number = re.compile(patterns[scope]["match"])
         assert all(number.fullmatch(f"2{unit}") for unit in units), scope
         assert not number.fullmatch("2d")
+
+
+def test_the_vscode_package_promises_only_what_it_ships():
+    """The package is a grammar and language settings, with no language client (no `main`, no
+    vscode-languageclient): its description must not promise what `ver lsp` gives through a
+    client (docs/editors.md says how to connect one)."""
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text())
+    assert "main" not in package and not package.get("dependencies")
+    description = package["description"].lower()
+    assert not {"diagnostics", "hover", "completion"} & set(re.findall(r"\w+", description))
+    assert "no language client" in description
