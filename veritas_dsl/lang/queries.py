@@ -227,6 +227,8 @@ class Queries:
         if self.quantifiers.is_worst_of(statement.expr):
             return self.quantifiers.worst_objective(statement, scope)
         value = self.expressions.value(statement.expr, scope)
+        if isinstance(value, t.Proba):  # increasing in the margin: the same optimal inputs
+            return t.OptimizeOutputs(statement.sense, value.margin, statement.span, True)
         if isinstance(value, t.Distance):
             if statement.sense == "maximize":
                 raise self.ctx.error(
@@ -283,6 +285,10 @@ class Queries:
                     f"`{subject}` is a bound of an objective; this query has none",
                     statement.subject_span,
                     help="add maximize/minimize, or use `expect found`",
+                )
+            if isinstance(goal, t.OptimizeOutputs) and goal.probability:
+                raise self.expressions.probabilities.not_exact(
+                    statement.span, "a bound of a probability objective cannot be expected yet"
                 )
             value = self.expressions.value(statement.value, scope)
             if not isinstance(value, t.Lin) or value.kind != "constant":
