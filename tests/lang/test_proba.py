@@ -92,6 +92,26 @@ def test_a_margin_on_either_side_of_the_logit_is_decided_exactly(c):
             k += 1
 
 
+def test_an_expected_bound_of_a_probability_objective_is_decided_exactly():
+    c = 0.7  # the model's margins are the float64s either side of logit(0.7)
+    expects = {
+        "maximize": ("upper > 0.7", "upper <= 0.7", "upper >= 0.7"),
+        "minimize": ("lower < 0.7", "lower >= 0.7", "lower <= 0.7"),
+    }
+    queries = [
+        f"query {sense}_{k} {{ input x  {sense} proba(m, x)  expect {e}  solve with oracle }}"
+        for sense, written in expects.items()
+        for k, e in enumerate(written)
+    ]
+    spec = veritas_dsl.parse(
+        "model m = ensemble\n" + "\n".join(queries), models={"m": boundary_model(c)}
+    )
+    checks = [run.checks[0] for run in spec.run(timeout_s=30)]
+    assert [check.holds for check in checks] == [True, False, True, True, False, True]
+    assert checks[0].text == "expect upper > 0.7"
+    assert f", probability {sigmoid(margin_bound(c, '>=')):.6g}" in checks[0].detail
+
+
 def test_a_margin_bound_is_a_probability_strictly_between_0_and_1():
     for c in (0.0, 1.0, -0.5, math.nan):
         with pytest.raises(ValueError):

@@ -40,6 +40,7 @@ class Expectation:
     bound: float | None
     text: str
     span: Span
+    probability: float | None = None  # as written, of a proba objective; ``bound`` its margin
 
 
 @dataclass(frozen=True)

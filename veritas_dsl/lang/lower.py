@@ -121,6 +121,7 @@ class _Lowering:
                 None if e.value is None else self.constant(e.value, e.span),
                 e.text,
                 e.span,
+                e.probability,
             )
             for e in checked.expectations
         )

@@ -62,11 +62,25 @@ class Probabilities:
 
     def compare(self, left: t.Proba, op: str, right, span: Span) -> t.LinCompare:
         """``proba(m, x) op c`` as ``m(x) op' b`` (``op`` already mirrored or negated)."""
-        if not isinstance(right, t.Lin) or right.kind != "constant" or right.row_dependent:
+        c = self.compared(right, op, span)
+        bound = t.Lin.constant(margin_bound(c, op))
+        return t.LinCompare(left.margin.plus(bound, -1.0), op, span)
+
+    def expectation(self, statement: ast.Expect, value, text: str) -> t.Expectation:
+        """``expect upper <= 0.9`` of a ``proba`` objective: the bound on its margin that
+        decides every float64 margin as the probability would, and the probability written."""
+        span = statement.value.span
+        c = self.compared(value, statement.op, span)
+        bound = t.Lin.constant(margin_bound(c, statement.op))
+        return t.Expectation(statement.subject, statement.op, bound, text, statement.span, c)
+
+    def compared(self, value, op: str, span: Span) -> float:
+        """The number a probability is compared with by ``op``: a constant in (0, 1)."""
+        if not isinstance(value, t.Lin) or value.kind != "constant" or value.row_dependent:
             raise self.not_exact(span, "a probability is compared with a number only")
         if op in ("==", "!="):
             raise self.not_exact(span, f"a probability is compared with <, <=, > or >=, not {op}")
-        c = right.constant_value()
+        c = value.constant_value()
         if not 0 < c < 1:
             raise self.ctx.error(
                 NOT_EXACT,
@@ -74,8 +88,7 @@ class Probabilities:
                 span,
                 help="every probability is in (0, 1): this comparison would not depend on x",
             )
-        bound = t.Lin.constant(margin_bound(c, op))
-        return t.LinCompare(left.margin.plus(bound, -1.0), op, span)
+        return c
 
     def not_exact(self, span: Span, message: str = "") -> Exception:
         """The error for a logistic probability used other than compared with a number."""

@@ -286,11 +286,9 @@ class Queries:
                     statement.subject_span,
                     help="add maximize/minimize, or use `expect found`",
                 )
-            if isinstance(goal, t.OptimizeOutputs) and goal.probability:
-                raise self.expressions.probabilities.not_exact(
-                    statement.span, "a bound of a probability objective cannot be expected yet"
-                )
             value = self.expressions.value(statement.value, scope)
+            if isinstance(goal, t.OptimizeOutputs) and goal.probability:
+                return self.expressions.probabilities.expectation(statement, value, text)
             if not isinstance(value, t.Lin) or value.kind != "constant":
                 raise self.ctx.error(
                     "V310", "a bound is compared with a number", statement.value.span

@@ -322,6 +322,7 @@ class Expectation:
     value: Lin | None
     text: str
     span: Span
+    probability: float | None = None  # as written, of a proba objective; ``value`` its margin
 
 
 @dataclass(frozen=True)
