@@ -14,6 +14,7 @@ import lightgbm
 import numpy as np
 import pytest
 import xgboost
+from catboost import CatBoostClassifier
 from schema_files import problems
 from sklearn.ensemble import (
     GradientBoostingClassifier,
@@ -139,6 +140,12 @@ def fitted(data):
         "sklearn hist": (HistGradientBoostingClassifier(max_iter=4).fit(X, y), None),
         "sklearn forest": (RandomForestClassifier(**small, random_state=0).fit(X, y), None),
         "lightgbm": (lightgbm.LGBMClassifier(**small, verbose=-1).fit(X, y), None),
+        "catboost": (
+            CatBoostClassifier(iterations=4, depth=3, verbose=0, allow_writing_files=False).fit(
+                X, y
+            ),
+            None,
+        ),
     }
 
 
@@ -150,6 +157,8 @@ def test_each_importer_says_how_its_libraries_probability_follows_from_the_outpu
             if name == "xgboost"
             else Ensemble.from_lightgbm(model)
             if name == "lightgbm"
+            else Ensemble.from_catboost(model)
+            if name == "catboost"
             else Ensemble.from_sklearn(model)
         )
         out = ensemble.eval(X)
