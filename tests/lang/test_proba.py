@@ -215,3 +215,22 @@ def test_a_probability_objective_is_reported_in_both_scales(data):
     assert document["results"][0]["probability"] == {"lower": p, "upper": p}
     assert problems(document, "run.schema.json") == []
     assert f"(probability {p:.6g})" in terminal.render(runs, "spec.ver")[0]
+
+
+def test_a_batch_of_probability_objectives_sums_up_in_both_scales(tmp_path):
+    (tmp_path / "rows.csv").write_text("f0\n0.25\n0.75\n")
+    spec = veritas_dsl.parse(
+        'model m = ensemble\ndata rows = csv "rows.csv"\n'
+        "query q for r in rows[0:2] { input x  where x == r  maximize proba(m, x)  "
+        "solve with oracle }",
+        str(tmp_path / "spec.ver"),
+        models={"m": boundary_model(0.7)},
+    )
+    runs = spec.run(timeout_s=30)
+    low, high = margin_bound(0.7, ">"), margin_bound(0.7, ">=")
+    summary = terminal.render(runs, "spec.ver")[0].splitlines()[-2]
+    p_low, p_high = f"{sigmoid(low):.6g}", f"{sigmoid(high):.6g}"
+    assert summary == (
+        f"q: 2 rows: optimum min {low:.6g}, median {high:.6g}, max {high:.6g}"
+        f" (probability {p_low}, {p_high}, {p_high}) (2 exact)"
+    )

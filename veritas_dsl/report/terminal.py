@@ -163,6 +163,9 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
             if values:
                 middle = values[len(values) // 2]
                 text += f": optimum min {values[0]:.6g}, median {middle:.6g}, max {values[-1]:.6g}"
+                if group[0].lowered.origin.probability:
+                    shown = ", ".join(f"{sigmoid(v):.6g}" for v in (values[0], middle, values[-1]))
+                    text += f" (probability {shown})"
             text += f" ({len(values)} exact"
             infeasible = sum(r.result.termination.value == "infeasible" for r in group)
             text += f", {infeasible} infeasible)" if infeasible else ")"
