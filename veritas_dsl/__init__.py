@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from veritas_dsl.exports import lazy_exports
 
 if TYPE_CHECKING:  # the public names: type checkers read them here, and so does lazy_exports
+    from veritas_dsl.builder import SpecBuilder
     from veritas_dsl.diagnostics import Diagnostic, SpecError
     from veritas_dsl.model import Ensemble, ModelError, load_model
     from veritas_dsl.outcome import Check, Interrupted, QueryRun, Verdict
@@ -33,6 +34,7 @@ __all__ = [
     "Result",
     "Solution",
     "Spec",
+    "SpecBuilder",
     "SpecError",
     "Termination",
     "TracePoint",

@@ -16,8 +16,9 @@ ENGINES = ("oracle", "astar", "milp", "gurobi", "sat")
 NORMS = ("linf", "l1")
 #: Functions that take a per-feature ``scale``: the distances and the count of changed features.
 SCALED = (*NORMS, "changed")
-#: Functions of conditions and objectives: ``class(m, x)``, ``vote(m, x)``, distances, changes.
-FUNCTIONS = ("class", "vote", *SCALED)
+#: Functions of conditions and objectives: ``class(m, x)``, ``vote(m, x)``, ``proba(m, x)`` (a
+#: binary model's probability of class 1), distances, changes.
+FUNCTIONS = ("class", "vote", "proba", *SCALED)
 #: What a distance's scale may be computed as (``scale = mad(train)``).
 STATISTICS = ("mad", "std")
 #: The least or largest of several terms, as a whole objective.

@@ -21,6 +21,7 @@ from veritas_dsl.ir.decided import StopRule, settled
 from veritas_dsl.ir.empty import Emptiness
 from veritas_dsl.ir.logic import compare
 from veritas_dsl.ir.lowered import EngineChoice, Expectation, Lowered, Origin
+from veritas_dsl.ir.probability import sigmoid
 from veritas_dsl.ir.query import (
     Prove,
 )
@@ -423,8 +424,10 @@ def _expectation_check(e: Expectation, result: Result) -> Check:
             e.span,
         )
     bound = result.upper if e.subject == "upper" else result.lower
-    text = f"expect {e.subject} {e.op} {value:g}"
+    text = f"expect {e.subject} {e.op} {value if e.probability is None else e.probability:g}"
     detail = f"{e.subject} = {bound:.6g}"
+    if e.probability is not None:  # decided on the margin, shown in both scales
+        detail += f", probability {sigmoid(bound):.6g}"
     if result.exact:
         return Check(text, _verdict(compare(bound, e.op, value)), detail, e.span)
     if result.termination not in NOT_RUN:  # errors promise nothing

@@ -40,6 +40,7 @@ class Expectation:
     bound: float | None
     text: str
     span: Span
+    probability: float | None = None  # as written, of a proba objective; ``bound`` its margin
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,16 @@ class Rows:
 @dataclass(frozen=True)
 class Origin:
     """Where a query came from: its name, where it is written, whether it is a property, the
-    rows of its batch and the engines it names. Every row of a batch shares one."""
+    rows of its batch and the engines it names. Every row of a batch shares one.
+    ``probability``: the objective was written as ``proba(m, x)``, whose bounds are the
+    margin's (ir/probability.py), reported as probabilities too."""
 
     name: str
     is_property: bool
     span: Span
     batch: Rows | None
     engines: tuple[EngineChoice, ...]
+    probability: bool = False
 
 
 @dataclass(frozen=True)

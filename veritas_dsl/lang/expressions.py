@@ -17,6 +17,7 @@ from veritas_dsl.lang import arith, ast
 from veritas_dsl.lang import typed as t
 from veritas_dsl.lang.context import BUILTINS, Context, Failed, Scope
 from veritas_dsl.lang.instances import Instances
+from veritas_dsl.lang.probability import Probabilities
 from veritas_dsl.lang.quantifiers import Quantifiers
 from veritas_dsl.lang.scales import Scales
 from veritas_dsl.names import SCALED
@@ -33,6 +34,7 @@ class Expressions:
         self.scales = Scales(ctx, self)
         self.quantifiers = Quantifiers(ctx, self)
         self.instances = Instances(ctx, self)
+        self.probabilities = Probabilities(ctx, self)
 
     # -- conditions -------------------------------------------------------------------------
 
@@ -65,11 +67,13 @@ class Expressions:
         """One comparison, typed by the kind of its left side. Long (over 80 lines) because each
         kind (linear, distance, changed count, class, tie, one-hot group) has its own rules and
         errors; a table of handlers would scatter what one reads together."""
-        movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance
+        movable = t.Distance | t.Changed | t.ClassOf | t.GroupRef | t.Instance | t.Proba
         if isinstance(right, movable) and not isinstance(left, type(right)):
             left, right, op = right, left, MIRRORED[op]
         if negated:
             op = NEGATED[op]
+        if isinstance(left, t.Proba):
+            return self.probabilities.compare(left, op, right, span)
         if isinstance(left, t.Lin) and isinstance(right, t.Lin):
             diff = self.arith(arith.plus, span, left, right, -1.0)
             if diff.kind == "mixed":
@@ -228,6 +232,8 @@ class Expressions:
 
     def linear(self, expr: ast.Expr, scope: Scope) -> t.Lin:
         value = self.value(expr, scope)
+        if isinstance(value, t.Proba):
+            raise self.probabilities.not_exact(expr.span)
         if not isinstance(value, t.Lin):
             raise self.ctx.error(
                 "V323", f"{self.describe(value)} cannot be used in arithmetic", expr.span
@@ -379,6 +385,8 @@ class Expressions:
             )
         if func in self.ctx.models:
             return self.model_output(expr, scope, output)
+        if func == "proba":
+            return self.probabilities.call(expr, scope)
         if func in ("class", "vote"):
             if len(args) != 2:
                 raise self.ctx.error(
@@ -450,6 +458,7 @@ class Expressions:
             t.Distance: "a distance",
             t.Changed: "a count of changed features",
             t.ClassOf: "a class",
+            t.Proba: "a probability",
         }.get(type(value), "this")
 
 

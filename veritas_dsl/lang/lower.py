@@ -81,7 +81,10 @@ def origin(checked: t.CheckedQuery) -> Origin:
     rows = None
     if batch is not None:
         rows = Rows(batch.name, batch.data, batch.start, batch.stop, batch.filter_span)
-    return Origin(checked.name, checked.is_property, checked.span, rows, checked.engines)
+    probability = isinstance(checked.goal, t.OptimizeOutputs) and checked.goal.probability
+    return Origin(
+        checked.name, checked.is_property, checked.span, rows, checked.engines, probability
+    )
 
 
 class _Lowering:
@@ -118,6 +121,7 @@ class _Lowering:
                 None if e.value is None else self.constant(e.value, e.span),
                 e.text,
                 e.span,
+                e.probability,
             )
             for e in checked.expectations
         )

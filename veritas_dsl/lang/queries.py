@@ -227,6 +227,8 @@ class Queries:
         if self.quantifiers.is_worst_of(statement.expr):
             return self.quantifiers.worst_objective(statement, scope)
         value = self.expressions.value(statement.expr, scope)
+        if isinstance(value, t.Proba):  # increasing in the margin: the same optimal inputs
+            return t.OptimizeOutputs(statement.sense, value.margin, statement.span, True)
         if isinstance(value, t.Distance):
             if statement.sense == "maximize":
                 raise self.ctx.error(
@@ -285,6 +287,8 @@ class Queries:
                     help="add maximize/minimize, or use `expect found`",
                 )
             value = self.expressions.value(statement.value, scope)
+            if isinstance(goal, t.OptimizeOutputs) and goal.probability:
+                return self.expressions.probabilities.expectation(statement, value, text)
             if not isinstance(value, t.Lin) or value.kind != "constant":
                 raise self.ctx.error(
                     "V310", "a bound is compared with a number", statement.value.span

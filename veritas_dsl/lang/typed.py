@@ -153,7 +153,18 @@ class ClassOf:
     vote: bool = False
 
 
-Value = Lin | Instance | RowValue | ModelRef | GroupRef | Member | Distance | Changed | ClassOf
+@dataclass(frozen=True)
+class Proba:
+    """``proba(model, subject)`` of a model whose probability is the logistic function of its
+    ``margin`` (a form of outputs): exact only compared with a number (lang/probability.py)."""
+
+    model: str
+    margin: Lin
+
+
+Value = (
+    Lin | Instance | RowValue | ModelRef | GroupRef | Member | Distance | Changed | ClassOf | Proba
+)
 
 # -- typed conditions -------------------------------------------------------------------------
 
@@ -269,6 +280,7 @@ class OptimizeOutputs:
     sense: str  # "maximize" or "minimize"
     lin: Lin
     span: Span
+    probability: bool = False  # written as proba(m, x): the margin, shown as a probability too
 
 
 @dataclass(frozen=True)
@@ -310,6 +322,7 @@ class Expectation:
     value: Lin | None
     text: str
     span: Span
+    probability: float | None = None  # as written, of a proba objective; ``value`` its margin
 
 
 @dataclass(frozen=True)

@@ -184,6 +184,7 @@ def _build(cls: type[Ensemble], document: dict, where: str) -> Ensemble:
         feature_names=tuple(names),
         task=task,
         class_threshold=0.0,  # RawFormulaVal picks class 1 above 0
+        probability="logistic" if task == "binary" else "",
         source=f"catboost {loss} ({where})",
     )
 

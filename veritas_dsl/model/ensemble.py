@@ -31,17 +31,11 @@ FILE_VERSION = 1
 
 _EVAL_CHUNK_ROWS = 4096
 _DOCUMENT_KEYS = (
-    "feature_names",
-    "task",
-    "class_threshold",
-    "base_score",
-    "tree_offsets",
-    "feature",
-    "threshold",
-    "left",
-    "right",
-    "value",
-)
+    "feature_names", "task", "class_threshold", "base_score", "tree_offsets", "feature",
+    "threshold", "left", "right", "value",
+)  # fmt: skip
+#: What ``proba(m, x)`` reads a binary model's output as (see :attr:`Ensemble.probability`).
+_PROBABILITY = ("logistic", "identity")
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +63,9 @@ class Ensemble:
         above ``class_threshold``; ``multiclass`` predicts the first output of largest value.
     class_threshold : float
         The binary decision threshold of the raw output (0 for margins, 0.5 for probabilities).
+    probability : {"", "logistic", "identity"}
+        How a binary model's output becomes its library's probability of class 1: the logistic
+        function of a margin, the output itself (a forest's), or "" (none that is exact).
     source : str
         Where the model came from, for messages (library, objective, path).
     library : LibraryModel or None
@@ -90,6 +87,7 @@ class Ensemble:
     feature_names: tuple[str, ...]
     task: Task = "regression"
     class_threshold: float = 0.0
+    probability: str = ""
     source: str = ""
     library: LibraryModel | None = field(default=None, repr=False)
     fractions: LeafFractions | None = field(default=None, repr=False)
@@ -142,6 +140,8 @@ class Ensemble:
             raise ModelError("a binary model has exactly one output")
         if not math.isfinite(self.class_threshold):
             raise ModelError(f"the class threshold {self.class_threshold} is not finite")
+        if self.probability and (self.task != "binary" or self.probability not in _PROBABILITY):
+            raise ModelError(f"unknown probability scale `{excerpt(self.probability)}`")
         self._check_names()
         offsets = self.tree_offsets
         check_offsets(offsets, n)
@@ -322,6 +322,7 @@ class Ensemble:
             "feature_names": list(self.feature_names),
             "task": self.task,
             "class_threshold": self.class_threshold,
+            "probability": self.probability,
             "source": self.source,
             "base_score": self.base_score.tolist(),
             "tree_offsets": self.tree_offsets.tolist(),
@@ -377,6 +378,7 @@ class Ensemble:
                 feature_names=tuple(names),
                 task=str(document["task"]),
                 class_threshold=float(document["class_threshold"]),
+                probability=str(document.get("probability", "")),
                 source=str(document.get("source", where)),
                 fractions=_fractions(document.get("fractions")),
             )

@@ -140,6 +140,7 @@ def _ensemble(cls: type[Ensemble], model: lightgbm_text.Model, where: str) -> En
             feature_names=model.feature_names,
             task=task,
             class_threshold=0.0,
+            probability="logistic" if model.logistic else "",
             source=f"lightgbm {model.objective} ({where})",
         )
     except ModelError as error:

@@ -45,6 +45,7 @@ class Tree:
 class Model:
     feature_names: tuple[str, ...]
     objective: str
+    logistic: bool  # binary, with the slope LightGBM's probability takes by default (sigmoid:1)
     n_classes: int
     per_iteration: int
     average_output: bool
@@ -84,6 +85,7 @@ def parse(text: str, where: str) -> Model:
     return Model(
         feature_names=names,
         objective=header.get("objective", "regression").split(" ")[0],
+        logistic=header.get("objective", "").split(" ") in (["binary"], ["binary", "sigmoid:1"]),
         n_classes=n_classes,
         per_iteration=per_iteration,
         average_output="average_output" in header,

@@ -57,6 +57,7 @@ class _Kind:
     base: np.ndarray
     raw: Callable[[np.ndarray], np.ndarray]  # X -> the library's raw output
     class_threshold: float
+    probability: str = ""  # the library's predict_proba of class 1, of a binary model's output
     votes: Callable[[np.ndarray], np.ndarray] | None = None  # only classifiers' trees vote
 
 
@@ -123,6 +124,8 @@ def _boosting(estimator, classifier: bool, n_features: int) -> _Kind:
         base=np.asarray(base, dtype=np.float64).reshape(n_outputs),
         raw=estimator.decision_function if classifier else estimator.predict,
         class_threshold=0.0,  # a margin picks class 1 above 0
+        # predict_proba is expit(margin) for the log loss, expit(2 margin) for the exponential
+        probability="logistic" if getattr(estimator, "loss", "") == "log_loss" else "",
     )
 
 
@@ -144,6 +147,7 @@ def _forest(estimator, classifier: bool, n_classes: int) -> _Kind:
         leaf_values=_probability_leaves,
         raw=_probability(estimator.predict_proba, n_classes),
         class_threshold=0.5,  # a probability picks class 1 above one half
+        probability="identity",
         votes=_tree_votes(members),
     )
 
@@ -228,6 +232,7 @@ def _assemble(cls: type[Ensemble], parts: _Kind, feature_names, task, source, li
         feature_names=feature_names,
         task=task,
         class_threshold=parts.class_threshold if task == "binary" else 0.0,
+        probability=parts.probability if task == "binary" else "",
         source=source,
         library=library,
     )

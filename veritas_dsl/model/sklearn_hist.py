@@ -74,6 +74,7 @@ def from_hist_gradient_boosting(cls: type[Ensemble], estimator, classifier: bool
         feature_names=feature_names,
         task=task,
         class_threshold=0.0,  # a margin picks class 1 above 0
+        probability="logistic" if task == "binary" else "",  # the log loss: expit
         source=f"sklearn {kind} (loss {_loss_name(estimator)})",
         library=library_model(kind, raw, len(feature_names)),
     )

@@ -223,6 +223,7 @@ def _from_document(
             feature_names=feature_names,
             task=_TASK.get(objective, "regression"),
             class_threshold=0.0,
+            probability="logistic" if objective == "binary:logistic" else "",
             source=f"xgboost {objective} ({where})",
             library=library,
         )

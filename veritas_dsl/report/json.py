@@ -7,6 +7,8 @@ Shape: ``{"schema": 1, "results": [{"query", "row", "kind", "solver", "status", 
 [...]}], "warnings": [{"code", "message", "file", "line", "column", "label", "notes"}]}``, where
 "solutions" (present when ``solutions = N`` was asked) lists ``{"value", "witness"}`` best first
 and "solutions_proven" says how many of them, from the first, are proven in order,
+"probability" (present when the objective is ``proba(m, x)``) gives ``{"lower", "upper"}`` as
+probabilities,
 "engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
 ``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
 undecided), "warnings" are the spec's warnings (``warning[V6xx]``), "batches" (present when a
@@ -25,6 +27,7 @@ import math
 from collections.abc import Sequence
 
 from veritas_dsl.diagnostics import Diagnostic
+from veritas_dsl.ir.probability import sigmoid
 from veritas_dsl.outcome import QueryRun
 from veritas_dsl.result import Result
 
@@ -77,6 +80,11 @@ def result_entry(run: QueryRun, result: Result) -> dict:
             for i, w in enumerate(result.witnesses)
         ]
         entry["solutions_proven"] = result.solutions_proven
+    if run.lowered.origin.probability:
+        entry["probability"] = {
+            "lower": None if result.lower is None else sigmoid(result.lower),
+            "upper": None if result.upper is None else sigmoid(result.upper),
+        }
     return entry
 
 

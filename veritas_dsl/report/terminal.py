@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+from veritas_dsl.ir.probability import sigmoid
 from veritas_dsl.outcome import Check, QueryRun, Verdict
 from veritas_dsl.report.table import failure_text, float32_text, times_text
 from veritas_dsl.result import Result, Solution, Termination
@@ -43,8 +44,22 @@ def _answer(run: QueryRun, result: Result) -> str:
     if result.termination.value == "infeasible":
         return "infeasible: no input satisfies the constraints"
     if result.lower == result.upper:
-        return f"{result.termination.value}, value {_bound(result.lower)}"
-    return f"{result.termination.value}, in [{_bound(result.lower)}, {_bound(result.upper)}]"
+        value = _bound(result.lower)
+        return f"{result.termination.value}, value {value}{_probability(run, result)}"
+    return (
+        f"{result.termination.value}, in [{_bound(result.lower)}, {_bound(result.upper)}]"
+        + _probability(run, result)
+    )
+
+
+def _probability(run: QueryRun, result: Result) -> str:
+    """The bounds of a ``proba(m, x)`` objective, margins, as probabilities too."""
+    if not run.lowered.origin.probability or result.lower is None or result.upper is None:
+        return ""
+    low, high = sigmoid(result.lower), sigmoid(result.upper)
+    if low == high:
+        return f" (probability {low:.6g})"
+    return f" (probability in [{low:.6g}, {high:.6g}])"
 
 
 #: What a find or prove found, in words.
@@ -148,6 +163,9 @@ def batch_summaries(runs: list[QueryRun]) -> list[str]:
             if values:
                 middle = values[len(values) // 2]
                 text += f": optimum min {values[0]:.6g}, median {middle:.6g}, max {values[-1]:.6g}"
+                if group[0].lowered.origin.probability:
+                    shown = ", ".join(f"{sigmoid(v):.6g}" for v in (values[0], middle, values[-1]))
+                    text += f" (probability {shown})"
             text += f" ({len(values)} exact"
             infeasible = sum(r.result.termination.value == "infeasible" for r in group)
             text += f", {infeasible} infeasible)" if infeasible else ")"

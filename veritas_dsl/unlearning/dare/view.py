@@ -122,6 +122,7 @@ class ForestView:
             feature_names=tuple(f"f{i}" for i in range(self.n_features)),
             task="binary",
             class_threshold=0.5,
+            probability="identity",
             source=source,
             library=library if values is None else None,
             fractions=fractions,
