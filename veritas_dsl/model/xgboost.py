@@ -10,7 +10,7 @@ A model file is loaded, written back and evaluated by XGBoost's library without 
 package (:mod:`.xgboost_library`, which says why); a booster in memory comes with the package.
 XGBoost is optional (the ``xgboost`` extra): without it a model file is read alone, its numbers
 rounded to float32 as XGBoost rounds them, and it has no library model, so witnesses are checked
-on the Ensemble (docs/models.md).
+on the Ensemble (README, "XGBoost without XGBoost").
 """
 
 from __future__ import annotations
