@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -97,11 +96,11 @@ def test_a_task_that_raises_is_its_rows_error_reported_once(spec, address):
     broken[3] = dataclasses.replace(lowered[3], query=None)  # its task raises on any worker
     options = RunOptions()
     seen = []
-    start = time.monotonic()
+    # Not retried forever: run_all returns (a task retried without end fails at the suite's
+    # hang limit, pytest-timeout), whatever the machine's speed.
     with cluster.Connection(address) as connection:
         pool = lambda _: cluster.DaskPool(connection, options, broken)  # noqa: E731
         runs = run_all(lowered, options, 1, lambda r, n, t: seen.append(r.name), pool=pool)
-    assert time.monotonic() - start < 120  # not retried forever
     assert len(seen) == len(lowered)  # every row reported once
     errors = [r for r in runs if r.result.termination is Termination.ERROR]
     assert [r.name for r in errors] == ["calm[3]"]

@@ -159,8 +159,10 @@ def hard_batch(folder: Path, rows: int) -> None:
 def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
     """Run ``ver run`` with stderr on a terminal (so that it shows progress), send SIGINT to its
     process group once the progress matches the regular expression ``wait_for``, and return the
-    exit code, stdout, stderr and the seconds from the signal to the exit. Waiting on what the
-    progress shows, not on a clock, keeps the test's meaning on a loaded or a cold machine."""
+    exit code, stdout, stderr and, for a failure message, the process's signal state if it
+    outlived the signal by 10 s. Waiting on what the progress shows, not on a clock, keeps the
+    test's meaning on a loaded or a cold machine; that the run stopped on the signal, not at the
+    end of its work, shows in its results (``interrupted``), not in a time."""
     hard_batch(folder, rows)
     terminal, stderr = pty.openpty()
     with sigint_as_in_a_terminal():
@@ -194,15 +196,13 @@ def interrupt(folder: Path, rows: int, args: list[str], wait_for: str):
         time.sleep(0.1)
     assert pattern.search(seen), bytes(seen[-500:])
     os.killpg(process.pid, signal.SIGINT)
-    sent = time.monotonic()
     late = still_running(process, 10.0)
     out = process.stdout.read()
-    code = process.wait(timeout=120)
-    stopped_s = time.monotonic() - sent
+    code = process.wait(timeout=600)  # a hang fails; the time is not the verdict
     reader.join(timeout=10)
     os.close(terminal)
     assert group_ends(process.pid), "a process of the run outlived it"
-    return code, out, bytes(seen).decode(errors="replace"), stopped_s, late
+    return code, out, bytes(seen).decode(errors="replace"), late
 
 
 def still_running(process: subprocess.Popen, within_s: float) -> str:
@@ -221,14 +221,13 @@ def still_running(process: subprocess.Popen, within_s: float) -> str:
 
 def test_sigint_during_a_search(tmp_path):
     # Ctrl-C once the search has a witness: its live line shows a finite lower bound.
-    code, out, err, stopped_s, late = interrupt(tmp_path, 1, [], r"gap\[0\] \(astar\): \[-?\d")
+    code, out, err, late = interrupt(tmp_path, 1, [], r"gap\[0\] \(astar\): \[-?\d")
     assert code == 130, (late, out, err[-1000:])
     lines = out.splitlines()
     assert lines[0].startswith("quick ") and "no input satisfies it" in lines[0], out
     assert lines[1].startswith("gap[0]  astar   interrupted, in ["), out
     assert "witness x1:" in out, out
     assert "Traceback" not in err and "interrupted: the report shows the 2 queries" in err, err
-    assert stopped_s < 30
 
 
 def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
@@ -237,7 +236,7 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     # finished one row it is in the middle of the next when Ctrl-C comes.
     results = tmp_path / "results.jsonl"
     args = ["--jobs", "2", "--timeout", "3", "--jsonl", str(results)]
-    code, out, err, stopped_s, late = interrupt(tmp_path, 12, args, r", gap\[1\]: time_limit")
+    code, out, err, late = interrupt(tmp_path, 12, args, r", gap\[1\]: time_limit")
     assert code == 130, (late, out, err[-1000:])
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     lines = [line for line in out.splitlines() if line.startswith("gap[")]
@@ -246,7 +245,6 @@ def test_sigint_reaches_the_workers_of_a_batch(tmp_path):
     assert any(line.startswith("gap[11] ") for line in lines), out  # this process's first
     assert sum("interrupted" in line for line in lines) >= 1, out
     assert len(lines) < 12
-    assert stopped_s < 30
     # The results file holds every row the report shows finished, each once, and no stopped one:
     # a resume answers those again.
     finished = sorted(line.split()[0] for line in lines if "interrupted" not in line)
@@ -288,7 +286,7 @@ def test_a_killed_batch_leaves_no_process_behind(tmp_path):
         assert any("spawn_main" in c for c in children(process.pid)), children(process.pid)
         process.kill()
         process.wait()
-        assert group_ends(process.pid, within_s=30), "a worker outlived a killed ver"
+        assert group_ends(process.pid), "a worker outlived a killed ver"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)

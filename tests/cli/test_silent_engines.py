@@ -3,6 +3,10 @@
 Solver libraries write from C straight to file descriptors 1 and 2 (HiGHS's banner), so the runs
 happen in a child process whose descriptors are captured around each `main` call, with gurobipy
 installed and hidden (the path a plain `pip install .` takes).
+
+What the runs conclude is not this test's business (tests/test_examples.py checks the examples'
+verdicts): a check left undecided at the time limit, on a loaded machine, exits 1 and still
+prints one JSON document, so the limit is short and no verdict depends on it.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ def reports(specs, tmp_path_factory) -> dict[str, list[dict]]:
     """Every spec with every solver, in one child process with gurobipy installed and one with
     it hidden (both at once: they are independent)."""
     cases = [
-        ["run", "--json", "--jobs", "1", "--timeout", "10", "--solver", solver, spec]
+        ["run", "--json", "--jobs", "1", "--timeout", "5", "--solver", solver, spec]
         for spec in specs
         for solver in SOLVERS
     ]
@@ -123,15 +127,17 @@ def test_json_output_is_one_document_and_engines_write_nothing(reports, gurobipy
     problems = []
     for run in reports[gurobipy]:
         name = " ".join(run["argv"][-3:])
-        if run["code"] not in (0, 2):  # 2: a query refused or unsupported, said by the CLI
+        # 1: a check failed or was left undecided at the limit; 2: a query refused or
+        # unsupported, said by the CLI
+        if run["code"] not in (0, 1, 2):
             problems.append(f"{name}: exit {run['code']}, stderr {run['err'][:200]!r}")
         if run["out"].strip():
             try:
                 json.loads(run["out"])
             except ValueError:
                 problems.append(f"{name}: stdout is not JSON: {run['out'][:200]!r}")
-        elif run["code"] == 0:
-            problems.append(f"{name}: exit 0 with nothing on stdout")
+        elif run["code"] in (0, 1):
+            problems.append(f"{name}: exit {run['code']} with nothing on stdout")
         if "soundness" in run["err"] or (
             run["err"] and not run["err"].startswith(("error", "warning"))
         ):

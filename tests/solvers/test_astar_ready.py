@@ -3,8 +3,10 @@ or loaded from Numba's cache) before its clock starts, once per process, and rep
 took as ``stats["compile_s"]``.
 
 The test runs one process with an empty cache, where compiling takes tens of seconds (about 25 s
-on two loaded cores), far more than the query's limit of 2 s; the search itself takes
-milliseconds. Before the fix that query stopped at its time limit.
+on two loaded cores); the search itself takes milliseconds. Before the fix a query with a limit
+of 2 s stopped at it. No verdict here reads a clock against a number: what is pinned is that
+nothing compiles while a query's clock runs, and that the compile time reported is not also in
+the query's time (both are read from one clock, inside the wall time around them).
 """
 
 from __future__ import annotations
@@ -114,17 +116,19 @@ engine.build_problem = watched(engine.build_problem)
 anytime.Run.run = watched(anytime.Run.run)
 
 start = time.monotonic()
-first = AStarEngine().solve(query, Limits(timeout_s=2.0))
+# limits only against a hang: a query that compiled on its clock is caught by on_clock below
+first = AStarEngine().solve(query, Limits(timeout_s=600))
 wall_s = time.monotonic() - start
 compiled = signatures()
-second = AStarEngine().solve(query, Limits(timeout_s=2.0))
+second = AStarEngine().solve(query, Limits(timeout_s=600))
+compiled_second = signatures()
 # one more tree, of 300 splits on a: more cells than a uint8 box holds, so int32 boxes, whose
 # search compiles only now, off the clock too
 wide_model = widened(model)
 wide_query = Query(
     "wide", query.features, ("x",), {"m": wide_model}, goal=query.goal
 )
-wide = AStarEngine().solve(wide_query, Limits(timeout_s=2.0))
+wide = AStarEngine().solve(wide_query, Limits(timeout_s=600))
 compiled_wide = signatures()
 # queries of other kinds (pairs with ties, one-hot groups, int features, change counts, L-inf
 # closest examples by bisection, find): what they need more compiles before their clock starts
@@ -140,7 +144,8 @@ print(json.dumps({
         "time_s": wide.time_s, "compile_s": wide.stats.get("compile_s"),
         "oracle": OracleEngine().solve(wide_query, Limits(timeout_s=60)).upper,
     },
-    "compiled": compiled, "compiled_wide": compiled_wide, "later": signatures(),
+    "compiled": compiled, "compiled_second": compiled_second, "compiled_wide": compiled_wide,
+    "later": signatures(),
     "on_clock": on_clock,
 }))
 """
@@ -162,19 +167,17 @@ def cold(tmp_path_factory):
 def test_a_short_limit_on_a_cold_cache_is_not_spent_compiling(cold):
     assert cold["termination"] == "optimal"
     assert cold["lower"] == cold["upper"] == cold["oracle"]
-    assert cold["time_s"] < 2.0
     # the compile time is reported, and is the part of the wall time the limit does not cover
-    assert cold["compile_s"] > 2.0  # the cache was cold: the limit could not have covered it
+    assert cold["compile_s"] > 0
     assert cold["wall_s"] >= cold["compile_s"] + cold["time_s"]
-    assert cold["second_compile_s"] < 0.05  # once per process
+    assert cold["compiled_second"] == cold["compiled"]  # once per process
 
 
 def test_a_query_with_int32_boxes_compiles_their_search_off_the_clock(cold):
     wide = cold["wide"]
     assert wide["termination"] == "optimal"
     assert wide["lower"] == wide["upper"] == wide["oracle"]
-    assert wide["time_s"] < 2.0
-    assert wide["compile_s"] > 2.0  # the search over int32 boxes compiled for this query
+    assert wide["compile_s"] > 0  # the search over int32 boxes compiled for this query
 
 
 def test_a_real_query_compiles_nothing_on_its_clock(cold):

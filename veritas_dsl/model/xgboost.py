@@ -8,6 +8,9 @@ split rule (``x < t`` goes left) is ours, so thresholds need no conversion.
 
 A model file is loaded, written back and evaluated by XGBoost's library without its Python
 package (:mod:`.xgboost_library`, which says why); a booster in memory comes with the package.
+XGBoost is optional (the ``xgboost`` extra): without it a model file is read alone, its numbers
+rounded to float32 as XGBoost rounds them, and it has no library model, so witnesses are checked
+on the Ensemble (README, "XGBoost without XGBoost").
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from veritas_dsl.inputs import excerpt
-from veritas_dsl.model import ubjson, xgboost_document
+from veritas_dsl.model import ubjson, xgboost_document, xgboost_library
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import parent_first_order, reorder
 from veritas_dsl.model.library import LibraryModel, Task, leaf_table
@@ -74,10 +77,15 @@ def from_xgboost(cls: type[Ensemble], model: object) -> Ensemble:
         A booster, a scikit-learn wrapper (its ``best_iteration`` is honoured, as its ``predict``
         does), or the path of a model file in XGBoost's JSON or UBJSON format.
     """
-    import xgboost
-
     if isinstance(model, (str, os.PathLike)):
         return from_file(cls, Path(model))
+    try:
+        import xgboost
+    except ImportError:
+        raise ModelError(
+            f"expected an XGBoost Booster, XGBModel or model path, got {type(model)} (and "
+            f"XGBoost is not installed: {xgboost_library.INSTALL})"
+        ) from None
     rounds = None
     if isinstance(model, xgboost.XGBModel):
         if not (isinstance(model.missing, float) and math.isnan(model.missing)):
@@ -110,13 +118,14 @@ def from_file(cls: type[Ensemble], path: Path, data: bytes | None = None) -> Ens
     """Import the model file at ``path`` (whose bytes are ``data`` when the caller read them).
 
     The document is checked before XGBoost loads the same bytes: its loader crashes on some
-    corrupt documents.
+    corrupt documents. Without XGBoost the document alone is the model.
     """
     if data is None:
         data = model_bytes(path, "xgboost")
     where = str(path)
-    document = xgboost_document.read(data, path)
-    trees = xgboost_document.forest(document, where)
+    document, trees = xgboost_document.load(data, path)
+    if not xgboost_library.installed():
+        return _from_document(cls, document, trees, None, None, where)
     booster = _call_xgboost(lambda: Booster(data), where)
     if not _holds(booster, document, trees, where):
         document = _written_by(booster, where)
@@ -172,12 +181,12 @@ def _from_document(
     cls: type[Ensemble],
     document: object,
     trees: xgboost_document.Forest,
-    booster: Booster,
+    booster: Booster | None,
     rounds: int | None,
     where: str,
 ) -> Ensemble:
     """The Ensemble of ``document`` (whose checked ``trees`` are given), with ``booster``, ours
-    alone from now on, as its library model."""
+    alone from now on, as its library model (None: XGBoost is not installed)."""
     learner = document["learner"]
     objective = learner.get("objective")
     objective = objective.get("name") if isinstance(objective, dict) else None
@@ -210,7 +219,9 @@ def _from_document(
     value[leaf, target[leaf]] = condition[leaf]
 
     base = _base_margin(params.get("base_score"), objective, n_outputs, where)
-    library = _library_model(booster, len(feature_names), n_outputs, rounds)
+    library = None
+    if booster is not None:
+        library = _library_model(booster, len(feature_names), n_outputs, rounds)
     try:
         return cls(
             feature=np.where(leaf, -1, trees.feature[:n_nodes][order]),

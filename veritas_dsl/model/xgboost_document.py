@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +51,25 @@ class Forest:
     n_classes: int
 
 
-def read(data: bytes, path: Path) -> object:
-    """The document the bytes of the model file at ``path`` hold.
+def load(data: bytes, path: Path) -> tuple[object, Forest]:
+    """The document the bytes of the model file at ``path`` hold, and its checked trees.
+
+    A JSON file's numbers are decimal text, which XGBoost rounds to float32 once and Python
+    through float64: the two differ where the float64 is exactly halfway between two float32s.
+    Such a threshold is rare, and only then is the file parsed again with every number rounded
+    once (:func:`float32_of`), so the thresholds are XGBoost's with or without its library.
+    """
+    document = read(data, path)
+    try:
+        return document, forest(document, str(path))
+    except _RoundedTwice:
+        document = read(data, path, parse_float=lambda text: float(float32_of(text)))
+        return document, forest(document, str(path))
+
+
+def read(data: bytes, path: Path, parse_float=float) -> object:
+    """The document the bytes of the model file at ``path`` hold (JSON numbers with a fraction
+    or exponent parsed by ``parse_float``).
 
     The format is chosen as XGBoost chooses it for a buffer: JSON when the first character after
     the opening ``{`` is a quote, UBJSON when it is a letter.
@@ -60,7 +78,9 @@ def read(data: bytes, path: Path) -> object:
     try:
         if kind == b'"':
             _check_keys(data, path)
-            return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+            return json.loads(
+                data.decode("utf-8"), object_pairs_hook=_unique_keys, parse_float=parse_float
+            )
         if kind.isalpha():
             return ubjson.loads(data)
     except UnicodeDecodeError as error:
@@ -90,6 +110,10 @@ def _check_keys(data: bytes, path: Path) -> None:
 
 class _RepeatedKey(ValueError):
     pass
+
+
+class _RoundedTwice(Exception):
+    """A threshold read through float64 lies halfway between two float32s (:func:`load`)."""
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -185,7 +209,7 @@ def _tree(tree: object, t: int, n_features: int, where: str) -> tuple[np.ndarray
     left, right, parents = (_ints(tree, key, n, where) for key in _LINKS)
     feature = _ints(tree, "split_indices", n, where)
     _ints(tree, "default_left", n, where)
-    condition = _floats(tree, "split_conditions", n, where)
+    condition = _floats(tree, "split_conditions", n, where, once=True)
     for key in ("loss_changes", "sum_hessian", "base_weights"):
         _floats(tree, key, n, where)
     if "split_type" in tree:
@@ -268,10 +292,16 @@ def _ints(container: dict, key: str, n: int | None, where: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
+def _floats(container: dict, key: str, n: int, where: str, once: bool = False) -> np.ndarray:
+    """The float32s of ``key``; with ``once``, JSON numbers that float64 rounded to halfway
+    between two float32s are a :class:`_RoundedTwice`."""
     values = container.get(key)
     if isinstance(values, list) and all(type(v) in (int, float) for v in values):
-        values = np.array(values, dtype=np.float64)
+        listed, values = values, np.array(values, dtype=np.float64)
+        for i in np.flatnonzero(halfway(values)) if once else ():
+            if type(listed[i]) is float:
+                raise _RoundedTwice  # its decimal text is gone
+            values[i] = float32_of(str(listed[i]))  # a whole number beyond 2**53
     if not isinstance(values, np.ndarray) or values.dtype.kind not in "iuf" or values.ndim != 1:
         raise ModelError(f"{where}: `{key}` is missing or not a list of numbers")
     if len(values) != n:
@@ -289,15 +319,42 @@ def _floats(container: dict, key: str, n: int, where: str) -> np.ndarray:
 
 def base_values(text: object) -> np.ndarray | None:
     """The float32s of a base score as XGBoost writes it (``"5E-1"`` or ``"[1E-1,2E-1]"``),
-    through float64; None when it is not a list of numbers."""
+    each rounded once; None when it is not a list of numbers."""
     try:
-        with np.errstate(over="ignore"):
-            return np.array(
-                [np.float32(v) for v in str(text).strip("[]").split(",") if v.strip()],
-                dtype=np.float32,
-            )
+        return np.array(
+            [float32_of(v) for v in str(text).strip("[]").split(",") if v.strip()],
+            dtype=np.float32,
+        )
     except ValueError:
         return None
+
+
+def halfway(values: np.ndarray) -> np.ndarray:
+    """Elementwise: whether a float64 lies exactly halfway between two adjacent float32s (the
+    sum of two float32s, and its half, are exact in float64)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = values.astype(np.float32)
+        toward = np.where(values > near, np.float32(np.inf), np.float32(-np.inf))
+        other = np.nextafter(near, toward.astype(np.float32))
+        middle = (near.astype(np.float64) + other.astype(np.float64)) / 2
+    return (near != values) & (middle == values)
+
+
+def float32_of(text: str) -> np.float32:
+    """The float32 nearest the decimal ``text`` (ties to even), rounded once as XGBoost rounds
+    it; a ``ValueError`` when it is no number. Through float64 first, which is right unless that
+    lands exactly halfway between two float32s: then the exact decimal decides."""
+    value = float(text)
+    with np.errstate(over="ignore"):
+        near = np.float32(value)
+    if not halfway(np.array([value]))[0]:
+        return near
+    exact = Fraction(text.strip())
+    if exact == Fraction(value):
+        return near  # a tie: float32() rounded it to even
+    # Compared as Python floats: numpy would compare a Python float with a float32 in float32.
+    other = np.nextafter(near, np.float32(np.inf if value > float(near) else -np.inf))
+    return other if (exact > value) == (other > near) else near
 
 
 #: In XGBoost's UBJSON: a tree's split_conditions key and the header of its float32 array up to

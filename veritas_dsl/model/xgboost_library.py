@@ -32,8 +32,21 @@ import numpy as np
 _u64 = ctypes.c_uint64
 
 
+#: How to install XGBoost, for messages.
+INSTALL = "pip install 'veritas-dsl[xgboost]'"
+
+
 class XGBoostLibraryError(Exception):
     """A call into XGBoost's library failed; the message is XGBoost's."""
+
+
+def installed() -> bool:
+    """Whether the ``xgboost`` package is there (found, not imported)."""
+    try:
+        spec = importlib.util.find_spec("xgboost")
+    except ValueError:  # a module without a spec stands in for it
+        return False
+    return spec is not None and bool(spec.submodule_search_locations)
 
 
 @functools.cache
@@ -48,7 +61,7 @@ def _library() -> ctypes.CDLL:
 def _library_path() -> str:
     spec = importlib.util.find_spec("xgboost")
     if spec is None or not spec.submodule_search_locations:
-        raise XGBoostLibraryError("XGBoost is not installed (pip install xgboost)")
+        raise XGBoostLibraryError(f"XGBoost is not installed ({INSTALL})")
     folder = Path(next(iter(spec.submodule_search_locations)))
     where = importlib.util.spec_from_file_location("_xgboost_libpath", folder / "libpath.py")
     if where is None or where.loader is None:
