@@ -357,3 +357,17 @@ def _footprint(before, model, engine, timeout_s, features, groups, known) -> _Me
             if point is None or value > reached:
                 reached, point = value, tuple(float(v) for v in x[0])
     return _Measured(model, min(upper, known), reached, proven, point)
+
+
+def capped_deletion(tau: float, **options):
+    """An unlearning for :func:`~veritas_dsl.unlearning.membership.membership`: the forest's
+    own deletion, published capped at ``tau`` (``options`` go to :func:`cap`; by default no
+    engine runs, ``steps=0``: the trees' bound proves the cap, and a game plays many)."""
+    from veritas_dsl.unlearning.dare.derive import deleted
+
+    options = {"steps": 0, **options}
+
+    def unlearn(before, ids, seed: int) -> Cap:
+        return cap(before.to_ensemble(), deleted(before, ids).to_ensemble(), tau, **options)
+
+    return unlearn
