@@ -45,7 +45,7 @@ def by_retraining(before: DareForest, ids: np.ndarray, seed: int) -> DareForest:
     """Mu fit from scratch on the remaining rows but ``ids``, with ``random_state=seed``."""
     X, y = before.training_rows()
     keep = ~np.isin(before.remaining(), ids)
-    return DareForest(**{**before.params(), "random_state": seed}).fit(X[keep], y[keep])
+    return type(before)(**{**before.params(), "random_state": seed}).fit(X[keep], y[keep])
 
 
 #: The unlearnings a report plays, by name: the forest's deletion and its baseline.
@@ -171,8 +171,10 @@ def shadow_sample(
     batch_sizes: Sequence[int],
     unlearn: Unlearning,
     rng: np.random.Generator,
+    kind: type = DareForest,
 ) -> Sample:
-    """One shadow game: a forest of ``params`` (a fresh seed) fit on ``n_train`` rows of
+    """One shadow game: a forest of class ``kind`` (the target's: a DareForest or a
+    ShardedForest) and ``params`` (a fresh seed) fit on ``n_train`` rows of
     ``X, y`` drawn at random, the others outside; batches of those sizes drawn from its rows
     and deleted apart, as the target's were."""
     order = rng.permutation(len(X))
@@ -180,7 +182,7 @@ def shadow_sample(
     if len(np.unique(y[train])) < 2:
         raise MembershipError("a shadow's rows are all of one class: give more outside rows")
     seed = int(rng.integers(2**31))
-    shadow = DareForest(**{**params, "random_state": seed}).fit(X[train], y[train])
+    shadow = kind(**{**params, "random_state": seed}).fit(X[train], y[train])
     batches = [rng.choice(n_train, size, replace=False) for size in batch_sizes]
     return sample(shadow, batches, X[out], unlearn, rng)
 
@@ -240,7 +242,9 @@ def play(
     for name, unlearn in (unlearnings or UNLEARNINGS).items():
         game = np.random.default_rng([seed, 1])  # the same draws for every unlearning
         shadow = [
-            shadow_sample(before.params(), pool_X, pool_y, n_train, sizes, unlearn, game)
+            shadow_sample(
+                before.params(), pool_X, pool_y, n_train, sizes, unlearn, game, type(before)
+            )
             for _ in range(shadows)
         ]
         model = AttackModel().fit(*_labelled(shadow))
