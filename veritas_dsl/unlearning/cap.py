@@ -1,13 +1,14 @@
 """A verified cap on what a deletion reveals: publish Mu', a tree ensemble whose footprint
-``|Mu'(x) - Mo(x)|`` is at most ``tau`` on every input, proven by an engine.
+``|Mu'(x) - Mo(x)|`` is at most ``tau`` on every input, proven.
 
 Mu' clips each tree's change: ``Mu'_t(x) = Mo_t(x) + clip(Mu_t(x) - Mo_t(x), -c, c)``. Each
 ``Mu'_t`` is one tree, the product of ``Mo_t`` and ``Mu_t`` (:func:`product`): both are walked
 together, so where they share their splits (a deletion retrains few subtrees) the product is
 ``Mo_t``'s shape; where they differ, one is grafted under the other's leaves, pruned to the box.
-The footprint ``max_x |Mu'(x) - Mo(x)|`` is monotone in ``c``, at most ``c`` times the trees that
-changed; ``c`` is the largest one found by bisection whose footprint an engine *proves* at most
-``tau`` (the engine's upper bound, so a time limit gives a smaller ``c``, never a wrong bound).
+The footprint ``max_x |Mu'(x) - Mo(x)|`` is monotone in ``c`` and at most, per side, the sum
+over trees of each tree's largest clipped change: ``c`` starts at the largest value where that
+sum proves the cap, then grows by bisection while an engine's *upper* bound on the footprint
+stays at most ``tau`` (a time limit gives a smaller ``c``, never a wrong bound).
 
 Why clip and not interpolate (``Mo + a (Mu - Mo)``): interpolation keeps the order of
 ``|Mu - Mo|`` over rows, so an attacker that ranks rows by it is not slowed at all; clipping
@@ -335,7 +336,7 @@ def _check(before: Ensemble, after: Ensemble, tau: float, engine: str, steps: in
                 "(a DaRE forest's to_ensemble())"
             )
     if (before.n_trees, before.feature_names) != (after.n_trees, after.feature_names):
-        raise CapError("the models have different trees counts or features")
+        raise CapError("the models have different tree counts or features")
     if not np.array_equal(before.base_score, after.base_score):
         raise CapError("the models have different base scores: a cap clips trees, not those")
 
