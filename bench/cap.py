@@ -14,7 +14,7 @@ agreement of the predicted class with a model retrained with a fresh seed, the m
 ``|Mu'(x) - Mr(x)|``, and the footprint bound. Cells: means over seeds (and deletions), with
 the 95 % interval across seeds for the attack's measures.
 
-    python bench/cap.py [--seeds 3] [--shadows 2] [--batches 30] [--taus 0.05,0.02,...]
+    python bench/cap.py [--seeds 3] [--shadows 2] [--batches 30] [--taus 0.05,0.01,...]
         [--sets breast_cancer,synthetic]
 """
 
@@ -53,8 +53,9 @@ def utility(unlearn, forest, batches, X_test, y_test, seed) -> dict:
     to it, and the footprint bound (0 for the model before, none for the retraining)."""
     rows = []
     for ids in batches:
-        model = unlearn(forest, ids, seed)
-        retrained = UNLEARNINGS["retrain"](forest, ids, seed + 1000)  # a fresh seed
+        # Fresh seeds, neither the forest's (a refit with it is the deletion) nor each other's.
+        model = unlearn(forest, ids, seed + 1000)
+        retrained = UNLEARNINGS["retrain"](forest, ids, seed + 2000)
         p = model.predict_proba(X_test)[:, 1]
         r = retrained.predict_proba(X_test)[:, 1]
         rows.append(
@@ -77,7 +78,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--shadows", type=int, default=2)
     parser.add_argument("--batches", type=int, default=30, help="single-row deletions")
-    parser.add_argument("--taus", default="0.05,0.02,0.01,0.005,0.002")
+    parser.add_argument("--taus", default="0.05,0.01,0.002,0.0005")
     parser.add_argument("--sets", default="breast_cancer")
     args = parser.parse_args()
     taus = [float(t) for t in args.taus.split(",")]
