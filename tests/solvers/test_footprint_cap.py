@@ -133,7 +133,7 @@ def test_the_cap_refuses_what_it_cannot_cap():
         cap(plain, after, 0.1)
     other, _ = forests(5)
     smaller = DareForest(n_trees=2, max_depth=2).fit(*_rows()).to_ensemble()
-    with pytest.raises(CapError, match="trees"):
+    with pytest.raises(CapError, match="tree counts"):
         cap(other, smaller, 0.1)
 
 
