@@ -13,7 +13,10 @@ issue's probe). In the deterministic configuration a fit with a new seed is the 
 forest (nothing is drawn), so its retraining row is the deletion's.
 
     python bench/membership.py [--seeds 5] [--shadows 3] [--batches 8] [--rows 5]
-        [--sets breast_cancer,synthetic]
+        [--sets breast_cancer,synthetic] [--configs deterministic,default,R-DaRE,sharded]
+
+``sharded``: a ShardedForest (5 shards of R-DaRE forests of a fifth of the trees each, labels
+at epsilon 0.2), whose posterior is the probability of the label it publishes.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ import time
 import numpy as np
 from sklearn.datasets import load_breast_cancer, make_classification
 
-from veritas_dsl.unlearning import DareForest
+from veritas_dsl.unlearning import DareForest, ShardedForest
 from veritas_dsl.unlearning.membership import METRICS, UNLEARNINGS, estimate, play
 
 CONFIGS = {
     "deterministic": {"k": None, "max_features": None},
     "default": {},
     "R-DaRE": {"random_depth": 2},
+    # Item 3: R-DaRE forests on 5 shards, a published label's probability read by the attacker.
+    "sharded": {"n_shards": 5, "epsilon": 0.2, "random_depth": 2},
 }
 
 
@@ -59,6 +64,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8, help="deletions per target")
     parser.add_argument("--rows", type=int, default=5, help="rows per deletion")
     parser.add_argument("--sets", default="breast_cancer,synthetic")
+    parser.add_argument("--configs", default=",".join(CONFIGS))
     args = parser.parse_args()
     print(
         f"{args.seeds} seeds, {args.shadows} shadows, {args.batches} deletions of {args.rows} "
@@ -69,7 +75,8 @@ def main() -> None:
         print(f"\n{name}: {len(X)} rows x {X.shape[1]}, {n_train} in training, {trees} trees")
         print("| config | unlearning | " + " | ".join(header) + " | CPU s |")
         print("|---" * (len(header) + 3) + "|")
-        for config, params in CONFIGS.items():
+        for config in args.configs.split(","):
+            params = CONFIGS[config]
             start = time.process_time()
             per_seed: dict[str, list[dict]] = {}
             unlearnings = UNLEARNINGS if config != "deterministic" else {
@@ -79,7 +86,11 @@ def main() -> None:
                 rng = np.random.default_rng(seed)
                 order = rng.permutation(len(X))
                 train, out = order[:n_train], order[n_train:]
-                forest = DareForest(n_trees=trees, random_state=seed, **params)
+                if "n_shards" in params:  # as many trees in all, split among the shards
+                    shards = params["n_shards"]
+                    forest = ShardedForest(n_trees=trees // shards, random_state=seed, **params)
+                else:
+                    forest = DareForest(n_trees=trees, random_state=seed, **params)
                 forest.fit(X[train], y[train])
                 chosen = rng.choice(n_train, args.batches * args.rows, replace=False)
                 batches = chosen.reshape(args.batches, args.rows)

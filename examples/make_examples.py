@@ -105,6 +105,20 @@ def unlearning_forest() -> None:
     )
 
 
+def capped_unlearning() -> None:
+    """The deletion of examples/unlearning.ver published capped (examples/cap.ver): every
+    tree's change clipped so that the trees alone prove |capped(x) - before(x)| <= 0.05 (no
+    engine runs here, so the file is the same on every machine; the spec proves it)."""
+    from veritas_dsl.unlearning import DareForest
+    from veritas_dsl.unlearning.cap import cap
+    from veritas_dsl.unlearning.dare.derive import deleted
+
+    before = DareForest.load(HERE / "models" / "unlearning.dare")
+    after = deleted(before, [6, 12, 15])
+    found = cap(before.to_ensemble(), after.to_ensemble(), 0.05, steps=0)
+    found.model.save(HERE / "models" / "unlearning_capped.json")
+
+
 GERMAN = [
     "duration", "amount", "rate", "residence", "age", "credits",
     "checking", "savings", "employment", "owner",
@@ -239,6 +253,7 @@ def main() -> None:
     credit_forest(X, y)
     literature_model()
     unlearning_forest()
+    capped_unlearning()
     recourse_forest()
     credit_catboost(X, y)
     scaled_onnx()

@@ -10,7 +10,7 @@ from referencing import Registry, Resource
 
 #: Where an installed package keeps the schema files (package data, not the source tree).
 FOLDER = files("veritas_dsl.report") / "schema"
-NAMES = ("run", "check", "inspect", "leakage", "membership")
+NAMES = ("run", "check", "inspect", "leakage", "membership", "cap")
 
 
 def load(name: str) -> dict:

@@ -138,3 +138,36 @@ def test_a_test_file_runs_from_the_sdist(sdist):
     )
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert " passed" in ran.stdout
+
+
+def test_every_library_the_package_imports_is_declared():
+    # A module imported only because another dependency happens to bring it (scipy came with
+    # xgboost) breaks when that dependency stops bringing it: every import is declared.
+    import ast
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lists = [project["dependencies"], *project["optional-dependencies"].values()]
+    requirements = [Requirement(r) for group in lists for r in group]
+    declared = {n.lower() for r in requirements for n in (r.name, *r.extras)}
+    owners = packages_distributions()
+    undeclared = set()
+    for folder in ("veritas_dsl", "solvers"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names or top in ("veritas_dsl", "solvers"):
+                        continue
+                    dists = {d.lower() for d in owners.get(top, [top])}
+                    if not dists & declared:
+                        undeclared.add((top, path.relative_to(ROOT).as_posix()))
+    assert not undeclared, sorted(undeclared)

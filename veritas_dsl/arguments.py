@@ -4,6 +4,7 @@ that are reported as usage errors (exit 2) before anything loads. The handlers a
 from __future__ import annotations
 
 import argparse
+import math
 from importlib.metadata import version
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--json", action="store_true", help="print one JSON document")
 
-    for add in (_add_leakage, _add_membership, _add_editor):
+    for add in (_add_leakage, _add_membership, _add_cap, _add_editor):
         add(commands)
     return parser
 
@@ -198,6 +199,33 @@ def _add_membership(commands) -> None:
     member.set_defaults(parser=member)
 
 
+def _add_cap(commands) -> None:
+    cap = commands.add_parser(
+        "cap", help="publish a DaRE forest's deletion with its footprint capped, proven"
+    )
+    cap.add_argument("source", help="a spec (.ver), or a saved DaRE forest before the deletion")
+    cap.add_argument(
+        "--tau", type=float, required=True, help="the cap: |after'(x) - before(x)| <= TAU"
+    )
+    cap.add_argument(
+        "--delete", metavar="ROWS", help="ids of the rows to delete: 3,17,42, or @FILE (one a line)"
+    )
+    cap.add_argument("--model", help="the spec's model to cap, or to delete from")
+    cap.add_argument("--trust-pickle", action="store_true", help="allow pickle/joblib models")
+    cap.add_argument("--solver", help="engine proving the footprint (default astar)")
+    cap.add_argument(
+        "--steps", type=int, default=8, metavar="N",
+        help="footprints the engine measures (default 8; 0: the trees' own bound, no engine)",
+    )  # fmt: skip
+    cap.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS",
+        help="time limit of each engine call (default 10); at it, its bound still counts",
+    )  # fmt: skip
+    cap.add_argument("--save", metavar="FILE", help="write the capped model (ensemble JSON)")
+    cap.add_argument("--json", action="store_true", help="print one JSON document")
+    cap.set_defaults(parser=cap)
+
+
 def check(args: argparse.Namespace) -> None:
     """Command-line mistakes are reported as such (usage, exit 2) before anything loads."""
     names = []
@@ -229,12 +257,17 @@ def check(args: argparse.Namespace) -> None:
     for option in ("seeds", "shadows"):
         if getattr(args, option, 1) < 1:
             args.parser.error(f"argument --{option}: must be at least 1")
+    if getattr(args, "steps", 0) < 0:
+        args.parser.error("argument --steps: must be at least 0")
+    tau = getattr(args, "tau", 0.0)
+    if not (math.isfinite(tau) and tau >= 0):
+        args.parser.error(f"argument --tau: must be a number >= 0, not {tau:g}")
     resume, jsonl = getattr(args, "resume", None), getattr(args, "jsonl", None)
     if resume and jsonl and Path(resume).resolve() != Path(jsonl).resolve():
         args.parser.error("argument --jsonl: --resume FILE appends to FILE; give one file")
     if resume and not Path(resume).is_file():
         args.parser.error(f"argument --resume: no file {resume} (write one with --jsonl)")
-    for option in ("csv", "witnesses", "junit", "plot", "jsonl"):
+    for option in ("csv", "witnesses", "junit", "plot", "jsonl", "save"):
         target = getattr(args, option, None)
         if target and not Path(target).resolve().parent.is_dir():
             args.parser.error(f"argument --{option}: no folder {Path(target).parent} to write in")

@@ -321,6 +321,48 @@ def _membership(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
+def _cap(args: argparse.Namespace) -> ExitCode:
+    from veritas_dsl.unlearning import report as leakage_report
+    from veritas_dsl.unlearning.cap import CapError, cap
+    from veritas_dsl.unlearning.leakage import DEFAULT_ENGINE
+    from veritas_dsl.unlearning.targets import is_spec, targets
+
+    ids = args.delete
+    if ids and not ids.startswith("@") and not all(p.strip().isdigit() for p in ids.split(",")):
+        args.parser.error(f"argument --delete: {ids!r} is not a list of row ids like 3,17 or @FILE")
+    pairs = targets(args.source, args.delete, args.model, args.trust_pickle)
+    if args.save and len(pairs) > 1:
+        raise CapError(
+            f"--save writes one model; {args.source} derives {len(pairs)} by delete(...): "
+            "pick one with --model NAME"
+        )
+    found = []
+    for t in pairs:
+        capped = cap(
+            t.before.to_ensemble(),
+            t.after.to_ensemble(),
+            args.tau,
+            engine=args.solver or DEFAULT_ENGINE,
+            timeout_s=args.timeout,
+            steps=args.steps,
+            features=t.features,
+            groups=t.groups,
+        )
+        found.append((t.model, t.base, t.deleted(), capped))
+    if args.save:
+        found[0][3].model.save(args.save)
+    results = [
+        {"model": m, "base": b, "deleted": d, **c.to_dict()} for m, b, d, c in found
+    ]
+    if not is_spec(args.source):
+        document = {k: v for k, v in results[0].items() if k not in ("model", "base")}
+    else:
+        document = {"results": results}
+    text = "\n\n".join(leakage_report.render_cap(*entry) for entry in found)
+    print(json.dumps(json_report.versioned(document), indent=2) if args.json else text)
+    return ExitCode.OK
+
+
 def _fmt(args: argparse.Namespace) -> ExitCode:
     from veritas_dsl.editor.format import format_file
     from veritas_dsl.spec import spec_files
@@ -393,6 +435,7 @@ HANDLERS = {
     "inspect": _inspect,
     "leakage": _leakage,
     "membership": _membership,
+    "cap": _cap,
     "fmt": _fmt,
     "lsp": _lsp,
     "warmup": _warmup,

@@ -18,6 +18,7 @@ from veritas_dsl.unlearning.membership import (
     features,
     play,
     priaa,
+    t_quantile,
 )
 
 
@@ -49,6 +50,13 @@ def test_interval_across_seeds_is_student_t():
     assert found.mean == pytest.approx(0.7)
     assert found.high - found.mean == pytest.approx(4.302653 * 0.1 / np.sqrt(3), rel=1e-6)
     assert estimate([0.6]).low is None
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 9, 30, 200])
+@pytest.mark.parametrize("p", [0.975, 0.995, 0.5])
+def test_t_quantile_is_scipys(p, df):
+    stats = pytest.importorskip("scipy.stats", reason="scipy (scikit-learn's) is the reference")
+    assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), abs=1e-9)
 
 
 def test_attack_model_is_the_ridge_logistic_regression():

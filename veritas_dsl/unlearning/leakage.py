@@ -261,7 +261,7 @@ def leakage(
             extremes.append(Extreme(*bounds, Termination.INTERRUPTED.value))
             continue
         limit = _at(start, timeout_s, share, since=time.monotonic())
-        result = _solve(query, engine, limit, cancel)
+        result = solve_query(query, engine, limit, cancel)
         extremes.append(_extreme(query, result, changed, X, before, deleted))
     return Leakage(
         deleted=deleted,
@@ -343,7 +343,11 @@ _LIMITS = (
 _NOWHERE = Span("<leakage>", 1, 1, 1, 1)
 
 
-def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Result:
+def solve_query(
+    query: Query, name: str, timeout_s: float | None, cancel: bool, error=LeakageError
+) -> Result:
+    """``query`` (a footprint) solved by engine ``name`` on the run's path; an engine that
+    stops on neither an answer nor a limit raises ``error``."""
     limits = Limits(timeout_s=timeout_s)
     check(registry.get(name), query, limits)
     lowered = Lowered(query, Origin(query.name, False, _NOWHERE, None, ()), None, ())
@@ -352,7 +356,7 @@ def _solve(query: Query, name: str, timeout_s: float | None, cancel: bool) -> Re
     if not (result.exact and result.witnesses) and result.termination not in _LIMITS:
         what = "minimum" if isinstance(query.goal, Minimize) else "maximum"
         detail = f": {result.message}" if result.message else ""
-        raise LeakageError(
+        raise error(
             f"engine {name} stopped ({result.termination.value}) on the {what} of the "
             f"footprint{detail}"
         )

@@ -13,6 +13,7 @@ shadows. Docs: docs/unlearning-leakage.md, "Membership attacks on a deletion".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,7 +46,7 @@ def by_retraining(before: DareForest, ids: np.ndarray, seed: int) -> DareForest:
     """Mu fit from scratch on the remaining rows but ``ids``, with ``random_state=seed``."""
     X, y = before.training_rows()
     keep = ~np.isin(before.remaining(), ids)
-    return DareForest(**{**before.params(), "random_state": seed}).fit(X[keep], y[keep])
+    return type(before)(**{**before.params(), "random_state": seed}).fit(X[keep], y[keep])
 
 
 #: The unlearnings a report plays, by name: the forest's deletion and its baseline.
@@ -171,8 +172,10 @@ def shadow_sample(
     batch_sizes: Sequence[int],
     unlearn: Unlearning,
     rng: np.random.Generator,
+    kind: type = DareForest,
 ) -> Sample:
-    """One shadow game: a forest of ``params`` (a fresh seed) fit on ``n_train`` rows of
+    """One shadow game: a forest of class ``kind`` (the target's: a DareForest or a
+    ShardedForest) and ``params`` (a fresh seed) fit on ``n_train`` rows of
     ``X, y`` drawn at random, the others outside; batches of those sizes drawn from its rows
     and deleted apart, as the target's were."""
     order = rng.permutation(len(X))
@@ -180,7 +183,7 @@ def shadow_sample(
     if len(np.unique(y[train])) < 2:
         raise MembershipError("a shadow's rows are all of one class: give more outside rows")
     seed = int(rng.integers(2**31))
-    shadow = DareForest(**{**params, "random_state": seed}).fit(X[train], y[train])
+    shadow = kind(**{**params, "random_state": seed}).fit(X[train], y[train])
     batches = [rng.choice(n_train, size, replace=False) for size in batch_sizes]
     return sample(shadow, batches, X[out], unlearn, rng)
 
@@ -240,7 +243,9 @@ def play(
     for name, unlearn in (unlearnings or UNLEARNINGS).items():
         game = np.random.default_rng([seed, 1])  # the same draws for every unlearning
         shadow = [
-            shadow_sample(before.params(), pool_X, pool_y, n_train, sizes, unlearn, game)
+            shadow_sample(
+                before.params(), pool_X, pool_y, n_train, sizes, unlearn, game, type(before)
+            )
             for _ in range(shadows)
         ]
         model = AttackModel().fit(*_labelled(shadow))
@@ -284,14 +289,32 @@ class Estimate:
     high: float | None
 
 
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (``p >= 1/2``) of Student's t with ``df`` degrees of freedom: its
+    density integrated by Simpson's rule and the cdf inverted by bisection, to about 1e-9
+    (numpy only: scipy would be a dependency for this one number)."""
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+
+    def cdf(x: float) -> float:
+        u = np.linspace(0.0, x, 4001)
+        f = np.exp(log_c - (df + 1) / 2 * np.log1p(u * u / df))
+        return 0.5 + x / 12000 * (f[0] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum() + f[-1])
+
+    low, high = 0.0, 1.0
+    while cdf(high) < p:
+        low, high = high, 2 * high
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if cdf(mid) < p else (low, mid)
+    return (low + high) / 2
+
+
 def estimate(values: Sequence[float]) -> Estimate:
     values = np.asarray(values, np.float64)
     mean = float(values.mean())
     if len(values) < 2:
         return Estimate(mean, None, None)
-    from scipy.stats import t
-
-    half = float(t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    half = float(t_quantile(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
     return Estimate(mean, mean - half, mean + half)
 
 

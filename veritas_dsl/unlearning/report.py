@@ -1,12 +1,14 @@
 """The tables `ver leakage` prints (the anonymity set, then both extremes of the footprint with
 their boxes and the training rows, deleted ones among them, each box holds) and `ver
-membership` prints (the attack's metrics per unlearning)."""
+membership` prints (the attack's metrics per unlearning) and `ver cap` prints (the cap and how
+it is proven)."""
 
 from __future__ import annotations
 
 import math
 
 from veritas_dsl.report.table import float32_text
+from veritas_dsl.unlearning.cap import Cap
 from veritas_dsl.unlearning.leakage import Extreme, Leakage
 from veritas_dsl.unlearning.membership import Membership
 
@@ -141,4 +143,26 @@ def render_membership(found: Membership) -> str:
             spread = "" if e.low is None else f" [{e.low:.3f}, {e.high:.3f}]"
             cells.append(f"{names[metric]} {e.mean:.3f}{spread}")
         lines.append(f"{name:<{width}}  " + "; ".join(cells))
+    return "\n".join(lines)
+
+
+def render_cap(model: str | None, base: str | None, deleted: list[int], found: Cap) -> str:
+    """`ver cap`'s report: the cap, the clip that meets it and how it is proven."""
+    how = (
+        f"proven by {found.engine} (the maximum, at the point below)"
+        if found.proven
+        else f"a bound ({found.engine}'s at its limit, or the trees' own)"
+        if found.engine
+        else "the trees' own bound (no engine ran)"
+    )
+    lines = [
+        *([f"models      {base} -> {model or 'its deletion'}"] if base else []),
+        f"deleted     {_ids(tuple(deleted))}",
+        f"cap         |after'(x) - before(x)| <= {found.tau:g} on every input asked",
+        f"footprint   <= {found.footprint:.6g}, {how}; uncapped <= {found.uncapped:.6g}",
+        f"clip        each tree's change within +-{found.clip:.6g} "
+        f"({found.changed_trees} trees changed; {found.steps} footprints measured)",
+    ]
+    if found.point is not None:
+        lines.append(f"reached     {found.reached:.6g} at {list(found.point)}")
     return "\n".join(lines)

@@ -36,6 +36,7 @@ for an integer ``random_state``; it must be secret for the guarantee (``None``: 
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 
 import numpy as np
@@ -231,6 +232,14 @@ class ShardedForest:
             start = stop
         return labels
 
+    def predict_proba(self, X) -> np.ndarray:
+        """``[1 - p, p]`` per row, ``p`` the probability that :meth:`predict` publishes 1 there
+        now: the mechanism's output distribution, what an attacker who could ask without limit
+        would learn (the membership attack reads it, :mod:`.membership`). It spends no budget
+        and is not private itself: publish :meth:`predict`'s labels, not these."""
+        p = vote_probability(self.votes(X), self.n_shards, self.epsilon)
+        return np.column_stack([1.0 - p, p])
+
     def adaptive_bound(self) -> float:
         """``n_shards * spent``: for any set ``E`` of forests, the probability that the shards
         are in ``E`` given every request and label since the last draw is within a factor
@@ -243,6 +252,32 @@ class ShardedForest:
         return self.n_shards * float(self.accountant.spent)
 
     # -- rows and shards ---------------------------------------------------------------------
+
+    def params(self) -> dict:
+        """The constructor's arguments (each shard's forest settings among them)."""
+        return {
+            "n_shards": self.n_shards,
+            "epsilon": self.epsilon,
+            "budget": self.accountant.budget,
+            "random_state": self.random_state,
+            "partition_seed": self.partition_seed,
+            **self.forest,
+        }
+
+    def copy(self) -> ShardedForest:
+        """An independent copy: shards, budget spent and noise generator included."""
+        self._fitted()
+        return copy.deepcopy(self)
+
+    @property
+    def n_features(self) -> int:
+        self._fitted()
+        return self._X.shape[1]
+
+    def training_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the remaining rows (float32) and their labels, in id order."""
+        keep = self.remaining()
+        return self._X[keep].copy(), self._y[keep].copy()
 
     @property
     def n_rows(self) -> int:
