@@ -1,0 +1,227 @@
+"""The ``l2`` distance: its exact root (veritas_dsl/ir/root.py), and every engine that accepts
+it against the threshold grid (tests/reference/grid.py) on random small forests: the bounds, and
+each witness's distance recomputed exactly. Engines that do not accept it refuse it."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from veritas_dsl.ir import (
+    Ball,
+    DomainKind,
+    Feature,
+    Interval,
+    Maximize,
+    MinimizeDistance,
+    OutputConstraint,
+    Query,
+    Row,
+)
+from veritas_dsl.ir.empty import emptiness
+from veritas_dsl.ir.evaluate import distance, holds
+from veritas_dsl.ir.root import Root
+from veritas_dsl.result import Termination
+from veritas_dsl.solvers import registry
+from veritas_dsl.solvers.base import Limits, UnsupportedQuery
+from veritas_dsl.validate import validate_witness
+
+from conftest import build
+from reference.grid import cells, representative
+from reference.ir import features, out, term
+from reference.strategies import WEIGHTS, ensembles, rows
+
+N = 3
+#: Output above 0 at x0 >= 0.5 (2.0 once x2 < 2) or at x1 >= -1 (0.0 is not above): the closest
+#: such point to the origin is a gap of 0.5 in x0 alone, or weighted, maybe of x1 alone.
+HAND = build([(0, 0.5, (1, -1.0, -1.0, 0.0), (2, 2.0, 2.0, 0.5))], N)
+SPACE = features([f"x{i}" for i in range(N)])
+
+
+def accepting() -> list[str]:
+    return [n for n, e in registry.ENGINES.items() if "l2" in e.capabilities.constructs]
+
+
+# -- the exact root ---------------------------------------------------------------------------
+
+
+def _decimal_sqrt(square: Fraction) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return (Decimal(square.numerator) / Decimal(square.denominator)).sqrt()
+
+
+@given(
+    st.fractions(min_value=0, max_value=10**40)
+    | st.integers(0, 2**60).map(lambda n: Fraction(n, 2**80))
+    | st.floats(0, 1e30).map(lambda v: Fraction(v) ** 2)
+)
+@example(Fraction(2))
+@example(Fraction(0))
+@example(Fraction(1, 10**300))
+def test_the_root_rounds_down_up_and_to_the_nearest_float64(square):
+    root = Root(square)
+    down, up = root.down(), root.up()
+    assert Fraction(down) ** 2 <= square <= Fraction(up) ** 2
+    assert up == down or up == math.nextafter(down, math.inf)
+    assert Fraction(math.nextafter(down, math.inf)) ** 2 > square or up == down
+    assert float(root) == float(_decimal_sqrt(square))  # 80 digits: the nearest float64
+
+
+def test_the_root_compares_exactly():
+    two = Root(2)
+    assert two < 1.4142135623730951 and two > 1.414213562373095  # sqrt(2) lies between
+    assert Root(Fraction(9, 4)) == 1.5 == Root(Fraction(9, 4))
+    assert two > -1 and not two <= -1 and two < math.inf and two >= Root(2)
+    assert Root(0) == 0 and Root(0) > -0.5
+    assert max(Root(3), Root(2), Fraction(1)) == Root(3)
+    with pytest.raises(ValueError):
+        Root(-1)
+
+
+def test_a_ball_holds_on_its_exact_square():
+    # 0.1 and 0.2 as float32 are not 0.1 and 0.2: the squares decide, with no tolerance
+    a, b = Row((0.0, 0.0)), Row((0.3, 0.4))
+    square = Fraction(float(b.values[0])) ** 2 + Fraction(float(b.values[1])) ** 2
+    inputs = {"x": b.values}
+    radius = float(Root(square).down())
+    assert holds(Ball("l2", "x", a, float(Root(square).up())), inputs, {})
+    assert holds(Ball("l2", "x", a, radius), inputs, {}) == (Fraction(radius) ** 2 >= square)
+    assert not holds(Ball("l2", "x", a, -1.0), inputs, {})
+    assert distance("l2", b.values, a.values) == float(Root(square))
+    assert distance("l2", b.values, a.values, (2.0, 2.0)) == float(Root(4 * square))
+
+
+def test_the_static_box_does_not_call_an_l2_ball_with_room_in_every_feature_decided():
+    # each feature can be within 1.2 of 0 on its own, but not both: the box cannot tell
+    space = tuple(Feature(f"f{i}", DomainKind.REAL) for i in range(2))
+    box = (Interval("x", 0, 1.0, 2.0), Interval("x", 1, 1.0, 2.0))
+    ball = Ball("l2", "x", Row((0.0, 0.0)), 1.2)
+    assert emptiness(space, ("x",), (*box, ball)).empty is None
+    assert emptiness(space, ("x",), (*box, Ball("l2", "x", Row((0.0, 0.0)), 0.5))).empty is True
+
+
+# -- engines against the threshold grid -----------------------------------------------------
+
+
+def cell_square(lo, hi, row, weights) -> Fraction:
+    """The exact squared weighted L2 distance from ``row`` to the closed cell ``[lo, hi]``."""
+    total = Fraction(0)
+    for f, value in enumerate(row):
+        gap = Fraction(0)
+        if math.isfinite(lo[f]) and lo[f] > value:
+            gap = Fraction(float(lo[f])) - Fraction(value)
+        elif math.isfinite(hi[f]) and hi[f] < value:
+            gap = Fraction(value) - Fraction(float(hi[f]))
+        total += (gap * Fraction(1.0 if weights is None else weights[f])) ** 2
+    return total
+
+
+def witness_square(point, row, weights) -> Fraction:
+    return sum(
+        ((Fraction(float(p)) - Fraction(r)) * Fraction(1.0 if weights is None else w)) ** 2
+        for p, r, w in zip(point, row, weights or [1.0] * len(row), strict=True)
+    )
+
+
+def run(name: str, query: Query):
+    result = registry.get(name).solve(query, Limits(timeout_s=60))
+    assert result.termination in (Termination.OPTIMAL, Termination.INFEASIBLE), result
+    for witness in result.witnesses:
+        validate_witness(query, witness)
+    return result
+
+
+weights_ = st.none() | st.lists(st.sampled_from(WEIGHTS), min_size=N, max_size=N).map(tuple)
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    model=ensembles(n_features=N),
+    row=rows(N),
+    weights=weights_,
+    level=st.sampled_from([-0.5, 0.0, 1.0]),
+)
+@example(model=HAND, row=Row((0.0, 0.0, 0.0)), weights=None, level=0.0)
+@example(model=HAND, row=Row((0.0, 0.0, 0.0)), weights=(3.0, 0.25, 1.0), level=0.0)
+def test_closest_l2_example_matches_the_cells(model, row, weights, level):
+    row_values = row.values
+    best = None
+    for lo, hi in cells([model], N):
+        if model.eval(representative(lo, hi))[0] > level:
+            square = cell_square(lo, hi, row_values, weights)
+            best = square if best is None else min(best, square)
+    goal = MinimizeDistance("l2", "x", row, weights)
+    query = Query(
+        "l2", SPACE, ("x",), {"m": model},
+        (OutputConstraint(term(out()), ">", level),), goal,
+    )  # fmt: skip
+    for name in accepting():
+        result = run(name, query)
+        if best is None:
+            assert result.termination is Termination.INFEASIBLE
+            continue
+        assert result.lower == result.upper == float(Root(best)), name
+        (witness,) = result.witnesses[:1]
+        assert witness_square(witness.inputs["x"], row_values, weights) == best, name
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    model=ensembles(n_features=N),
+    row=rows(N),
+    weights=weights_,
+    radius=st.sampled_from([0.0, 0.3, 1.0, 2.5]),
+)
+def test_largest_output_in_an_l2_ball_matches_the_cells(model, row, weights, radius):
+    inside = [
+        model.eval(representative(*clamped))[0]
+        for lo, hi in cells([model], N)
+        if cell_square(lo, hi, row.values, weights) <= Fraction(radius) ** 2
+        for clamped in [clamp(lo, hi, row.values)]
+    ]
+    ball = Ball("l2", "x", row, radius, weights)
+    query = Query("ball", SPACE, ("x",), {"m": model}, (ball,), Maximize(term(out())))
+    for name in accepting():
+        result = run(name, query)
+        assert result.lower == result.upper == max(inside), name  # the row's own cell is inside
+        point = result.witnesses[0].inputs["x"]
+        assert witness_square(point, row.values, weights) <= Fraction(radius) ** 2, name
+
+
+def clamp(lo, hi, row):
+    """The point of the cell closest to the row, as a cell of one point."""
+    point = np.clip(np.asarray(row, dtype=np.float64), lo, hi).astype(np.float32)
+    return point, point
+
+
+def test_engines_that_do_not_list_l2_refuse_it_naming_those_that_do(two_trees):
+    query = Query(
+        "q", features(two_trees), ("x",), {"m": two_trees}, (),
+        MinimizeDistance("l2", "x", Row((0.0,) * two_trees.n_features)),
+    )  # fmt: skip
+    takers = accepting()
+    assert "oracle" in takers
+    for name, engine in registry.ENGINES.items():
+        if name in takers:
+            continue
+        with pytest.raises(UnsupportedQuery, match="does not support l2; engines that can: "):
+            registry.check_supports(engine, query)
+
+
+def test_the_oracle_refuses_an_l2_distance_it_would_need_a_quadratic_program_for(two_trees):
+    # x measured against two rows: the closest point is no longer per feature
+    n = two_trees.n_features
+    ball = Ball("l2", "x", Row((1.0,) * n), 1.0)
+    query = Query(
+        "q", features(two_trees), ("x",), {"m": two_trees}, (ball,),
+        MinimizeDistance("l2", "x", Row((0.0,) * n)),
+    )  # fmt: skip
+    with pytest.raises(UnsupportedQuery, match="quadratic program"):
+        registry.get("oracle").solve(query)
