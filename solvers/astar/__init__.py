@@ -7,7 +7,8 @@ reads without importing Numba or the engine (:mod:`.engine`).
 from veritas_dsl.solvers.base import Availability, Capabilities
 
 CAPABILITIES = Capabilities(
-    # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet.
+    # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet. Not
+    # l2: its squared gaps would need an exact resource kind in the kernels; not yet.
     constructs=frozenset(
         {
             "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",

@@ -14,7 +14,8 @@ from veritas_dsl.solvers.milp import gurobi, highs
 Driver = Literal["auto", "highs", "gurobi"]
 
 #: What the program answers. Not hard_vote: a count of trees would need one indicator per tree
-#: and label; not yet.
+#: and label; not yet. Not l2: per-segment squared gaps would be linear in the predicates, but
+#: the bound checks and witness repair are written for linear distances; not yet.
 SUPPORTED = frozenset(
     {
         "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",
