@@ -50,7 +50,16 @@ SPACE = features([f"x{i}" for i in range(N)])
 
 
 def accepting() -> list[str]:
+    """The engines that list l2 (whether installed here or not)."""
     return [n for n, e in registry.ENGINES.items() if "l2" in e.capabilities.constructs]
+
+
+def installed(names) -> list[str]:
+    return [n for n in names if registry.get(n).available()]
+
+
+#: Engines that list l2 but take it as a distance to minimise only, refusing a ball.
+GOAL_ONLY = ("milp", "gurobi")
 
 
 # -- the exact root ---------------------------------------------------------------------------
@@ -169,7 +178,7 @@ def test_closest_l2_example_matches_the_cells(model, row, weights, level):
         "l2", SPACE, ("x",), {"m": model},
         (OutputConstraint(term(out()), ">", level),), goal,
     )  # fmt: skip
-    for name in accepting():
+    for name in installed(accepting()):
         result = run(name, query)
         if best is None:
             assert result.termination is Termination.INFEASIBLE
@@ -197,7 +206,7 @@ def test_largest_output_in_an_l2_ball_matches_the_cells(model, row, weights, rad
     ]
     ball = Ball("l2", "x", row, radius, weights)
     query = Query("ball", SPACE, ("x",), {"m": model}, (ball,), Maximize(term(out())))
-    for name in accepting():
+    for name in installed(n for n in accepting() if n not in GOAL_ONLY):
         result = run(name, query)
         assert result.lower == result.upper == max(inside), name  # the row's own cell is inside
         point = result.witnesses[0].inputs["x"]
@@ -216,7 +225,7 @@ def test_engines_that_do_not_list_l2_refuse_it_naming_those_that_do(two_trees):
         MinimizeDistance("l2", "x", Row((0.0,) * two_trees.n_features)),
     )  # fmt: skip
     takers = accepting()
-    assert "oracle" in takers
+    assert {"oracle", "milp"} <= set(takers)
     for name, engine in registry.ENGINES.items():
         if name in takers:
             continue
@@ -234,3 +243,73 @@ def test_the_oracle_refuses_an_l2_distance_it_would_need_a_quadratic_program_for
     )  # fmt: skip
     with pytest.raises(UnsupportedQuery, match="quadratic program"):
         registry.get("oracle").solve(query)
+
+
+#: Domains of the int test: x0 int in [-3, 3], x1 real in [-2, 2], x2 int unbounded.
+KINDS = (DomainKind.INT, DomainKind.REAL, DomainKind.INT)
+BOUNDS = ((-3.0, 3.0), (-2.0, 2.0), (-math.inf, math.inf))
+
+
+def closest_in_cell(lo, hi, row):
+    """The point of the cell (within BOUNDS, whole numbers where KINDS say) nearest the row per
+    feature, or None when the cell holds no point."""
+    point = []
+    for f, value in enumerate(row):
+        a, b = max(lo[f], BOUNDS[f][0]), min(hi[f], BOUNDS[f][1])
+        if KINDS[f] is DomainKind.INT:
+            a, b = math.ceil(a) if math.isfinite(a) else a, math.floor(b) if math.isfinite(b) else b
+        if a > b:
+            return None
+        x = min(max(value, a), b)
+        if KINDS[f] is DomainKind.INT and x != math.floor(x):
+            x = min((math.floor(x), math.ceil(x)), key=lambda n: abs(n - value))
+        point.append(x)
+    return np.array(point, dtype=np.float32)
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    model=ensembles(n_features=N),
+    row=rows(N),
+    weights=weights_,
+    level=st.sampled_from([-0.5, 0.0, 1.0]),
+)
+def test_closest_l2_example_over_int_features_matches_the_cells(model, row, weights, level):
+    best = None
+    for lo, hi in cells([model], N):
+        point = closest_in_cell(lo, hi, row.values)
+        if point is not None and model.eval(point)[0] > level:
+            square = witness_square(point, row.values, weights)
+            best = square if best is None else min(best, square)
+    query = Query(
+        "l2 int", features([f"x{i}" for i in range(N)], list(KINDS), list(BOUNDS)), ("x",),
+        {"m": model},
+        (OutputConstraint(term(out()), ">", level),), MinimizeDistance("l2", "x", row, weights),
+    )  # fmt: skip
+    for name in installed(accepting()):
+        result = run(name, query)
+        if best is None:
+            assert result.termination is Termination.INFEASIBLE, name
+            continue
+        assert result.lower == result.upper == float(Root(best)), name
+        square = witness_square(result.witnesses[0].inputs["x"], row.values, weights)
+        assert square >= best and float(Root(square)) == result.upper, name
+
+
+@pytest.mark.parametrize("name", GOAL_ONLY)
+def test_the_milp_refuses_an_l2_ball_and_a_distance_between_instances(name, two_trees):
+    if not registry.get(name).available():
+        pytest.skip(f"{name} is not installed")
+    space, zero = features(two_trees), Row((0.0,) * two_trees.n_features)
+    ball = Query(
+        "ball", space, ("x",), {"m": two_trees}, (Ball("l2", "x", zero, 1.0),),
+        Maximize(term(out())),
+    )  # fmt: skip
+    with pytest.raises(UnsupportedQuery, match="not as a ball"):
+        registry.get(name).solve(ball)
+    pair = Query(
+        "pair", space, ("x", "y"), {"m": two_trees},
+        (OutputConstraint(term(out("y")), ">", 2.0),), MinimizeDistance("l2", "x", "y"),
+    )  # fmt: skip
+    with pytest.raises(UnsupportedQuery, match="to a row only"):
+        registry.get(name).solve(pair)
