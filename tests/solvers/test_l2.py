@@ -5,6 +5,7 @@ each witness's distance recomputed exactly. Engines that do not accept it refuse
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -27,12 +28,13 @@ from veritas_dsl.ir import (
 from veritas_dsl.ir.empty import emptiness
 from veritas_dsl.ir.evaluate import distance, holds
 from veritas_dsl.ir.root import Root
+from veritas_dsl.lang.scales import weight
 from veritas_dsl.result import Termination
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.validate import validate_witness
 
-from conftest import build
+from conftest import build, examples
 from reference.grid import cells, representative
 from reference.ir import features, out, term
 from reference.strategies import WEIGHTS, ensembles, rows
@@ -313,3 +315,45 @@ def test_the_milp_refuses_an_l2_ball_and_a_distance_between_instances(name, two_
     )  # fmt: skip
     with pytest.raises(UnsupportedQuery, match="to a row only"):
         registry.get(name).solve(pair)
+
+
+# -- the MILP at extreme scales (as tests/solvers/test_milp_scales.py does for l1) -------------
+
+
+@pytest.mark.parametrize(
+    ("seed", "scales"),
+    [(1, (1e-13, 1e-13)), (1, (2.85e-25, 1e-13)), (4, (2.35e-06, 6.28e6, 4.44e-23)),
+     (0, (1e13, 1e13)), (0, (1e13, 1e-13))],
+)  # fmt: skip
+def test_the_milp_answers_l2_at_the_fuzzers_scales_as_the_oracle(seed, scales):
+    from solvers.test_milp_scales import xgboost_closest
+
+    query = xgboost_closest(seed, len(scales), scales)
+    query = replace(query, goal=replace(query.goal, norm="l2"))
+    expected = registry.get("oracle").solve(query)
+    for name in installed(GOAL_ONLY):
+        result = run(name, query)
+        assert (result.termination, result.lower, result.upper) == (
+            expected.termination, expected.lower, expected.upper,
+        ), name  # fmt: skip
+
+
+SCALES = st.floats(-30.0, 30.0).map(lambda e: 10.0**e)
+
+
+@settings(deadline=None, max_examples=examples(2))
+@given(
+    model=ensembles(n_features=N),
+    row=rows(N),
+    scales=st.lists(SCALES, min_size=N, max_size=N) | SCALES.map(lambda s: [s] * N),
+    flip=st.sampled_from([">", "<"]),
+)
+def test_the_milp_answers_l2_at_every_scale_as_the_oracle(model, row, scales, flip):
+    goal = MinimizeDistance("l2", "x", row, tuple(weight(s) for s in scales))
+    constraints = (OutputConstraint(term(out()), flip, 0.0),)
+    query = Query("scaled", SPACE, ("x",), {"m": model}, constraints, goal)
+    expected = registry.get("oracle").solve(query)
+    result = run("milp", query)
+    assert (result.termination, result.lower, result.upper) == (
+        expected.termination, expected.lower, expected.upper,
+    )  # fmt: skip
