@@ -208,10 +208,14 @@ class Progress:
         if self.final is not None and outcome.status not in _STOPPED:
             self._offer(self.final)
             witness = self.final
-            value = witness.value
-            result = Result(query.name, engine, Termination.OPTIMAL, value, value, [witness])
+            value = lower = witness.value
+            if self.form.squared:
+                # Squares of distances a float32 step apart differ by 1e-15 of them, far below
+                # the solver's resolution: its bound, not the witness, is the lower bound.
+                lower = min(value, self.bound)
+            result = Result(query.name, engine, Termination.OPTIMAL, lower, value, [witness])
             if self.form.sense:
-                self.trace.append(TracePoint(time_s, value, value))
+                self.trace.append(TracePoint(time_s, lower, value))
         elif not self.form.sense and self.best is not None:
             # Find and prove are answered by any checked witness, even one found before a limit
             # (which is still why the solver stopped: the Result's solution says it is answered).
