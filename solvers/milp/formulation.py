@@ -280,8 +280,9 @@ class _Builder(Constraints):
     def objective_l2(self, goal: MinimizeDistance) -> None:
         """The squared distance (:attr:`Formulation.squared`), in units of the square of the
         distance's unit: per feature, its squared-gap constants on the predicates. Without a
-        grid step (:attr:`Formulation.step` None): weighted squares leave every grid, so the
-        bound check (``Progress.check_bound``) alone confirms an optimum."""
+        grid step (:attr:`Formulation.step` None): squares of distances a float32 step apart
+        differ below the solver's resolution, so the optimum is the solver's to it and its
+        bound stays the lower one (``Progress.result``)."""
         if not isinstance(goal.center, Row):
             raise UnsupportedQuery(
                 f"query {self.query.name}: the MILP engine measures an l2 distance to a row only"

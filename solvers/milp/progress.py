@@ -212,7 +212,7 @@ class Progress:
             if self.form.squared:
                 # Squares of distances a float32 step apart differ by 1e-15 of them, far below
                 # the solver's resolution: its bound, not the witness, is the lower bound.
-                lower = min(value, self.bound)
+                lower = min(value, max(self.bound, 0.0))  # no distance is below 0
             result = Result(query.name, engine, Termination.OPTIMAL, lower, value, [witness])
             if self.form.sense:
                 self.trace.append(TracePoint(time_s, lower, value))
