@@ -46,7 +46,7 @@ def test_no_name_has_two_meanings():
 
 
 def test_a_distance_of_the_language_is_a_norm_and_a_construct_of_the_ir():
-    # a new norm (l2) named here is typed by the checker; the IR's Norm and CONSTRUCTS must list
+    # a new norm named here is typed by the checker; the IR's Norm and CONSTRUCTS must list
     # it too, and then every engine refuses it until it lists it (tests/solvers/test_contract.py)
     assert get_args(Norm) == names.NORMS
     assert set(names.NORMS) <= CONSTRUCTS

@@ -13,7 +13,7 @@ DATA_FORMATS = ("csv", "libsvm")
 #: Engines (``solve with astar``); ``veritas_dsl.solvers.registry`` holds one of each.
 ENGINES = ("oracle", "astar", "milp", "gurobi", "sat")
 #: Distances between instances (``linf(x, r)``); each is also the IR's norm and construct name.
-NORMS = ("linf", "l1")
+NORMS = ("linf", "l1", "l2")
 #: Functions that take a per-feature ``scale``: the distances and the count of changed features.
 SCALED = (*NORMS, "changed")
 #: Functions of conditions and objectives: ``class(m, x)``, ``vote(m, x)``, ``proba(m, x)`` (a

@@ -7,11 +7,12 @@ reads without importing Numba or the engine (:mod:`.engine`).
 from veritas_dsl.solvers.base import Availability, Capabilities
 
 CAPABILITIES = Capabilities(
-    # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet.
+    # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet. l2
+    # as a distance to a row to minimise only (lifted.py refuses the rest).
     constructs=frozenset(
         {
             "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
-            "tie", "one_hot", "changed", "linf", "l1", "weighted_distance", "linear",
+            "tie", "one_hot", "changed", "linf", "l1", "l2", "weighted_distance", "linear",
             "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
             "minimize_distance", "find", "prove",
         }

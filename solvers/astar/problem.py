@@ -48,6 +48,7 @@ import numpy as np
 
 from veritas_dsl.ir.query import Constraint, MinimizeDistance, OutputConstraint, OutputTerm, Query
 from veritas_dsl.ir.reductions import variables_of
+from veritas_dsl.ir.root import Root
 from veritas_dsl.solvers.astar import kernels as K
 from veritas_dsl.solvers.astar.lifted import (
     Resource,
@@ -231,7 +232,10 @@ def key_bound(problem: Problem, mode: int, key: int) -> float:
     """The goal's value a search key of ``problem`` stands for: an upper bound on what its state
     holds (max form), or a lower bound on its distance."""
     if mode == K.MODE_DISTANCE:
-        return K.decode_distance(-key)
+        value = K.decode_distance(-key)
+        if _squared(problem):  # a squared cost, rounded to nearest: one step down is below the
+            return Root(max(0.0, math.nextafter(value, -math.inf))).down()  # exact; its root
+        return value
     exact = Fraction(key) / Fraction(problem.scale) + problem.term_constant[0]
     return float(exact) + problem.objective_slack
 
@@ -240,6 +244,17 @@ def cut_key(problem: Problem, mode: int, best: float) -> int:
     """The key below which no state of ``problem`` can beat ``best``, the inverse of
     :func:`key_bound` rounded so that no state that might is cut."""
     if mode == K.MODE_DISTANCE:
+        if _squared(problem):  # the square of best, rounded up: a state below it might beat it
+            square = Fraction(best) ** 2
+            best = float(square)
+            if Fraction(best) < square:
+                best = math.nextafter(best, math.inf)
         return -int(K.encode_distance(best))
     target = (Fraction(best) - problem.term_constant[0]) * Fraction(problem.scale)
     return math.floor(target) - math.ceil(problem.objective_slack * problem.scale) - 1
+
+
+def _squared(problem: Problem) -> bool:
+    """Whether the search's distance cost is the square of the goal's (an ``l2`` goal)."""
+    distance = problem.plan.distance
+    return distance is not None and distance.norm == "l2"

@@ -284,7 +284,7 @@ class MilpEngine(ChainedEngine):
                     f"continued with HiGHS: {gurobi.size_message(attempt.program)}"
                 )
             if live is not None:
-                live.sense, live.unit = form.sense, form.unit
+                live.sense, live.unit, live.squared = form.sense, form.unit, form.squared
             outcome = self._run(attempt.driver, attempt.program, budget, limits, live)
             outcome = outcome.in_units(form.unit)
             attempt.nodes += int(outcome.stats.get("nodes", 0))

@@ -36,6 +36,8 @@ Distances without rounding
     ties and one-hot groups are written on predicates in the same way, with no big-M and no
     rounding. Only linear constraints, and variables sharing distances with two or more partners,
     get a value column ``x`` as well, tied to the segment by ``lower_end <= x <= upper_end``.
+    An ``l2`` distance is minimised as its square: per segment an exact rational constant, on
+    the predicates too (:meth:`Predicates.squared_gap`), rounded once per coefficient.
 
 Output constraints
     A model output is ``base + sum(value * leaf)``, so a term takes finitely many values, one per
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -123,6 +126,9 @@ class Formulation:
         For a distance goal, a power of two that divides every distance the goal can take (all
         segment ends and centre values are multiples of it): two distances that differ, differ
         by at least this much.
+    squared : bool
+        Whether the objective is the square of the goal's value (an ``l2`` distance): the
+        solver's objectives and bounds are squares, the witnesses' values distances.
     notes : list of str
         Caveats to report (a linear constraint on a feature the hull bounded).
     unit : float
@@ -150,6 +156,7 @@ class Formulation:
     hull: float
     notes: list[str]
     step: float | None = None
+    squared: bool = False
     unit: float = 1.0
     rounding: float = 0.0
 
@@ -270,6 +277,30 @@ class _Builder(Constraints):
                 largest = max(largest, extent * weight_of(goal.weights, f))
         return power_of_two(largest)
 
+    def objective_l2(self, goal: MinimizeDistance) -> None:
+        """The squared distance (:attr:`Formulation.squared`), in units of the square of the
+        distance's unit: per feature, its squared-gap constants on the predicates. Without a
+        grid step (:attr:`Formulation.step` None): squares of distances a float32 step apart
+        differ below the solver's resolution, so the optimum is the solver's to it and its
+        bound stays the lower one (``Progress.result``)."""
+        if not isinstance(goal.center, Row):
+            raise UnsupportedQuery(
+                f"query {self.query.name}: the MILP engine measures an l2 distance to a row only"
+            )
+        own = self.var_of[self.query.instances.index(goal.instance)]
+        if self.complex.intersection(map(int, own)):
+            raise UnsupportedQuery(
+                f"query {self.query.name}: the MILP engine measures an l2 distance only on "
+                "features no linear constraint or second partner gives a value column"
+            )
+        self.unit = self.distance_unit(goal) ** 2
+        self.squared = True
+        total = Affine()
+        for f, c in enumerate(goal.center.values):
+            scale = Fraction(weight_of(goal.weights, f)) ** 2 / Fraction(self.unit)
+            total = total + self.squared_gap(self.var(goal.instance, f), c, scale)
+        self.p.objective(total)
+
     def epigraph(self, terms: list[tuple[Affine, float, float]]) -> Affine:
         """A column ``t <= term`` for every term (expression, bottom, top): maximised, ``t`` is
         the least term's value. Its bounds, the terms' least bottom and least top, widened by far
@@ -302,6 +333,9 @@ class _Builder(Constraints):
         if isinstance(goal, MaximizeMin):
             self.p.objective(self.epigraph(self.terms_in_units(goal.terms)), -1.0)
             return -1.0
+        if isinstance(goal, MinimizeDistance) and goal.norm == "l2":
+            self.objective_l2(goal)
+            return 1.0
         if isinstance(goal, MinimizeDistance):
             self.step = self.distance_step(goal)
             self.unit = self.distance_unit(goal)
@@ -355,7 +389,7 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
     for c in b.constraints:
         deadline.check()
         b.constraint(c, ONE, True)
-    b.step = None
+    b.step, b.squared = None, False
     sense = b.goal()
     deadline.check()
     return Formulation(
@@ -373,6 +407,7 @@ def formulate(query: Query, deadline: Deadline | None = None) -> Formulation:
         hull=b.hull,
         notes=sorted(set(b.notes)),
         step=b.step,
+        squared=b.squared,
         unit=b.unit,
         rounding=b.goal_rounding,
     )

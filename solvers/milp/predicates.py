@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
-from veritas_dsl.float32 import ball_interval, ceil32, floor32, next_down, next_up
+from veritas_dsl.float32 import ball_interval, ceil32, floor32, nearest, next_down, next_up
 from veritas_dsl.ir.query import (
     AnyOf,
     AtMostKChanged,
@@ -315,6 +316,28 @@ class Predicates:
                 terms[col] = -(prev - below)
                 prev = below
         return Affine(terms, top)
+
+    def squared_gap(self, v: int, c: float, scale: Fraction) -> Affine:
+        """``scale`` times the squared gap from v's segment to the row value ``c`` (from the
+        segment's value nearest ``c``), affine in v's predicates. The least segment's square is
+        the constant; from it outward, each cut adds the growth of the square to the next
+        segment: exact rationals rounded once each, all of one sign, so none cancel."""
+        var = self.vars[v]
+        self.finite(v)
+        lows, highs = [var.lo, *var.cuts], [var.below(t) for t in var.cuts] + [var.hi]
+        squares = [
+            scale * (Fraction(nearest(c, lo, hi, var.integral)) - Fraction(c)) ** 2
+            for lo, hi in zip(lows, highs, strict=True)
+        ]
+        least = min(range(len(squares)), key=squares.__getitem__)
+        terms, const = {}, float(squares[least])
+        for j in range(least + 1, len(squares)):  # at or above segment j: x >= cuts[j - 1]
+            growth = float(squares[j] - squares[j - 1])
+            const += growth  # growth * (1 - p)
+            terms[var.cols[j - 1]] = -growth
+        for j in range(least):  # at or below segment j: x < cuts[j]
+            terms[var.cols[j]] = terms.get(var.cols[j], 0.0) + float(squares[j] - squares[j + 1])
+        return Affine(terms, const)
 
     def finite(self, v: int) -> None:
         """Refuse a variable pinned to an infinity where its value enters a distance or a sum."""

@@ -44,6 +44,15 @@ def _loosen(bound: float, unit: float) -> float:
     return bound - BOUND_SLACK * max(unit, abs(bound))
 
 
+def _root(square: float, down: bool = False) -> float:
+    """The distance of a squared objective (``Formulation.squared``): its square root, rounded
+    down for a bound; 0 for a square a solver's tolerance left below 0."""
+    if square <= 0.0:
+        return 0.0
+    root = math.sqrt(square)  # within half an ulp: a step down keeps it a bound
+    return math.nextafter(root, -math.inf) if down else root
+
+
 class Live:
     """The solver's running bounds, turned into the goal's sense for a progress callback (at
     most ten times a second) and for ``stop`` (``Limits.stop``, asked at every call).
@@ -59,6 +68,7 @@ class Live:
         self.sense = 0
         self.unit = 1.0  # the goal value of one unit of the program's objective
         self.cap: tuple[float, float] | None = None
+        self.squared = False  # the objective is the square of the goal's value
         self.shown = 0.0
 
     def __call__(self, incumbent: float, bound: float) -> bool:
@@ -79,6 +89,8 @@ class Live:
 
     def _goal(self, incumbent: float, bound: float) -> tuple[float, float]:
         """``(lower, upper)`` in the goal's sense from program-sense values in goal units."""
+        if self.squared:
+            incumbent, bound = _root(incumbent), _root(bound, down=True)
         lower, upper = (bound, incumbent) if self.sense > 0 else (-incumbent, -bound)
         if self.cap is not None:
             known, radius = self.cap
@@ -110,14 +122,19 @@ class Progress:
         events += [(t, 1, x) for t, _, x in outcome.solutions]
         for t, kind, payload in sorted(events, key=lambda e: (e[0], e[1])):
             if kind == 0:
-                self.bound = max(self.bound, _loosen(payload, self.form.unit))
+                self.bound = max(self.bound, self._lower(payload))
             else:
                 reading = self.read(payload)
                 if isinstance(reading, Witness):
                     self._offer(reading)
             self._point(offset + t)
         if outcome.bound is not None and outcome.status is not Termination.INFEASIBLE:
-            self.bound = max(self.bound, _loosen(outcome.bound, self.form.unit))
+            self.bound = max(self.bound, self._lower(outcome.bound))
+
+    def _lower(self, bound: float) -> float:
+        """A solver's lower bound (program sense, goal units) as a bound on the goal."""
+        loose = _loosen(bound, self.form.unit)
+        return _root(loose, down=True) if self.form.squared else loose
 
     def check_bound(self, witness: Witness, outcome: Outcome) -> str | None:
         """The bound check of an optimal solution's ``witness``: why it may not be called
@@ -140,6 +157,8 @@ class Progress:
             return None
         distance = isinstance(self.query.goal, MinimizeDistance)
         value = self.form.sense * witness.value
+        if self.form.squared:  # the solver's bound is a square: compare squares
+            value *= value
         bound = outcome.bound if outcome.bound is not None else outcome.objective
         scale = abs(value) if distance else max(self.form.unit, abs(value))
         allowed = CLAIM_RESOLUTION * scale + self.form.rounding
@@ -189,10 +208,14 @@ class Progress:
         if self.final is not None and outcome.status not in _STOPPED:
             self._offer(self.final)
             witness = self.final
-            value = witness.value
-            result = Result(query.name, engine, Termination.OPTIMAL, value, value, [witness])
+            value = lower = witness.value
+            if self.form.squared:
+                # Squares of distances a float32 step apart differ by 1e-15 of them, far below
+                # the solver's resolution: its bound, not the witness, is the lower bound.
+                lower = min(value, max(self.bound, 0.0))  # no distance is below 0
+            result = Result(query.name, engine, Termination.OPTIMAL, lower, value, [witness])
             if self.form.sense:
-                self.trace.append(TracePoint(time_s, value, value))
+                self.trace.append(TracePoint(time_s, lower, value))
         elif not self.form.sense and self.best is not None:
             # Find and prove are answered by any checked witness, even one found before a limit
             # (which is still why the solver stopped: the Result's solution says it is answered).

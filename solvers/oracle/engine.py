@@ -35,6 +35,7 @@ from veritas_dsl.ir.query import (
     weight_of,
 )
 from veritas_dsl.ir.reductions import Chain
+from veritas_dsl.ir.root import Root
 from veritas_dsl.result import Result, Termination, Witness
 from veritas_dsl.solvers.base import (
     ChainedEngine,
@@ -229,8 +230,11 @@ def _box_distance(query: Query, space, combination: Combination, goal: MinimizeD
         gaps.append(
             max(_gap(lo[va], high), _gap(low, hi[va])) * Fraction(weight_of(goal.weights, f))
         )
-    exact = max(gaps, default=Fraction(0)) if goal.norm == "linf" else sum(gaps, Fraction(0))
-    return float(exact)
+    if goal.norm == "linf":
+        return float(max(gaps, default=Fraction(0)))
+    if goal.norm == "l2":  # rounded as a witness's distance is: a bound on it stays one
+        return float(Root(sum((gap * gap for gap in gaps), Fraction(0))))
+    return float(sum(gaps, Fraction(0)))
 
 
 def _gap(a: float, b: float) -> Fraction:

@@ -20,6 +20,7 @@ import numpy as np
 from veritas_dsl.float32 import as_float32, ceil32_exact, floor32_exact
 from veritas_dsl.ir.evaluate import exact_distance, holds, reference_point
 from veritas_dsl.ir.query import Ball, Linear, MinimizeDistance, Query
+from veritas_dsl.solvers.base import UnsupportedQuery
 from veritas_dsl.solvers.oracle.boxes import Region, Space
 from veritas_dsl.solvers.oracle.rational import Program
 from veritas_dsl.solvers.oracle.relations import default, is_box, pairs
@@ -41,8 +42,17 @@ def solve(query: Query, space: Space, region: Region, constraints, goal) -> tupl
     linear constraints) in the region, the closest to the goal's partner among those tried, and a
     lower bound on the goal over the region (an exact rational); None when the region has none.
 
-    Raises :class:`GridError` when the program's solution does not move onto the grid.
+    Raises :class:`GridError` when the program's solution does not move onto the grid, and
+    :class:`~veritas_dsl.solvers.base.UnsupportedQuery` for an ``l2`` distance: squared gaps
+    make a quadratic program, which this linear one is not.
     """
+    l2 = [c for c in (*constraints, goal) if isinstance(c, Ball | MinimizeDistance)]
+    if any(c.norm == "l2" for c in l2):
+        raise UnsupportedQuery(
+            f"query {query.name}: the brute-force oracle measures an l2 distance only when each "
+            "feature is measured against one partner and no linear constraint is left; this "
+            "one would need a quadratic program"
+        )
     first = None
     for attempt in range(_REPAIRS):
         squeeze = Fraction(0) if attempt == 0 else Fraction(1, 2 ** (26 - 6 * attempt))

@@ -8,7 +8,8 @@ from veritas_dsl.solvers.base import Availability, Capabilities
 
 #: What the SAT engine answers exactly. Refused: ``l1`` (a sum of real distances) and
 #: ``linear`` (real-valued linear constraints over inputs): their exact float32 semantics has
-#: no finite encoding on the threshold grid; the MILP engine and the oracle take them.
+#: no finite encoding on the threshold grid; the MILP engine and the oracle take them. ``l2``
+#: (a sum of squares) is not listed either; the oracle takes it.
 SUPPORTED = frozenset(
     {
         "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",

@@ -155,6 +155,24 @@ def test_closest_counterexample(folder):
     same_answer(q, expected)
 
 
+def test_l2_lowers_to_its_norm_with_its_weights(folder):
+    (q,) = lowered(
+        folder,
+        "query q { input x  where l2(x, rows[0], scale = {x0: 2}) <= 3"
+        "  where class(b, x) != class(b, rows[0])  minimize l2(x, rows[0], scale = 4) }",
+    )
+    expected = ir(
+        folder,
+        [
+            Ball("l2", "x", Row((0.0, 0.0)), 3.0, (0.5, 1.0)),
+            OutputConstraint(OutputTerm((out("b"),)), ">", 0.0),
+        ],
+        MinimizeDistance("l2", "x", Row((0.0, 0.0)), (0.25, 0.25)),
+    )
+    assert q.constraints == expected.constraints and q.goal == expected.goal
+    same_answer(q, expected)
+
+
 def test_two_instances_with_except(folder):
     (q,) = lowered(
         folder, "query q { input x1, x2  where x1 == x2 except x0  maximize m(x2) - m(x1) }"

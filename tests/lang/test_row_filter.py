@@ -80,17 +80,20 @@ def _measure(norm: str, a: np.ndarray, b: np.ndarray) -> Fraction:
     gaps = [abs(Fraction(float(u)) - Fraction(float(v))) for u, v in zip(a, b, strict=True)]
     if norm == "changed":
         return Fraction(sum(gap != 0 for gap in gaps))
+    if norm == "l2":  # compared by its square: the bounds below are >= 0
+        return sum(gap * gap for gap in gaps)
     return max(gaps) if norm == "linf" else sum(gaps)
 
 
-@pytest.mark.parametrize("norm", ["linf", "l1", "changed"])
+@pytest.mark.parametrize("norm", ["linf", "l1", "l2", "changed"])
 @pytest.mark.parametrize("op", ["<=", "<", ">", ">=", "==", "!="])
 def test_a_distance_between_rows_is_compared_with_any_operator(folder, norm, op):
     """Between the filter's row and a data row a distance is a number per row, not a region of
     inputs: > and not (... <= ...) are fine there (they were V314)."""
-    bound = {"linf": 1.5, "l1": 3.25, "changed": 2}[norm]
+    bound = {"linf": 1.5, "l1": 3.25, "l2": 2.5, "changed": 2}[norm]
     p = points(folder)
-    want = [i for i in range(len(ROWS)) if compare(_measure(norm, p[i], p[0]), op, bound)]
+    square = Fraction(bound) ** 2 if norm == "l2" else bound
+    want = [i for i in range(len(ROWS)) if compare(_measure(norm, p[i], p[0]), op, square)]
     assert kept(folder, f"{norm}(r, rows[0]) {op} {bound}") == want
     assert kept(folder, f"not ({bound} {MIRRORED[op]} {norm}(rows[0], r))") == [
         i for i in range(len(ROWS)) if i not in want

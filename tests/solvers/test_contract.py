@@ -243,8 +243,8 @@ def test_a_find_answered_at_a_time_limit_keeps_its_verdict(
 NEW_CONSTRUCT = """
 import importlib.abc, importlib.util, sys
 
-class AddL2(importlib.abc.MetaPathFinder):
-    # The IR module gets "l2" as it is first imported, before anything reads it.
+class AddL3(importlib.abc.MetaPathFinder):
+    # The IR module gets "l3" as it is first imported, before anything reads it.
     def find_spec(self, name, path, target=None):
         if name != "veritas_dsl.ir.constructs":
             return None
@@ -254,14 +254,14 @@ class AddL2(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run(module)
-            module.CONSTRUCTS = module.CONSTRUCTS | {"l2"}
+            module.CONSTRUCTS = module.CONSTRUCTS | {"l3"}
             used = module.constructs
-            module.constructs = lambda query: used(query) | {"l2"}
+            module.constructs = lambda query: used(query) | {"l3"}
 
         spec.loader.exec_module = exec_module
         return spec
 
-sys.meta_path.insert(0, AddL2())
+sys.meta_path.insert(0, AddL3())
 from veritas_dsl.solvers import registry
 from veritas_dsl.ir import Maximize, Query
 from veritas_dsl.ir.query import Feature, OutputTerm, OutputAtom
@@ -269,16 +269,16 @@ from veritas_dsl.model import Ensemble
 model = Ensemble([-1], [0], [-1], [-1], [[1.0]], [0, 1], [0.0], ("x",))
 query = Query("q", (Feature("x"),), ("x",), {"m": model}, (),
               Maximize(OutputTerm((OutputAtom(1.0, "m", "x", 0),))))
-claims = [n for n, e in registry.ENGINES.items() if "l2" in e.capabilities.constructs]
+claims = [n for n, e in registry.ENGINES.items() if "l3" in e.capabilities.constructs]
 assert not claims, claims
 assert registry.able(query) == [], registry.able(query)
 for engine in registry.ENGINES.values():
     try:
         registry.check_supports(engine, query)
     except registry.UnsupportedQuery as refusal:
-        assert "l2" in str(refusal), refusal
+        assert "l3" in str(refusal), refusal
     else:
-        raise AssertionError(f"{engine.name} took a query using l2")
+        raise AssertionError(f"{engine.name} took a query using l3")
 print("every engine refused")
 """
 

@@ -38,6 +38,7 @@ CONSTRUCTS = frozenset(
         "changed",
         "linf",
         "l1",
+        "l2",
         "weighted_distance",
         "linear",
         "output_constraint",

@@ -7,8 +7,9 @@ grid and merged across instances by :class:`Tie` (the box the engines get too,
 :mod:`veritas_dsl.ir.box`), and checked against :class:`OneHot` groups and the total extent
 of ``l1`` balls around rows, they show a conjunction empty, never wrongly. When a conjunction
 holds nothing else (intervals, ties, one-hot groups, ``linf`` balls around rows, and one ``l1``
-ball around a row), the same box also shows it non-empty: those constraints are exact per
-feature (and per group, for the distance of the ``l1`` ball).
+ball around a row; an ``l2`` ball only narrows each feature), the same box also shows it
+non-empty: those constraints are exact per feature (and per group, for the distance of the
+``l1`` ball).
 Other constraints (outputs, votes, linear, change counts, distances between instances) leave the
 answer undecided unless the box alone is empty.
 
@@ -166,9 +167,9 @@ class _Box:
         #: Whether the ranges, one-hot groups and l1 balls say everything the constraints say.
         self.exact = all(
             isinstance(c, Interval | Tie | OneHot)
-            or (isinstance(c, Ball) and isinstance(c.center, Row))
+            or (isinstance(c, Ball) and isinstance(c.center, Row) and c.norm != "l2")
             for c in constraints
-        )
+        )  # an l2 ball bounds each feature, but its features' squares add: not exact per feature
         #: One-hot groups as sets of merged features, once each.
         self.groups = list(dict.fromkeys(self.members(c) for c in self.onehots))
         # Exactly-one choices over shared members interact unless the groups are equal or

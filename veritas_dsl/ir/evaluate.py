@@ -3,7 +3,7 @@
 This is the reference semantics of the IR. Engines use it to check their witnesses, and the tests
 use it to check engines. Inputs are float32; model outputs are added in float64 (as
 ``Ensemble.eval`` does); distances and linear constraints are exact rational arithmetic on the
-inputs, with no tolerance.
+inputs, with no tolerance (an ``l2`` distance as the exact root of its exact square).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from veritas_dsl.ir.query import (
     maximizes,
     vote_labels,
 )
+from veritas_dsl.ir.root import Root
 
 Inputs = Mapping[str, np.ndarray]
 Margins = Mapping[tuple[str, str], np.ndarray]
@@ -102,20 +103,25 @@ def reference_point(reference: Reference, inputs: Inputs) -> np.ndarray:
     return np.asarray(inputs[reference], dtype=np.float32)
 
 
-def exact_distance(norm: Norm, a: np.ndarray, b: np.ndarray, weights: Weights = None) -> Fraction:
-    """The exact ``linf`` or ``l1`` distance of two float32 points, each feature's gap times its
-    weight (:data:`~veritas_dsl.ir.query.Weights`), as a rational."""
+def exact_distance(
+    norm: Norm, a: np.ndarray, b: np.ndarray, weights: Weights = None
+) -> Fraction | Root:
+    """The exact ``linf``, ``l1`` or ``l2`` distance of two float32 points, each feature's gap
+    times its weight (:data:`~veritas_dsl.ir.query.Weights`): a rational, or for ``l2`` the
+    exact square root of one (:class:`~veritas_dsl.ir.root.Root`, compared exactly)."""
     gaps = [abs(Fraction(float(u)) - Fraction(float(v))) for u, v in zip(a, b, strict=True)]
     if weights is not None:
         gaps = [gap * Fraction(w) for gap, w in zip(gaps, weights, strict=True)]
     if norm == "linf":
         return max(gaps, default=Fraction(0))
+    if norm == "l2":
+        return Root(sum((gap * gap for gap in gaps), Fraction(0)))
     return sum(gaps, Fraction(0))
 
 
 def distance(norm: Norm, a: np.ndarray, b: np.ndarray, weights: Weights = None) -> float:
-    """The (weighted) ``linf`` or ``l1`` distance of two float32 points, rounded to the nearest
-    float64."""
+    """The (weighted) ``linf``, ``l1`` or ``l2`` distance of two float32 points, the exact value
+    rounded to the nearest float64 (monotone: a bound on exact distances stays one on these)."""
     if norm == "linf" and weights is None and len(a):
         # float64 subtraction rounds each exact gap correctly, and rounding is monotone, so the
         # largest rounded gap is the rounded largest gap: what exact_distance rounds to

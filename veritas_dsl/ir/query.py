@@ -10,7 +10,8 @@ Semantics, which every engine follows:
 * An instance is a vector of float32 values, one per feature; models see it exactly as their
   library does (``x[f] < t`` goes left).
 * Distances (each feature's gap times its weight, when weighted: :data:`Weights`) and linear
-  constraints are exact (rational arithmetic) on those float32 values.
+  constraints are exact (rational arithmetic) on those float32 values; an ``l2`` distance is
+  compared through its exact square and reported rounded to the nearest float64.
 * A model output ``model(instance)[output]`` is the raw margin (:meth:`Ensemble.eval`).
 * ``lower <= optimum <= upper`` for every result; the optimum of an infeasible maximisation is
   ``-inf`` (``+inf`` when minimising).
@@ -80,7 +81,7 @@ class Row:
 #: The center of a distance or the reference of a change count: a constant row, or an instance name.
 Reference: TypeAlias = "Row | str"
 
-Norm = Literal["linf", "l1"]
+Norm = Literal["linf", "l1", "l2"]
 ComparisonOp = Literal["<", "<=", ">", ">="]
 LinearOp = Literal["<=", ">=", "=="]
 
@@ -143,8 +144,9 @@ def change_units(n_features: int, groups=()) -> tuple[tuple[int, ...], ...]:
 
 
 #: Per-feature weights of a distance: ``None`` (every weight 1) or one positive finite float64 a
-#: feature. The weighted distance is ``sum_f w_f * |a_f - b_f|`` (``l1``) or ``max_f`` of the
-#: same (``linf``), exact on the float32 values; the language's ``scale = s`` gives ``w = 1/s``.
+#: feature. The weighted distance is ``sum_f w_f * |a_f - b_f|`` (``l1``), ``max_f`` of the
+#: same (``linf``) or ``sqrt(sum_f (w_f * |a_f - b_f|)^2)`` (``l2``), exact on the float32 values;
+#: the language's ``scale = s`` gives ``w = 1/s``.
 Weights: TypeAlias = "tuple[float, ...] | None"
 
 
@@ -155,8 +157,8 @@ def weight_of(weights: Weights, feature: int) -> float:
 
 @dataclass(frozen=True)
 class Ball:
-    """``distance(instance, center) <= radius`` under ``norm`` (``linf`` or ``l1``), weighted by
-    ``weights`` (see :data:`Weights`)."""
+    """``distance(instance, center) <= radius`` under ``norm`` (``linf``, ``l1``, ``l2``),
+    weighted by ``weights`` (see :data:`Weights`)."""
 
     norm: Norm
     instance: str

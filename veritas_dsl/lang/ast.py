@@ -93,8 +93,9 @@ class KeywordArg:
 
 @dataclass(frozen=True)
 class Call:
-    """``func(args, keywords)``: a model output, ``class``, ``linf``, ``l1`` or ``changed``
-    (keywords: ``scale`` of a distance), or ``mad``/``std`` of a data set inside a scale."""
+    """``func(args, keywords)``: a model output, ``class``, a distance (``linf``, ``l1``, ``l2``)
+    or ``changed`` (keywords: ``scale`` of a distance), or ``mad``/``std`` of a data set inside a
+    scale."""
 
     func: str
     func_span: Span

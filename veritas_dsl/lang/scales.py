@@ -61,8 +61,8 @@ class Scales:
     def distance_weights(
         self, func: str, call: ast.Call
     ) -> tuple[tuple[float, ...] | None, t.ZeroScale | None]:
-        """The weights of distance ``func`` (``l1``, ``linf`` or ``changed``) from the call's
-        keywords, None when it has no ``scale``; and the features of a statistic of 0."""
+        """The weights of distance ``func`` (``l1``, ``l2``, ``linf`` or ``changed``) from the
+        call's keywords, None when it has no ``scale``; and the features of a statistic of 0."""
         weights, zero = None, None
         for keyword in call.keywords:
             if keyword.name != "scale":

@@ -130,7 +130,7 @@ class ZeroScale:
 
 @dataclass(frozen=True)
 class Distance:
-    norm: str  # "linf" or "l1"
+    norm: str  # a name of names.NORMS
     instance: str
     other: Instance | RowValue
     weights: tuple[float, ...] | None = None  # 1 / scale per feature (None: unscaled)

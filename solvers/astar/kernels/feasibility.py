@@ -1,6 +1,6 @@
 """Input constraints lifted to boxes: whether a box can still hold a point meeting every one-hot
-group, linear constraint and resource bound (change counts, L-inf and L1 distances), and the
-least value of a resource over a box, all decided exactly.
+group, linear constraint and resource bound (change counts, L-inf and L1 distances, squared L2
+distances), and the least value of a resource over a box, all decided exactly.
 
 ``problem`` is the tuple ``problem.py`` packs (``Problem.lifted``): ``n_vars``, the cells
 (``cell_ptr, cell_lo, cell_hi``), ``var_int``, the one-hot groups (``oh_ptr, oh_var``) and the
@@ -18,7 +18,13 @@ import numpy as np
 from veritas_dsl.jit import inlined, internal
 from veritas_dsl.solvers.astar.kernels.arrays import lower_bound
 from veritas_dsl.solvers.astar.kernels.exact import msum_add, msum_round, two_prod, two_sum
-from veritas_dsl.solvers.astar.kernels.layout import FLT_MAX, KIND_CHANGED, KIND_L1, KIND_LINF
+from veritas_dsl.solvers.astar.kernels.layout import (
+    FLT_MAX,
+    KIND_CHANGED,
+    KIND_L1,
+    KIND_L2,
+    KIND_LINF,
+)
 
 
 @inlined
@@ -102,6 +108,35 @@ def weighted_gap(parts, s, e, w):
     return msum_add(parts, n, e2)
 
 
+@inlined
+def _add_product(parts, n, a, b, twice):
+    """Add the exact ``a * b`` (twice it when ``twice``) to the partials ``parts[:n]``."""
+    p, e = two_prod(a, b)
+    if twice:  # doubling is exact
+        p, e = 2.0 * p, 2.0 * e
+    n = msum_add(parts, n, p)
+    return msum_add(parts, n, e)
+
+
+@inlined
+def squared_gap(parts, n, s, e, w):
+    """Add the exact ``(w * (s + e))**2`` to the partials ``parts[:n]``; return their count.
+    ``w * s`` and ``w * e`` are two exact products each, and the square of their four parts is
+    ten products, each exact (Dekker): no rounding until the sum is read."""
+    a, b = two_prod(w, s)
+    c, d = two_prod(w, e)
+    n = _add_product(parts, n, a, a, False)
+    n = _add_product(parts, n, b, b, False)
+    n = _add_product(parts, n, c, c, False)
+    n = _add_product(parts, n, d, d, False)
+    n = _add_product(parts, n, a, b, True)
+    n = _add_product(parts, n, a, c, True)
+    n = _add_product(parts, n, a, d, True)
+    n = _add_product(parts, n, b, c, True)
+    n = _add_product(parts, n, b, d, True)
+    return _add_product(parts, n, c, d, True)
+
+
 @internal
 def _group_cost(
     g, kind, row, n_vars, cell_ptr, cell_lo, cell_hi, oh_ptr, oh_var, pr_a, pr_c, pr_unit, i0, i1
@@ -127,7 +162,7 @@ def _group_cost(
             gap = abs(value - pr_c[j])
             if kind == KIND_LINF:
                 cost = max(cost, gap)
-            elif kind == KIND_L1:
+            elif kind in (KIND_L1, KIND_L2):  # a gap of 0 or 1 is its own square
                 cost += gap
             elif gap != 0.0 and pr_unit[j] != counted:
                 cost += 1.0
@@ -138,9 +173,9 @@ def _group_cost(
 
 @internal
 def resource_cost(r, bound, row, problem, resources, parts, spare):
-    """Least value of resource ``r`` (a change count, or an L-inf or L1 distance, each gap times
-    its pair's weight) over the box, correctly rounded, and whether it exceeds ``bound``
-    (decided on the exact value). ``spare`` is a second buffer of partials.
+    """Least value of resource ``r`` (a change count, an L-inf or L1 distance, each gap times
+    its pair's weight, or a squared L2 distance) over the box, correctly rounded, and whether it
+    exceeds ``bound`` (decided on the exact value). ``spare`` is a second buffer of partials.
 
     Pairs of one one-hot group sit next to each other and are costed together (their weights
     are 1: ``lifted`` refuses others); so do the pairs of one unit of a change count, which
@@ -168,7 +203,7 @@ def resource_cost(r, bound, row, problem, resources, parts, spare):
             if kind == KIND_LINF:
                 total = max(total, cost)
                 exceeds = exceeds or cost > bound
-            elif kind == KIND_L1:
+            elif kind in (KIND_L1, KIND_L2):
                 n = msum_add(parts, n, cost)
             else:
                 total += cost
@@ -202,11 +237,13 @@ def resource_cost(r, bound, row, problem, resources, parts, spare):
         elif kind == KIND_L1:
             n = msum_add(parts, n, s)
             n = msum_add(parts, n, e)
+        elif kind == KIND_L2:
+            n = squared_gap(parts, n, s, e, w)
         elif differs and pr_unit[i] != counted:
             total += 1.0
             counted = pr_unit[i]
         i += 1
-    if kind == KIND_L1:
+    if kind in (KIND_L1, KIND_L2):
         total = msum_round(parts, n)
         if bound < np.inf:
             n = msum_add(parts, n, -bound)
@@ -243,12 +280,13 @@ def box_alive(row, goal, problem, resources, parts, spare):
 @internal
 def incumbent_ball(radius, goal, problem, resources, ball_lo, ball_hi, parts):
     """Cells of each variable whose exact (weighted) distance to the goal's row is below
-    ``radius``, as a range per variable (empty when none); variables measured against another
-    instance or in a one-hot group are left whole. Only points strictly closer than the
-    incumbent matter. ``parts``: a buffer of partials."""
+    ``radius`` (its square, for a squared L2 goal), as a range per variable (empty when none);
+    variables measured against another instance or in a one-hot group are left whole. Only
+    points strictly closer than the incumbent matter. ``parts``: a buffer of partials."""
     n_vars, cell_ptr, cell_lo, cell_hi, var_int = problem[0:5]
     rs_ptr, pr_a, pr_b, pr_c, pr_group = resources[2:7]
     pr_w = resources[8]
+    squared = resources[0][goal] == KIND_L2  # radius is then a square, as the goal's cost
     for v in range(n_vars):
         ball_lo[v] = 0
         ball_hi[v] = cell_ptr[v + 1] - cell_ptr[v] - 1
@@ -263,7 +301,10 @@ def incumbent_ball(radius, goal, problem, resources, ball_lo, ball_hi, parts):
             s, e, _ = pair_gap(
                 cell_lo[c], cell_hi[c], np.int32(-1), 0.0, 0.0, pr_c[i], var_int[a] != 0
             )
-            if pr_w[i] != 1.0:  # the sign of weight * gap - radius, exactly
+            if squared:  # the sign of (weight * gap)**2 - radius, exactly
+                m = squared_gap(parts, np.int64(0), s, e, pr_w[i])
+                closer = msum_round(parts, msum_add(parts, m, -radius)) < 0.0
+            elif pr_w[i] != 1.0:  # the sign of weight * gap - radius, exactly
                 m = weighted_gap(parts, s, e, pr_w[i])
                 closer = msum_round(parts, msum_add(parts, m, -radius)) < 0.0
             else:

@@ -74,3 +74,5 @@ N_PARTIALS = 128
 KIND_CHANGED = 0
 KIND_LINF = 1
 KIND_L1 = 2
+KIND_L2 = 3
+"""The squared L2 distance: its cost is the exact sum of squared weighted gaps."""
