@@ -56,7 +56,7 @@ def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | 
             pos = np.array([left[c, 0], right[c, 0], left[c, 2], right[c, 2]])
             neg = np.array([left[c, 1], right[c, 1], left[c, 3], right[c, 3]])
             chosen_first = a < b or (a == b and c > below)  # the kernel's tie-break
-            if can_win(pos, neg, k, chosen_first, TOLERANCE * n):
+            if can_win(pos, neg, k, chosen_first, TOLERANCE * n, same_attribute=a == b):
                 return b, float((values[c] + values[c + 1]) / 2), float(least[i]), chosen
     return None
 
@@ -96,12 +96,18 @@ def least_gini(p_left, n_left, p_total, n, k):
     return least
 
 
-def can_win(pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: float) -> bool:
+def can_win(
+    pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: float,
+    same_attribute: bool = False,
+) -> bool:
     """Whether some deletion of at most k rows lets the rival cut score at least as well as the
     chosen one, given the positives and negatives of the four cells (L, l), (L, r), (R, l),
     (R, r). Equal ``G`` (within ``tol``) go to the rival unless both cuts then have the same
     sides (counts; so the same ``G``) and ``chosen_first`` (the
-    chosen cut wins the kernel's tie-break). True when k is too large to enumerate."""
+    chosen cut wins the kernel's tie-break). A rival of the same attribute whose rows between
+    the two cuts are all deleted is no rival: the two are one cut then, splitting the rows as
+    the chosen one (its threshold moves within the band, :mod:`.certificate`). True when k is
+    too large to enumerate."""
     patterns = _patterns(k)
     if patterns is None:
         return True
@@ -123,6 +129,8 @@ def can_win(pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: f
     )  # fmt: skip
     tie = np.abs(rival - chosen) <= tol
     wins = (rival < chosen - tol) | (tie & ~(same & chosen_first))
+    if same_attribute:  # (L, r) and (R, l) hold the rows between the cuts
+        wins &= (p[:, 1] + q[:, 1] + p[:, 2] + q[:, 2]) > 0
     return bool(wins.any())
 
 
