@@ -39,6 +39,18 @@ def small_data(draw):
     return X.astype(np.float32), y
 
 
+@st.composite
+def blocks(draw):
+    """Attribute 0 in {0, ..., 4} with 1 to 3 rows per value (single rows next to a threshold
+    make it move), labels mostly ``x0 >= 2``; attribute 1 noise. At most 12 rows."""
+    sizes = draw(st.lists(st.integers(1, 3), min_size=5, max_size=5))
+    x0 = np.repeat(np.arange(5), sizes)[:12]
+    flips = np.array(draw(st.lists(st.booleans(), min_size=len(x0), max_size=len(x0))))
+    x1 = np.array(draw(st.lists(st.integers(0, 4), min_size=len(x0), max_size=len(x0))))
+    y = ((x0 >= 2) ^ (flips & (np.arange(len(x0)) % 3 == 0))).astype(int)
+    return np.stack([x0, x1], 1).astype(np.float32), y
+
+
 def _check(forest: DareForest, n: int, k: int) -> None:
     """The bounds hold, and every point certified class 1 (0) stays so, on every deletion of
     exactly k rows (fewer are checked through the enumeration of the k-subsets' prefixes)."""
@@ -57,7 +69,7 @@ def _check(forest: DareForest, n: int, k: int) -> None:
     max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(
-    data=small_data(),
+    data=st.one_of(small_data(), blocks()),
     config=st.sampled_from(range(len(GREEDY))),
     depth=st.integers(1, 3),
     k=st.sampled_from([1, 2]),
