@@ -1,5 +1,6 @@
 """The worst-case certificate of a DaRE forest: two ensembles bounding, at every input, every forest
-that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no split can change.
+that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no random split can
+change (greedy ones that can are bounded).
 
 It covers that update only. A forest fit again on the remaining rows is another forest: its
 random nodes draw their thresholds afresh from the rows it is given, so it may fall outside the
@@ -10,13 +11,15 @@ The proof is in docs/unlearning.md ("A certificate for every deletion of up to k
 
 - a deletion (one at a time, or at once) makes a node a leaf when its rows become pure; a random
   node keeps its split while both sides keep ``min_samples_leaf`` (m) rows; a greedy node keeps
-  its split when, on its remaining rows, its choice (:func:`~.splits.greedy_choice`, a function
-  of its rows and seed) is the same split with the same threshold;
+  its subtree when, on its remaining rows, its choice (:func:`~.splits.greedy_choice`, a
+  function of its rows and seed) splits them as before, its threshold moving or not;
 - :func:`unstable_nodes` checks, per split node, conditions under which no set of at most ``k``
-  of its rows changes that, and names the nodes where they fail;
+  of its rows changes that, and names the nodes where they fail, with the band a greedy
+  threshold can move within when that is all that can change;
 - with every split fixed, a tree's output after the deletion is the value of the leaf ``x``
   reaches now, on that leaf's remaining rows: at most ``k`` of them are gone, which bounds it
-  (:func:`leaf_bounds`). The bounds' ensembles have the forest's own structure.
+  (:func:`leaf_bounds`); a band, or a greedy node grown again, is bounded by
+  :mod:`.bound_trees`.
 
 This module only reads the forest (its trees, rows, labels and settings).
 """
