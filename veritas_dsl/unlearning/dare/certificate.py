@@ -33,8 +33,8 @@ import numpy as np
 
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.errors import ModelError
-from veritas_dsl.unlearning.dare.bound_trees import bounding_view
-from veritas_dsl.unlearning.dare.gini_margin import overtaking_cut
+from veritas_dsl.unlearning.dare.bound_trees import bounding_view, leaf_bound_fractions
+from veritas_dsl.unlearning.dare.gini_margin import overtaking_cuts
 from veritas_dsl.unlearning.dare.kernels import attribute_keys, threshold_key
 from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM
 
@@ -48,7 +48,8 @@ class UnstableNode:
     preorder id in the tree), ``path`` (``L``/``R`` steps from the root, ``root`` for the root),
     ``kind`` (``greedy`` or ``random``), ``split`` (``f2 <= 3.5``) and ``reason``; ``band`` is
     ``(low, high)`` for a greedy node whose threshold can only move within it, no remaining row
-    crossing it (None for any other change)."""
+    crossing it, or else for one whose only other change is to a rival cut; ``rivals`` then
+    lists the ``(rows, positives)`` of each side of every cut that may win (else empty)."""
 
     tree: int
     node: int
@@ -57,6 +58,7 @@ class UnstableNode:
     split: str
     reason: str
     band: tuple[float, float] | None = None
+    rivals: tuple = ()
 
     def __str__(self) -> str:
         where = f"{self.path}, {self.kind} {self.split}"
@@ -98,10 +100,9 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     if random:
         raise UnstableError(random, k)
     view = forest.view()
-    moving = {int(view.tree_offsets[n.tree]) + n.node: n.band for n in unstable}
-    low, high = leaf_bound_fractions(view.count, view.positives, k)
-    m = forest._grower().settings.min_samples_leaf
-    structure, low, high = bounding_view(view, low, high, moving, k, m)
+    moving = {int(view.tree_offsets[n.tree]) + n.node: n for n in unstable}
+    settings = forest._grower().settings
+    structure, low, high = bounding_view(view, moving, k, settings)
     return tuple(  # type: ignore[return-value]
         structure.to_ensemble(
             Ensemble,
@@ -141,21 +142,6 @@ def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.nd
     )
 
 
-def leaf_bound_fractions(count: np.ndarray, positives: np.ndarray, k: int) -> tuple:
-    """:func:`leaf_bounds` as fractions: ``((positives, rows), (positives, rows))`` for the
-    least and the most, integer arrays (``0 / 1`` for entries of 0 rows)."""
-    count = np.asarray(count, dtype=np.int64)
-    positives = np.asarray(positives, dtype=np.int64)
-    negatives = count - positives
-    a = np.minimum(k, np.where(negatives > 0, positives, 0))  # a pure leaf stays pure
-    b = np.minimum(k, np.where(positives > 0, negatives, 0))
-    empty = count == 0
-    return (
-        (np.where(empty, 0, positives - a), np.where(empty, 1, count - a)),
-        (np.where(empty, 0, positives), np.where(empty, 1, count - b)),
-    )
-
-
 def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
     """Every split node of ``forest`` that deleting some set of at most ``k`` of the remaining
     rows may change (made a leaf, split elsewhere, threshold moved, drawn again), by the
@@ -173,13 +159,17 @@ def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
                 continue
             a, v = tree.feature[node], tree.threshold[node]
             go_left = X[rows, a] <= v
-            band = None
+            band, rivals = None, ()
             if kind == RANDOM:
                 reason = _random_reason(y[rows], go_left, k, settings.min_samples_leaf)
             else:
                 assert kind == GREEDY
                 seed = tree.seed[node]
-                reason, (low, high) = _greedy_reason(X[rows], y[rows], a, v, seed, k, settings)
+                reason, (low, high), rivals = _greedy_reason(
+                    X[rows], y[rows], a, v, seed, k, settings
+                )
+                if rivals:
+                    band = (low, high)
                 if not reason and low < high:
                     band = (low, high)
                     reason = (
@@ -189,7 +179,8 @@ def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
             if reason:
                 name = "random" if kind == RANDOM else "greedy"
                 split = f"f{a} <= {v:g}"
-                found.append(UnstableNode(t, node, path or "root", name, split, reason, band))
+                where = (t, node, path or "root")
+                found.append(UnstableNode(*where, name, split, reason, band, tuple(rivals)))
             stack.append((tree.right[node], rows[~go_left], path + "R"))
             stack.append((tree.left[node], rows[go_left], path + "L"))
     return found
@@ -212,18 +203,20 @@ def _random_reason(y, go_left, k: int, m: int) -> str:
     return _counts_reason(y, go_left, k, m)
 
 
-def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> tuple[str, tuple]:
-    """``(reason, band)``: why some deletion of at most k of these rows may change the greedy
-    choice ``x[a] <= v`` other than by moving its threshold without moving a row across it
-    ('' if none can), and the band ``(low, high)`` of thresholds it can move to so (``(v, v)``
-    when it cannot move). A change: the node turns into a leaf or a side falls under m rows;
-    the values either side of the moved threshold turn invalid; the threshold drops out of the
-    k sampled; some other cut's Gini can fall below the chosen one's."""
+def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> tuple:
+    """``(reason, band, rivals)``: why some deletion of at most k of these rows may change the
+    greedy choice ``x[a] <= v`` other than by moving its threshold without moving a row across
+    it ('' if none can); the band ``(low, high)`` of thresholds it can move to so (``(v, v)``
+    when it cannot move); and when the only other change is to another cut, the sides of every
+    cut that may win (``(rows, positives)`` each; else empty). A change: the node turns into a
+    leaf or a side falls under m rows; the values either side of the moved threshold turn
+    invalid; the threshold drops out of the k sampled; some other cut's Gini can fall below
+    the chosen one's."""
     m = settings.min_samples_leaf
     go_left = X[:, a] <= v
     reason = _counts_reason(y, go_left, k, m)
     if reason:
-        return reason, (v, v)
+        return reason, (v, v), ()
     values, sizes, pos = _groups(X[:, a], y)
     below = int(np.searchsorted(values, v, side="right")) - 1  # the group just below v
     merges = _merges(sizes, below, k)
@@ -236,13 +229,14 @@ def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> tuple
                 return (
                     f"deleting {cost} row(s) leaves the values either side of the threshold "
                     f"({values[i]:g}, {values[j]:g}) of one label: it turns invalid"
-                ), (v, v)
+                ), (v, v), ()
     if settings.k is not None:
         reason = _sampling_reason(values, sizes, pos, band, v, seed, a, k, settings)
         if reason:
-            return reason, (v, v)
-    rivals = _rivals(X, y, a, seed, k, settings)
-    return _margin_reason(X, y, a, below, k, m, rivals), (min(band), max(band))
+            return reason, (v, v), ()
+    found = overtaking_cuts(X, y, a, below, k, m, _rivals(X, y, a, seed, k, settings))
+    sides = tuple(side for cut in found for side in cut[4])
+    return _margin_reason(found, k), (min(band), max(band)), sides
 
 
 def _merges(sizes, below: int, k: int) -> dict[tuple[int, int], int]:
@@ -341,13 +335,13 @@ def _sampling_reason(values, sizes, pos, band, v, seed, a, k, settings) -> str:
     return ""
 
 
-def _margin_reason(X, y, a: int, below: int, k: int, m: int, rivals: list[int]) -> str:
+def _margin_reason(found: list, k: int) -> str:
     """Why another cut may beat the chosen one by Gini after some deletion ('' if none can)."""
-    found = overtaking_cut(X, y, a, below, k, m, rivals)
-    if found is None:
+    if not found:
         return ""
-    b, t, least, chosen = found
+    b, t, least, chosen, _ = found[0]
+    more = f" (and {len(found) - 1} other cut(s))" if len(found) > 1 else ""
     return (
         f"the cut f{b} <= {t:g} can overtake it after {k} deletion(s) (its Gini sum can fall "
-        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now)"
+        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now){more}"
     )

@@ -22,10 +22,11 @@ TOLERANCE = 1e-9
 MAX_PATTERNS = 50_000
 
 
-def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | None:
-    """A cut ``(attribute, threshold, G it can reach, chosen G then)`` that some deletion of at
-    most k rows makes score at least as well as the chosen cut (attribute ``a``, after its
-    value group ``below``), or None when none can. Rivals: every cut, of each attribute in
+def overtaking_cuts(X, y, a: int, below: int, k: int, m: int, rivals) -> list[tuple]:
+    """Every cut ``(attribute, threshold, G it can reach, chosen G then, sides)`` that some
+    deletion of at most k rows makes score at least as well as the chosen cut (attribute ``a``,
+    after its value group ``below``), ``sides`` its ``((rows, positives), (rows, positives))``
+    now; empty when none can. Rivals: every cut, of each attribute in
     ``rivals``, between adjacent distinct values, leaving m rows each side, but the chosen one.
 
     First a cheap bound: ``G`` of the chosen cut only falls under deletions (``p q / (p + q)``
@@ -35,6 +36,7 @@ def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | 
     n = len(y)
     go_left = X[:, a] <= np.unique(X[:, a])[below]
     chosen = _gini_now(go_left, y)
+    found = []
     for b in rivals:
         values, inverse = np.unique(X[:, b], return_inverse=True)
         # per value group: rows in (chosen left, positive), (left, negative), (right, +), (right, -)
@@ -57,8 +59,11 @@ def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | 
             neg = np.array([left[c, 1], right[c, 1], left[c, 3], right[c, 3]])
             chosen_first = a < b or (a == b and c > below)  # the kernel's tie-break
             if can_win(pos, neg, k, chosen_first, TOLERANCE * n, same_attribute=a == b):
-                return b, float((values[c] + values[c + 1]) / 2), float(least[i]), chosen
-    return None
+                t = float((values[c] + values[c + 1]) / 2)
+                rows, positives = int(n_left[c]), int(p_left[c])
+                sides = ((rows, positives), (n - rows, p_all - positives))
+                found.append((b, t, float(least[i]), chosen, sides))
+    return found
 
 
 def _gini_now(go_left: np.ndarray, y: np.ndarray) -> float:
