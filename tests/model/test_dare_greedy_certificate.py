@@ -1,8 +1,8 @@
 """The worst-case certificate of greedy DaRE forests (issue 43): a greedy threshold may move within
 its band, the node may take a rival cut or be grown afresh, and the bounds still hold. On small
-data, every deletion of every k-subset (k = 1, 2) is made with ``delete``, and the forest it gives lies between
-the bounds at every point of a grid through every threshold; a counterfactual certified on the
-lower bound stays granted."""
+data, every deletion of every k-subset (k = 1, 2) is made with ``delete``, and the forest it
+gives lies between the bounds at every point of a grid through every threshold; a counterfactual
+certified on the lower bound stays granted."""
 
 from __future__ import annotations
 
