@@ -9,8 +9,8 @@ set, 75 % train), two DareForests:
   ...) the most accurate on the test rows whose worst case after deleting ``--k`` rows is
   certified (``worst_case``);
 - ``greedy`` (skip with ``--no-greedy``): the usual G-DaRE forest, more accurate, whose worst
-  case is refused at k = 1 (a rival cut within one row of the chosen one, or a threshold between
-  single rows): no certified query on it.
+  case at k = 1 grows most splits again (a rival cut within one row of the chosen one) and so
+  certifies no test row (bench/dare_certificate.py --german): no certified query on it.
 
 For the first ``--rows`` test rows the forest rejects, it asks, through the language, for the
 closest counterfactual under ``l1(x, r, scale = mad(train))`` with A* (``--timeout`` per query):
@@ -63,6 +63,7 @@ from sklearn.datasets import load_breast_cancer
 from veritas_dsl import parse
 from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest, UnstableError, certified_fit, worst_case
+from veritas_dsl.unlearning.dare.certificate import unstable_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = (0, 0.5, 1, 2, 3, 5)
@@ -74,7 +75,7 @@ RANDOM = {
     "german": dict(n_trees=20, max_depth=2, min_samples_leaf=50),
     "cancer": dict(n_trees=10, max_depth=2, min_samples_leaf=50),
 }
-#: The usual greedy forest (G-DaRE), for comparison: its worst case is refused.
+#: The usual greedy forest (G-DaRE), for comparison: its worst case certifies nothing here.
 GREEDY = dict(n_trees=20, max_depth=4, min_samples_leaf=10, random_state=0)
 
 
@@ -114,7 +115,7 @@ def largest_certified(forest: DareForest, most: int = 10) -> int:
 
 
 def spec_text(k: int | None, fraction: float, variants: int, timeout: float) -> str:
-    """The three queries (no certified one when ``k`` is None: the worst case is refused)."""
+    """The three queries (no certified one when ``k`` is None: the greedy forest)."""
     head = (
         'model before = dare "before.dare"\n'
         f"models V = deletions(before, fraction = {fraction}, count = {variants}, seed = 1)\n"
@@ -294,11 +295,11 @@ def forests(name: str, args, X, y, X_test, y_test):
         found.append(("random", forest, args.k, note))
     if args.greedy:
         forest = DareForest(**GREEDY).fit(X, y)
-        splits = len(refused(forest, 1))
+        splits = len(unstable_nodes(forest, 1))
         note = (
             f"DareForest({GREEDY}, greedy nodes), test accuracy "
-            f"{accuracy(forest, X_test, y_test):.3f}, worst case refused at k = 1 "
-            f"({splits} splits may change)"
+            f"{accuracy(forest, X_test, y_test):.3f}, no certified query: at k = 1 {splits} "
+            f"splits may change, bounded too loosely to certify (docs/unlearning.md)"
         )
         found.append(("greedy", forest, None, note))
     return found

@@ -86,20 +86,20 @@ def test_a_counterfactual_on_worst_case_survives_every_deletion(
 def test_refusal_is_located_and_exits_2(tmp_path, capsys):
     X = np.arange(8, dtype=np.float32)[:, None]
     y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    DareForest(n_trees=1, max_depth=1, k=None, max_features=None).fit(X, y).save(
+    DareForest(n_trees=1, max_depth=1, random_depth=1, random_state=1).fit(X, y).save(
         tmp_path / "forest.dare"
     )
     spec = tmp_path / "spec.ver"
     spec.write_text(
         'model before = dare "forest.dare"\n'
-        "model w = worst_case(before, deletions = 1)\n"
+        "model w = worst_case(before, deletions = 4)\n"
         "query q {\n input x\n maximize w(x)\n}\n"
     )
     assert main(["run", str(spec)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert "spec.ver:2:1" in err and "V421" in err
-    assert "tree 0 node 0 (root, greedy f0 <= 3.5)" in err and "threshold would move" in err
+    assert "tree 0 node 0 (root, random f0 <= 3.58275)" in err and "leaves it pure" in err
 
 
 def test_a_bound_is_a_model_but_not_a_forest(tmp_path):

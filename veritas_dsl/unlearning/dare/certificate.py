@@ -1,5 +1,6 @@
 """The worst-case certificate of a DaRE forest: two ensembles bounding, at every input, every forest
-that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no split can change.
+that ``DareForest.delete`` of at most ``k`` training rows can give, valid when no random split can
+change (greedy ones that can are bounded).
 
 It covers that update only. A forest fit again on the remaining rows is another forest: its
 random nodes draw their thresholds afresh from the rows it is given, so it may fall outside the
@@ -11,13 +12,15 @@ rows"); in short:
 
 - a deletion (one at a time, or at once) makes a node a leaf when its rows become pure; a random
   node keeps its split while both sides keep ``min_samples_leaf`` (m) rows; a greedy node keeps
-  its split when, on its remaining rows, its choice (:func:`~.splits.greedy_choice`, a function
-  of its rows and seed) is the same split with the same threshold;
+  its subtree when, on its remaining rows, its choice (:func:`~.splits.greedy_choice`, a
+  function of its rows and seed) splits them as before, its threshold moving or not;
 - :func:`unstable_nodes` checks, per split node, conditions under which no set of at most ``k``
-  of its rows changes that, and names the nodes where they fail;
+  of its rows changes that, and names the nodes where they fail, with the band a greedy
+  threshold can move within when that is all that can change;
 - with every split fixed, a tree's output after the deletion is the value of the leaf ``x``
   reaches now, on that leaf's remaining rows: at most ``k`` of them are gone, which bounds it
-  (:func:`leaf_bounds`). The bounds' ensembles have the forest's own structure.
+  (:func:`leaf_bounds`); a band, or a greedy node grown again, is bounded by
+  :mod:`.bound_trees`.
 
 This module only reads the forest (its trees, rows, labels and settings).
 """
@@ -31,7 +34,8 @@ import numpy as np
 
 from veritas_dsl.model.ensemble import Ensemble
 from veritas_dsl.model.errors import ModelError
-from veritas_dsl.unlearning.dare.gini_margin import overtaking_cut
+from veritas_dsl.unlearning.dare.bound_trees import bounding_view, leaf_bound_fractions
+from veritas_dsl.unlearning.dare.gini_margin import overtaking_cuts
 from veritas_dsl.unlearning.dare.kernels import attribute_keys, threshold_key
 from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM
 
@@ -43,7 +47,10 @@ if TYPE_CHECKING:
 class UnstableNode:
     """A split that deleting at most ``k`` rows may change: ``tree`` (0-based), ``node`` (its
     preorder id in the tree), ``path`` (``L``/``R`` steps from the root, ``root`` for the root),
-    ``kind`` (``greedy`` or ``random``), ``split`` (``f2 <= 3.5``) and ``reason``."""
+    ``kind`` (``greedy`` or ``random``), ``split`` (``f2 <= 3.5``) and ``reason``; ``band`` is
+    ``(low, high)`` for a greedy node whose threshold can only move within it, no remaining row
+    crossing it, or else for one whose only other change is to a rival cut; ``rivals`` then
+    lists the ``(rows, positives)`` of each side of every cut that may win (else empty)."""
 
     tree: int
     node: int
@@ -51,6 +58,8 @@ class UnstableNode:
     kind: str
     split: str
     reason: str
+    band: tuple[float, float] | None = None
+    rivals: tuple = ()
 
     def __str__(self) -> str:
         where = f"{self.path}, {self.kind} {self.split}"
@@ -75,24 +84,30 @@ class UnstableError(ModelError):
 
 
 def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
-    """``(lower, upper)``: binary Ensembles with the forest's trees such that for every set S of
-    at most ``deletions`` remaining training rows and every input x,
+    """``(lower, upper)``: binary Ensembles such that for every set S of at most ``deletions``
+    remaining training rows and every input x,
     ``lower.eval(x) <= forest.copy().delete(S).predict_proba(x)[:, 1] <= upper.eval(x)``.
+    Their trees are the forest's, but where a greedy node may change (:mod:`.bound_trees`).
     Not a refit on the remaining rows but S, unless ``random_depth=0`` (module docstring).
-    Raises :class:`UnstableError` naming every split that such a deletion may change (then no
-    bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole number >= 0.
+    Raises :class:`UnstableError` naming every random split that such a deletion may change
+    (then no bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole
+    number >= 0.
     """
     if isinstance(deletions, bool) or not isinstance(deletions, (int, np.integer)) or deletions < 0:
         raise ModelError(f"deletions must be a whole number >= 0, not {deletions!r}")
-    unstable = unstable_nodes(forest, int(deletions))
-    if unstable:
-        raise UnstableError(unstable, int(deletions))
+    k = int(deletions)
+    unstable = unstable_nodes(forest, k)
+    random = [node for node in unstable if node.kind == "random"]
+    if random:
+        raise UnstableError(random, k)
     view = forest.view()
-    low, high = leaf_bound_fractions(view.count, view.positives, int(deletions))
+    moving = {int(view.tree_offsets[n.tree]) + n.node: n for n in unstable}
+    settings = forest._grower().settings
+    structure, low, high = bounding_view(view, moving, k, settings)
     return tuple(  # type: ignore[return-value]
-        view.to_ensemble(
+        structure.to_ensemble(
             Ensemble,
-            view.shares(*fraction),
+            structure.shares(*fraction),
             f"{name} of a DaRE forest after delete() of any {deletions} row(s)",
         )
         for fraction, name in ((low, "lower bound"), (high, "upper bound"))
@@ -128,21 +143,6 @@ def leaf_bounds(count: np.ndarray, positives: np.ndarray, k: int) -> tuple[np.nd
     )
 
 
-def leaf_bound_fractions(count: np.ndarray, positives: np.ndarray, k: int) -> tuple:
-    """:func:`leaf_bounds` as fractions: ``((positives, rows), (positives, rows))`` for the
-    least and the most, integer arrays (``0 / 1`` for entries of 0 rows)."""
-    count = np.asarray(count, dtype=np.int64)
-    positives = np.asarray(positives, dtype=np.int64)
-    negatives = count - positives
-    a = np.minimum(k, np.where(negatives > 0, positives, 0))  # a pure leaf stays pure
-    b = np.minimum(k, np.where(positives > 0, negatives, 0))
-    empty = count == 0
-    return (
-        (np.where(empty, 0, positives - a), np.where(empty, 1, count - a)),
-        (np.where(empty, 0, positives), np.where(empty, 1, count - b)),
-    )
-
-
 def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
     """Every split node of ``forest`` that deleting some set of at most ``k`` of the remaining
     rows may change (made a leaf, split elsewhere, threshold moved, drawn again), by the
@@ -161,15 +161,28 @@ def unstable_nodes(forest: DareForest, k: int) -> list[UnstableNode]:
                 continue
             a, v = tree.feature[node], tree.threshold[node]
             go_left = X[rows, a] <= v
+            band, rivals = None, ()
             if kind == RANDOM:
                 reason = _random_reason(y[rows], go_left, k, settings.min_samples_leaf)
             else:
                 assert kind == GREEDY
-                reason = _greedy_reason(X[rows], y[rows], a, v, tree.seed[node], k, settings)
+                seed = tree.seed[node]
+                reason, (low, high), rivals = _greedy_reason(
+                    X[rows], y[rows], a, v, seed, k, settings
+                )
+                if rivals:
+                    band = (low, high)
+                if not reason and low < high:
+                    band = (low, high)
+                    reason = (
+                        f"its threshold can move within [{low:g}, {high:g}] (the rows next to "
+                        f"it can all be deleted; no remaining row crosses it)"
+                    )
             if reason:
                 name = "random" if kind == RANDOM else "greedy"
                 split = f"f{a} <= {v:g}"
-                found.append(UnstableNode(t, node, path or "root", name, split, reason))
+                where = (t, node, path or "root")
+                found.append(UnstableNode(*where, name, split, reason, band, tuple(rivals)))
             stack.append((tree.right[node], rows[~go_left], path + "R"))
             stack.append((tree.left[node], rows[go_left], path + "L"))
     return found
@@ -192,36 +205,56 @@ def _random_reason(y, go_left, k: int, m: int) -> str:
     return _counts_reason(y, go_left, k, m)
 
 
-def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> str:
-    """Why some deletion of at most k of these rows may change the greedy choice ``x[a] <= v``
-    ('' if none can): the node turns into a leaf or a side falls under m rows; a value next to
-    the threshold vanishes (the threshold moves) or the pair turns invalid; the chosen threshold
-    drops out of the k sampled; some other cut's Gini can fall below the chosen one's."""
+def _greedy_reason(X, y, a: int, v: float, seed: int, k: int, settings) -> tuple:
+    """``(reason, band, rivals)``: why some deletion of at most k of these rows may change the
+    greedy choice ``x[a] <= v`` other than by moving its threshold without moving a row across
+    it ('' if none can); the band ``(low, high)`` of thresholds it can move to so (``(v, v)``
+    when it cannot move); and when the only other change is to another cut, the sides of every
+    cut that may win (``(rows, positives)`` each; else empty). A change: the node turns into a
+    leaf or a side falls under m rows; the values either side of the moved threshold turn
+    invalid; the threshold drops out of the k sampled; some other cut's Gini can fall below
+    the chosen one's."""
     m = settings.min_samples_leaf
     go_left = X[:, a] <= v
     reason = _counts_reason(y, go_left, k, m)
     if reason:
-        return reason
+        return reason, (v, v), ()
     values, sizes, pos = _groups(X[:, a], y)
     below = int(np.searchsorted(values, v, side="right")) - 1  # the group just below v
-    for g, side in ((below, "below"), (below + 1, "above")):
-        if sizes[g] <= k:
-            return (
-                f"the {sizes[g]} row(s) at {values[g]:g}, next {side} the threshold, can all be "
-                f"deleted: the threshold would move"
-            )
-    pair_pos = int(pos[below] + pos[below + 1])
-    pair_neg = int(sizes[below] + sizes[below + 1]) - pair_pos
-    if min(pair_pos, pair_neg) <= k:
-        return (
-            f"deleting {min(pair_pos, pair_neg)} row(s) leaves the values around the threshold "
-            f"of one label: the threshold turns invalid"
-        )
+    merges = _merges(sizes, below, k)
+    band = tuple(float((values[i] + values[j]) / 2.0) for i, j in merges)
+    for (i, j), between in merges.items():
+        # Both groups pure with one label, each keeping a row of it: an invalid threshold.
+        for keep, drop in ((pos, sizes - pos), (sizes - pos, pos)):
+            cost = between + int(drop[i] + drop[j])
+            if keep[i] > 0 and keep[j] > 0 and cost <= k:
+                return (
+                    f"deleting {cost} row(s) leaves the values either side of the threshold "
+                    f"({values[i]:g}, {values[j]:g}) of one label: it turns invalid"
+                ), (v, v), ()
     if settings.k is not None:
-        reason = _sampling_reason(values, sizes, pos, below, seed, a, k, settings)
+        reason = _sampling_reason(values, sizes, pos, band, v, seed, a, k, settings)
         if reason:
-            return reason
-    return _margin_reason(X, y, a, below, k, m, _rivals(X, y, a, seed, k, settings))
+            return reason, (v, v), ()
+    found = overtaking_cuts(X, y, a, below, k, m, _rivals(X, y, a, seed, k, settings))
+    sides = tuple(side for cut in found for side in cut[4])
+    return _margin_reason(found, k), (min(band), max(band)), sides
+
+
+def _merges(sizes, below: int, k: int) -> dict[tuple[int, int], int]:
+    """The value groups ``(i, j)``, ``i <= below < j``, that can end up either side of the
+    threshold, each with the rows between them: at most k, which a deletion can all remove;
+    the threshold then is their midpoint, and no remaining row changes side."""
+    found = {}
+    for i in range(below, -1, -1):
+        between = int(sizes[i + 1 : below + 1].sum())
+        if between > k:
+            break
+        for j in range(below + 1, len(sizes)):
+            if between + int(sizes[below + 1 : j].sum()) > k:
+                break
+            found[(i, j)] = between + int(sizes[below + 1 : j].sum())
+    return found
 
 
 def _rivals(X, y, a: int, seed: int, k: int, settings) -> list[int]:
@@ -276,39 +309,42 @@ def _groups(column: np.ndarray, y: np.ndarray):
     return values, sizes, pos
 
 
-def _sampling_reason(values, sizes, pos, below, seed, a, k, settings) -> str:
-    """The chosen threshold stays among the ``settings.k`` sampled (smallest keys) of its
-    attribute's valid thresholds: deletions only remove valid thresholds but for the new
-    midpoints of values whose rows between are all deleted; at most k such appear."""
+def _sampling_reason(values, sizes, pos, band, v, seed, a, k, settings) -> str:
+    """Each threshold of ``band`` the chosen one can move to stays among the ``settings.k``
+    sampled (smallest keys) of its attribute's valid thresholds: deletions only remove valid
+    thresholds but for the new midpoints of values whose rows between are all deleted; at most
+    k such appear."""
     valid = _valid_cuts(values, sizes, pos, settings.min_samples_leaf)
     mids = (values[:-1] + values[1:]) / 2.0
-    key = threshold_key(seed, a, mids[below])
     keys = np.array([threshold_key(seed, a, t) for t in mids[valid]], dtype=np.uint64)
-    smaller = int(np.count_nonzero(keys <= key)) - 1  # an equal key may sort first: count it
-    merged = 0
-    for i in range(len(values)):  # midpoints of values i < j with at most k rows between
-        between = 0
-        for j in range(i + 2, len(values)):
-            between += int(sizes[j - 1])
-            if between > k:
-                break
-            merged += threshold_key(seed, a, (values[i] + values[j]) / 2.0) <= key
-    if smaller + min(k, merged) >= settings.k:
-        return (
-            f"its threshold's key ranks {smaller + 1} of the valid thresholds, and {merged} "
-            f"threshold(s) a deletion can create rank before it: it may not be sampled (k = "
-            f"{settings.k})"
-        )
+    for t in band:
+        key = threshold_key(seed, a, t)
+        # an equal key may sort first: count it; the chosen threshold itself does not count
+        smaller = int(np.count_nonzero(keys <= key)) - (t == v)
+        merged = 0
+        for i in range(len(values)):  # midpoints of values i < j with at most k rows between
+            between = 0
+            for j in range(i + 2, len(values)):
+                between += int(sizes[j - 1])
+                if between > k:
+                    break
+                merged += threshold_key(seed, a, (values[i] + values[j]) / 2.0) <= key
+        if smaller + min(k, merged) >= settings.k:
+            return (
+                f"the key of its threshold {t:g} ranks {smaller + 1} of the valid thresholds, "
+                f"and {merged} threshold(s) a deletion can create rank before it: it may not "
+                f"be sampled (k = {settings.k})"
+            )
     return ""
 
 
-def _margin_reason(X, y, a: int, below: int, k: int, m: int, rivals: list[int]) -> str:
+def _margin_reason(found: list, k: int) -> str:
     """Why another cut may beat the chosen one by Gini after some deletion ('' if none can)."""
-    found = overtaking_cut(X, y, a, below, k, m, rivals)
-    if found is None:
+    if not found:
         return ""
-    b, t, least, chosen = found
+    b, t, least, chosen, _ = found[0]
+    more = f" (and {len(found) - 1} other cut(s))" if len(found) > 1 else ""
     return (
         f"the cut f{b} <= {t:g} can overtake it after {k} deletion(s) (its Gini sum can fall "
-        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now)"
+        f"to {least:.6g}, the chosen cut's is {chosen:.6g} now){more}"
     )

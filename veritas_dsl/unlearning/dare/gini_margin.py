@@ -23,10 +23,11 @@ TOLERANCE = 1e-9
 MAX_PATTERNS = 50_000
 
 
-def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | None:
-    """A cut ``(attribute, threshold, G it can reach, chosen G then)`` that some deletion of at
-    most k rows makes score at least as well as the chosen cut (attribute ``a``, after its
-    value group ``below``), or None when none can. Rivals: every cut, of each attribute in
+def overtaking_cuts(X, y, a: int, below: int, k: int, m: int, rivals) -> list[tuple]:
+    """Every cut ``(attribute, threshold, G it can reach, chosen G then, sides)`` that some
+    deletion of at most k rows makes score at least as well as the chosen cut (attribute ``a``,
+    after its value group ``below``), ``sides`` its ``((rows, positives), (rows, positives))``
+    now; empty when none can. Rivals: every cut, of each attribute in
     ``rivals``, between adjacent distinct values, leaving m rows each side, but the chosen one.
 
     First a cheap bound: ``G`` of the chosen cut only falls under deletions (``p q / (p + q)``
@@ -36,6 +37,7 @@ def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | 
     n = len(y)
     go_left = X[:, a] <= np.unique(X[:, a])[below]
     chosen = _gini_now(go_left, y)
+    found = []
     for b in rivals:
         values, inverse = np.unique(X[:, b], return_inverse=True)
         # per value group: rows in (chosen left, positive), (left, negative), (right, +), (right, -)
@@ -57,9 +59,12 @@ def overtaking_cut(X, y, a: int, below: int, k: int, m: int, rivals) -> tuple | 
             pos = np.array([left[c, 0], right[c, 0], left[c, 2], right[c, 2]])
             neg = np.array([left[c, 1], right[c, 1], left[c, 3], right[c, 3]])
             chosen_first = a < b or (a == b and c > below)  # the kernel's tie-break
-            if can_win(pos, neg, k, chosen_first, TOLERANCE * n):
-                return b, float((values[c] + values[c + 1]) / 2), float(least[i]), chosen
-    return None
+            if can_win(pos, neg, k, chosen_first, TOLERANCE * n, same_attribute=a == b):
+                t = float((values[c] + values[c + 1]) / 2)
+                rows, positives = int(n_left[c]), int(p_left[c])
+                sides = ((rows, positives), (n - rows, p_all - positives))
+                found.append((b, t, float(least[i]), chosen, sides))
+    return found
 
 
 def _gini_now(go_left: np.ndarray, y: np.ndarray) -> float:
@@ -97,12 +102,18 @@ def least_gini(p_left, n_left, p_total, n, k):
     return least
 
 
-def can_win(pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: float) -> bool:
+def can_win(
+    pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: float,
+    same_attribute: bool = False,
+) -> bool:
     """Whether some deletion of at most k rows lets the rival cut score at least as well as the
     chosen one, given the positives and negatives of the four cells (L, l), (L, r), (R, l),
     (R, r). Equal ``G`` (within ``tol``) go to the rival unless both cuts then have the same
     sides (counts; so the same ``G``) and ``chosen_first`` (the
-    chosen cut wins the kernel's tie-break). True when k is too large to enumerate."""
+    chosen cut wins the kernel's tie-break). A rival of the same attribute whose rows between
+    the two cuts are all deleted is no rival: the two are one cut then, splitting the rows as
+    the chosen one (its threshold moves within the band, :mod:`.certificate`). True when k is
+    too large to enumerate."""
     patterns = _patterns(k)
     if patterns is None:
         return True
@@ -124,6 +135,8 @@ def can_win(pos: np.ndarray, neg: np.ndarray, k: int, chosen_first: bool, tol: f
     )  # fmt: skip
     tie = np.abs(rival - chosen) <= tol
     wins = (rival < chosen - tol) | (tie & ~(same & chosen_first))
+    if same_attribute:  # (L, r) and (R, l) hold the rows between the cuts
+        wins &= (p[:, 1] + q[:, 1] + p[:, 2] + q[:, 2]) > 0
     return bool(wins.any())
 
 
