@@ -13,9 +13,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import examples
 from veritas_dsl.unlearning import DareForest, worst_case
 from veritas_dsl.unlearning.dare.certificate import UnstableError, unstable_nodes
+
+from conftest import examples
 
 #: Greedy settings: every threshold, every attribute; one attribute of two, thresholds sampled;
 #: and the defaults but for the size.
