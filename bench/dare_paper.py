@@ -113,17 +113,22 @@ def tune_gdare(X, y, args) -> tuple[dict, float]:
     return best
 
 
+def tolerated_depth(errors: dict, tolerance: float) -> int:
+    """The paper's d_rmax: raised from 0 while the CV error (``errors[d]``, fractions) stays
+    within ``tolerance`` percentage points of G-DaRE's (``errors[0]``); the last such d."""
+    d = 0
+    while d + 1 in errors and errors[d + 1] - errors[0] <= tolerance / 100:
+        d += 1
+    return d
+
+
 def tolerance_rows(X, y, X_test, y_test, base: dict, base_error: float, args) -> list:
     """``(tolerance or None, d_rmax, cv error, test error, per retraining, rows)`` for G-DaRE
     (None) and each tolerance."""
     errors = {0: base_error}
-    chosen = {}
     for d in range(1, base["max_depth"] + 1):
         errors[d] = cv_error(X, y, {**base, "random_depth": d})
-        for tol in TOLERANCES:
-            if tol not in chosen and errors[d] - base_error > tol / 100:
-                chosen[tol] = d - 1
-    chosen = {tol: chosen.get(tol, base["max_depth"]) for tol in TOLERANCES}
+    chosen = {tol: tolerated_depth(errors, tol) for tol in TOLERANCES}
     measured = {}
     out = []
     for tol, d in [(None, 0), *chosen.items()]:

@@ -396,6 +396,11 @@ def mean_se(values: np.ndarray, digits: int = 1) -> str:
     return f"{values.mean():.{digits}f} ± {se:.{digits}f}"
 
 
+def distances(moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``moves`` (the scaled change of each counterfactual), its L1 and L2 norms."""
+    return np.abs(moves).sum(axis=1), np.sqrt((moves**2).sum(axis=1))
+
+
 def table_rows(what, forest, rejected, found, times, optimal, scale, args):
     """Validity per method, update and deletion set, and cost per method, over the rows every
     method answered, so that the methods face the same rows and, per draw, the same sets."""
@@ -429,8 +434,7 @@ def table_rows(what, forest, rejected, found, times, optimal, scale, args):
             ]
             validity.append(f"| {what} | {m} | {how} | {' | '.join(cells)} |")
         answered = sum(x is not None for x in found[m])
-        l1 = np.abs(moves[part]).sum(axis=1)
-        l2 = np.sqrt((moves[part] ** 2).sum(axis=1))
+        l1, l2 = distances(moves[part])
         cost.append(
             f"| {what} | {m} | {answered}/{optimal[m]}/{len(rejected)} | {mean_se(l1, 3)} "
             f"| {mean_se(l2, 3)} | {statistics.median(times[m]):.3f} |"

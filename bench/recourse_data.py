@@ -70,13 +70,17 @@ def cancer(max_train=None, balance=False):
 def uci_german(max_train=None, balance=False):
     """UCI German Credit: 20 attributes (13 coded, 7 numbers), class 1 good, 2 bad."""
     rows = [line.split() for line in (shipped("german") / "german.data").read_text().splitlines()]
-    # "A143" is attribute 14's value 3: keep the value (the digits after the attribute's).
-    X = [
-        [float(v[1 + len(str(i + 1)) :]) if v[0] == "A" else float(v) for i, v in enumerate(r)]
-        for r in (row[:-1] for row in rows)
-    ]
+    X = [german_row(row[:-1]) for row in rows]
     y = [row[-1] == "1" for row in rows]
     return split(X, y, max_train, balance)
+
+
+def german_row(fields: list[str]) -> list[float]:
+    """A German Credit row's attributes as numbers: the code "A143" is attribute 14's value 3
+    (the digits after the attribute's number), a number is itself."""
+    return [
+        float(v[1 + len(str(i + 1)) :]) if v[0] == "A" else float(v) for i, v in enumerate(fields)
+    ]
 
 
 def adult(max_train=None, balance=False):
