@@ -152,11 +152,11 @@ def test_ctrl_c_in_an_engine_reports_its_bounds_and_runs_no_more(tmp_path, capsy
     forest("default").save(path)
     calls = []
 
-    def stopped(query, name, timeout_s, cancel):
+    def stopped(query, name, timeout_s, cancel, error=None):
         calls.append(query.goal)
         return Result(query.name, name, Termination.INTERRUPTED, -0.5, 0.0)
 
-    monkeypatch.setattr(module, "_solve", stopped)
+    monkeypatch.setattr(module, "solve_query", stopped)
     code = main(["leakage", str(path), "--delete", "5"])
     out, err = capsys.readouterr()
     assert code == ExitCode.INTERRUPTED and len(calls) == 1
