@@ -188,3 +188,23 @@ def test_python_truth_of_a_built_condition_is_refused():
         bool(0 <= x.a <= 1)
     assert str(-(x.a - 1) * 2 / -number(3)) == "-(x.a - 1) * 2 / -3"
     assert str(x["mean radius"] + 1) == "x.`mean radius` + 1"
+
+
+@pytest.mark.parametrize(
+    "value", [np.float64(0.7), np.float32(0.1), np.int64(3), np.int32(-2), -np.float64(0.0)]
+)
+def test_a_numpy_number_is_written_as_its_value(value):
+    # repr(np.float64(0.7)) is "np.float64(0.7)" under numpy 2: text the grammar cannot read
+    s = SpecBuilder()
+    s.model("m", "ensemble")
+    s.const("k", value)
+    spec = veritas_dsl.parse(str(s), models={"m": _model()})
+    assert spec.checked.constants["k"] == float(value), str(s)
+
+
+def test_an_integer_too_large_for_a_float_is_the_checkers_error_not_an_overflow():
+    s = SpecBuilder()
+    s.model("m", "ensemble")
+    s.const("k", 10**400)
+    with pytest.raises(SpecError):
+        veritas_dsl.parse(str(s), models={"m": _model()})

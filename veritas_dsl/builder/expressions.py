@@ -9,6 +9,7 @@ with ``&``, ``|`` and ``~``, and a chain is ``(0 <= x.age) & (x.age <= 60)``.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Mapping
 
@@ -42,15 +43,19 @@ def string(text: str) -> str:
 
 
 def number(value: float) -> Expr:
-    """A Python number as an expression: ``repr`` of a float reads back as the same double."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A Python or NumPy number as an expression: ``repr`` of a float reads back as the same
+    double. Converted first, as NumPy's ``repr`` is ``np.float64(0.7)``; an integer stays one
+    (one too large for a double is the checker's error, not an overflow here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"not a number: {value!r}")
+    value = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if isinstance(value, int):
+        return -number(-value) if value < 0 else Expr(str(value), POSTFIX)
     if math.isnan(value):
         raise ValueError("the language has no NaN")
     if value < 0 or (value == 0 and math.copysign(1.0, value) < 0):
         return -number(-value)
-    text = "inf" if math.isinf(value) else repr(value) if isinstance(value, float) else str(value)
-    return Expr(text, POSTFIX)
+    return Expr("inf" if math.isinf(value) else repr(value), POSTFIX)
 
 
 def expr(value) -> Expr:
