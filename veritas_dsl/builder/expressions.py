@@ -14,12 +14,14 @@ import re
 from collections.abc import Mapping
 
 from veritas_dsl import names
+from veritas_dsl.editor.words import KEYWORDS, OPERATOR_WORDS, TYPES
 
 #: Precedence of an expression's outermost construct, loosest first (grammar/ver.lark).
 SUM, PRODUCT, UNARY, POSTFIX = range(4)
 #: ... and of a condition's.
 OR, AND, NOT, COMPARISON = range(4)
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_WORDS = frozenset((*KEYWORDS, *OPERATOR_WORDS, *TYPES))
 _NO_TRUTH = (
     "a built condition has no truth value in Python: combine conditions with & | ~ (not and, "
     "or, not), and write a chain a <= b <= c as (a <= b) & (b <= c)"
@@ -29,10 +31,11 @@ _UNIT = re.compile(r"(\d+(\.\d*)?|\.\d+)(" + "|".join(map(re.escape, _UNITS)) + 
 
 
 def name(text: str) -> str:
-    """A name as the language writes it: in backquotes unless it is a plain identifier."""
+    """A name as the language writes it: in backquotes unless it is a plain identifier that is
+    not one of its words (``not.age`` reads as the operator ``not``)."""
     if not isinstance(text, str) or not text or "`" in text or "\n" in text:
         raise ValueError(f"not a name the language can write: {text!r}")
-    return text if _PLAIN.fullmatch(text) else f"`{text}`"
+    return text if _PLAIN.fullmatch(text) and text not in _WORDS else f"`{text}`"
 
 
 def string(text: str) -> str:
