@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import veritas_dsl
 from veritas_dsl import Ensemble, SpecBuilder, SpecError
-from veritas_dsl.builder import boolean, class_, integer, linf, onehot, real
+from veritas_dsl.builder import boolean, class_, each, integer, linf, onehot, real
 from veritas_dsl.builder.expressions import number
 from veritas_dsl.editor.format import format_text
 from veritas_dsl.editor.words import KEYWORDS, OPERATOR_WORDS, TYPES
@@ -237,3 +237,27 @@ def _named(first: str) -> Ensemble:
         tree_offsets=m.tree_offsets, base_score=m.base_score, feature_names=(first, "b"),
         task="binary",
     )  # fmt: skip
+
+
+def test_text_where_a_built_value_belongs_is_refused_not_written_into_the_spec():
+    # each of these wrote its string verbatim: a second query appeared in the spec
+    evil = "1 > 0\n}\nquery injected {\n    input y\n    maximize m(y)"
+    s = SpecBuilder()
+    m = s.model("m", "ensemble")
+    test = s.data("test", "csv", "rows.csv")
+    with pytest.raises(TypeError):
+        s.features(a="real\n}\nquery injected {\n input y\n maximize m(y)\n}\nfeatures { b : real")
+    with pytest.raises(TypeError):
+        s.query("q", rows=("r", "test { input y\n }\nquery injected for r in test"))
+    q = s.query("q")
+    x = q.input("x")
+    with pytest.raises(TypeError):
+        q.where(evil)
+    with pytest.raises(TypeError):
+        q.forall(evil)
+    with pytest.raises(ValueError):
+        each("min(m(x)) }\nquery injected { input y\n maximize max", m(x), m, "V")
+    q.maximize(m(x))
+    s.query("batch", rows=("r", test[0:2]))
+    s.query("whole", rows=("r", test))
+    assert "injected" not in s.text()

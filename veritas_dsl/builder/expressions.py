@@ -197,8 +197,25 @@ class Data:
             if key.step is not None:
                 raise ValueError("a batch takes every row of its slice")
             start, stop = (str(number(k)) if k is not None else "" for k in (key.start, key.stop))
-            return f"{self}[{start}:{stop}]"
+            return Rows(f"{self}[{start}:{stop}]")
         return Instance(f"{self}[{number(key)}]")
+
+
+class Rows(str):
+    """``test[0:20]``, the rows a batch runs on (text, but only as :class:`Data` writes it)."""
+
+
+class Domain(str):
+    """A feature's domain, as :func:`real`, :func:`integer`, :func:`boolean` and :func:`onehot`
+    write it."""
+
+
+def built(value, kind: type, what: str):
+    """``value`` if it is a ``kind`` the builder made: a Python string there would be written
+    into the spec as it is, whatever it says."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{what}, not {value!r}")
+    return value
 
 
 class Cond:
@@ -311,27 +328,29 @@ def most(*terms) -> Expr:
 
 def each(func: str, term: Expr, member: Model, family: str) -> Expr:
     """``min(m(x) for m in V)`` (``func`` ``min`` or ``max``): a family's worst term."""
+    if func not in ("min", "max"):
+        raise ValueError(f"each takes min or max, not {func!r}")
     return Expr(f"{func}({term} for {member} in {name(family)})", POSTFIX)
 
 
 def real(low=None, high=None) -> str:
     """A feature's domain: ``real``, ``real in [low, high]``."""
-    return "real" + _range(low, high)
+    return Domain("real" + _range(low, high))
 
 
 def integer(low=None, high=None) -> str:
     """``int``, ``int in [low, high]``."""
-    return "int" + _range(low, high)
+    return Domain("int" + _range(low, high))
 
 
 def boolean() -> str:
     """``bool``."""
-    return "bool"
+    return Domain("bool")
 
 
 def onehot(*members: str) -> str:
     """``onehot(a, b, c)``: a one-hot group of features."""
-    return f"onehot({', '.join(map(name, members))})"
+    return Domain(f"onehot({', '.join(map(name, members))})")
 
 
 def _range(low, high) -> str:
