@@ -65,13 +65,19 @@ def test_a_run_on_the_scheduler_a_scheduler_file_names(spec, tmp_path, capsys):
         (None, "no file"),
         ("not json", "is not a Dask scheduler file"),
         ('{"type": "Scheduler"}', "no address in it"),
+        ("[" * 100_000, "is not a Dask scheduler file"),  # json raised RecursionError
+        ('{"address": "local:99999999"}', "not a Dask scheduler's address"),
+        ('{"address": 8786}', "no address in it"),
+        ("a directory", "is not a Dask scheduler file"),
     ],
 )
 def test_a_missing_or_foreign_scheduler_file_is_a_usage_error(
     spec, tmp_path, monkeypatch, capsys, content, says
 ):
     file = tmp_path / "scheduler.json"
-    if content is not None:
+    if content == "a directory":
+        file.mkdir()
+    elif content is not None:
         file.write_text(content)
     waited = local_cluster.address_in.__defaults__
     monkeypatch.setattr(local_cluster.address_in, "__defaults__", (0.2,))
