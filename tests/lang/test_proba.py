@@ -234,3 +234,20 @@ def test_a_batch_of_probability_objectives_sums_up_in_both_scales(tmp_path):
         f"q: 2 rows: optimum min {low:.6g}, median {high:.6g}, max {high:.6g}"
         f" (probability {p_low}, {p_high}, {p_high}) (2 exact)"
     )
+
+
+def test_a_probability_is_the_exact_logistic_of_the_margin_not_the_librarys_rounding():
+    """docs/language.md: at the bound the library's rounded probability can equal the number
+    compared with, where the exact one is above it (scikit-learn's predict_proba is expit)."""
+    from scipy.special import expit
+
+    z = margin_bound(0.7, ">=")  # the least float64 margin whose exact probability is > 0.7
+    assert expit(z) == 0.7
+    spec = veritas_dsl.parse(
+        "model m = ensemble\nquery q { input x  where x.f0 >= 0.5 and proba(m, x) > 0.7  find"
+        "  solve with oracle }",
+        models={"m": boundary_model(0.7)},
+    )
+    (run,) = spec.run(timeout_s=30)
+    assert run.result.solution.value == "optimal"
+    assert float(np.float32(sigmoid(z))) < 0.7  # in float32, as XGBoost has it: 0.699999988
