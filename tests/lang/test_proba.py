@@ -251,3 +251,20 @@ def test_a_probability_is_the_exact_logistic_of_the_margin_not_the_librarys_roun
     (run,) = spec.run(timeout_s=30)
     assert run.result.solution.value == "optimal"
     assert float(np.float32(sigmoid(z))) < 0.7  # in float32, as XGBoost has it: 0.699999988
+
+
+def test_an_ensemble_file_saved_before_the_scale_says_to_save_it_again(data, tmp_path):
+    # its source still says "sklearn GradientBoostingClassifier": the help said only that
+    # binary models with a logistic probability have one, which this one seemed to be
+    model = Ensemble.from_sklearn(fitted(data)["sklearn gradient boosting"][0])
+    model.save(tmp_path / "m.json")
+    document = json.loads((tmp_path / "m.json").read_text())
+    del document["probability"]
+    (tmp_path / "m.json").write_text(json.dumps(document))
+    with pytest.raises(veritas_dsl.SpecError) as error:
+        veritas_dsl.parse(
+            'model m = ensemble "m.json"\nquery q { input x  maximize proba(m, x) }',
+            tmp_path / "s.ver",
+        )
+    (diagnostic,) = error.value.diagnostics
+    assert diagnostic.code == "V340" and "save" in diagnostic.help, diagnostic.help
