@@ -68,6 +68,8 @@ def test_a_run_on_the_scheduler_a_scheduler_file_names(spec, tmp_path, capsys):
         ("[" * 100_000, "is not a Dask scheduler file"),  # json raised RecursionError
         ('{"address": "local:99999999"}', "not a Dask scheduler's address"),
         ('{"address": 8786}', "no address in it"),
+        # printed as it was into the error: a line break and an escape sequence of its own
+        ('{"address": "tcp://127.0.0.1:1\\n\\u001b[2J"}', "not a Dask scheduler's address"),
         ("a directory", "is not a Dask scheduler file"),
     ],
 )
@@ -87,7 +89,7 @@ def test_a_missing_or_foreign_scheduler_file_is_a_usage_error(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "argument --scheduler-file" in err and says in err and str(file) in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "\x1b" not in err
 
 
 def test_scheduler_and_scheduler_file_exclude_each_other(spec, capsys):

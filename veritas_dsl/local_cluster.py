@@ -49,8 +49,11 @@ def address_in(scheduler_file: str, wait_s: float = 10.0) -> str:
             # RecursionError: arrays nested too deep for json.
             problem = f"{scheduler_file} is not a Dask scheduler file ({error})"
         else:
-            if isinstance(address, str) and address.startswith("local:"):
-                # ver's own shorthand, never a scheduler's: it would start workers here
+            if isinstance(address, str) and (
+                address.startswith("local:") or not address.isprintable() or " " in address
+            ):
+                # local:N is ver's own shorthand, never a scheduler's: it would start workers
+                # here; a line break or an escape would be printed as it is in messages
                 raise ValueError(
                     f"{address!r} in {scheduler_file} is not a Dask scheduler's address"
                 )
