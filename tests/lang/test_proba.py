@@ -24,7 +24,7 @@ from sklearn.ensemble import (
 
 import veritas_dsl
 from veritas_dsl import Ensemble
-from veritas_dsl.ir.probability import margin_bound, sigmoid
+from veritas_dsl.ir.probability import margin_bound, probability_bounds, sigmoid
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
 from veritas_dsl.unlearning import DareForest
@@ -212,7 +212,9 @@ def test_a_probability_objective_is_reported_in_both_scales(data):
     p = sigmoid(run.result.upper)
     assert p == pytest.approx(booster.predict_proba(x)[0, 1], abs=1e-6)
     document = json.loads(json_report.dumps(runs))
-    assert document["results"][0]["probability"] == {"lower": p, "upper": p}
+    bounds = document["results"][0]["probability"]
+    assert bounds["lower"] <= p <= bounds["upper"]
+    assert math.nextafter(bounds["lower"], 1) >= bounds["upper"]  # the exact value between
     assert problems(document, "run.schema.json") == []
     assert f"(probability {p:.6g})" in terminal.render(runs, "spec.ver")[0]
 
@@ -268,3 +270,37 @@ def test_an_ensemble_file_saved_before_the_scale_says_to_save_it_again(data, tmp
         )
     (diagnostic,) = error.value.diagnostics
     assert diagnostic.code == "V340" and "save" in diagnostic.help, diagnostic.help
+
+
+def exact_probability(z: float) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return 1 / (1 + (-Decimal(z)).exp())
+
+
+# margins whose float64 sigmoid is below the exact probability (rounded twice): as the upper
+# bound of a probability objective --json said it, the exact probability was above its "upper"
+MARGINS = (0.8472978603872034, 1.86618, -0.4, 3.0, 40.0, -40.0, 300.0, -745.0, -800.0, 0.0)
+
+
+@pytest.mark.parametrize("z", MARGINS)
+def test_the_probability_bounds_of_json_enclose_the_exact_probability(z):
+    low, high = probability_bounds(z)
+    assert Decimal(low) <= exact_probability(z) <= Decimal(high)
+    assert high == low or math.nextafter(low, 2) == high
+
+
+def test_a_probability_objectives_json_upper_is_at_least_its_exact_probability():
+    z = 0.8472978603872034
+    assert Decimal(sigmoid(z)) < exact_probability(z)  # the case the report got wrong
+    model = Ensemble(
+        feature=[-1], threshold=[0.0], left=[-1], right=[-1], value=[[z]], tree_offsets=[0, 1],
+        base_score=[0.0], feature_names=("f0",), task="binary", probability="logistic",
+    )  # fmt: skip
+    spec = veritas_dsl.parse(
+        "model m = ensemble\nquery top { input x  maximize proba(m, x)  solve with oracle }",
+        models={"m": model},
+    )
+    document = json.loads(json_report.dumps(spec.run(timeout_s=30)))
+    bounds = document["results"][0]["probability"]
+    assert Decimal(bounds["lower"]) < exact_probability(z) < Decimal(bounds["upper"])
