@@ -65,13 +65,21 @@ def test_a_run_on_the_scheduler_a_scheduler_file_names(spec, tmp_path, capsys):
         (None, "no file"),
         ("not json", "is not a Dask scheduler file"),
         ('{"type": "Scheduler"}', "no address in it"),
+        ("[" * 100_000, "is not a Dask scheduler file"),  # json raised RecursionError
+        ('{"address": "local:99999999"}', "not a Dask scheduler's address"),
+        ('{"address": 8786}', "no address in it"),
+        # printed as it was into the error: a line break and an escape sequence of its own
+        ('{"address": "tcp://127.0.0.1:1\\n\\u001b[2J"}', "not a Dask scheduler's address"),
+        ("a directory", "is not a Dask scheduler file"),
     ],
 )
 def test_a_missing_or_foreign_scheduler_file_is_a_usage_error(
     spec, tmp_path, monkeypatch, capsys, content, says
 ):
     file = tmp_path / "scheduler.json"
-    if content is not None:
+    if content == "a directory":
+        file.mkdir()
+    elif content is not None:
         file.write_text(content)
     waited = local_cluster.address_in.__defaults__
     monkeypatch.setattr(local_cluster.address_in, "__defaults__", (0.2,))
@@ -81,7 +89,7 @@ def test_a_missing_or_foreign_scheduler_file_is_a_usage_error(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "argument --scheduler-file" in err and says in err and str(file) in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "\x1b" not in err
 
 
 def test_scheduler_and_scheduler_file_exclude_each_other(spec, capsys):

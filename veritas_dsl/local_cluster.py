@@ -44,10 +44,19 @@ def address_in(scheduler_file: str, wait_s: float = 10.0) -> str:
             address = json.loads(path.read_text(encoding="utf-8")).get("address")
         except FileNotFoundError:
             problem = f"no file {scheduler_file} after {wait_s:g} s (has the scheduler started?)"
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as error:
-            # ValueError: not JSON yet (being written) or at all; AttributeError: not an object.
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError) as error:
+            # ValueError: not JSON yet (being written) or at all; AttributeError: not an object;
+            # RecursionError: arrays nested too deep for json.
             problem = f"{scheduler_file} is not a Dask scheduler file ({error})"
         else:
+            if isinstance(address, str) and (
+                address.startswith("local:") or not address.isprintable() or " " in address
+            ):
+                # local:N is ver's own shorthand, never a scheduler's: it would start workers
+                # here; a line break or an escape would be printed as it is in messages
+                raise ValueError(
+                    f"{address!r} in {scheduler_file} is not a Dask scheduler's address"
+                )
             if isinstance(address, str) and address:
                 return address
             problem = f"{scheduler_file} is not a Dask scheduler file (no address in it)"

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 import veritas_dsl
 from veritas_dsl import Ensemble, SpecBuilder, SpecError
-from veritas_dsl.builder import boolean, class_, integer, linf, onehot
+from veritas_dsl.builder import boolean, class_, each, integer, linf, onehot, real
 from veritas_dsl.builder.expressions import number
 from veritas_dsl.editor.format import format_text
+from veritas_dsl.editor.words import KEYWORDS, OPERATOR_WORDS, TYPES
 from veritas_dsl.ir.evaluate import holds, model_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,3 +189,75 @@ def test_python_truth_of_a_built_condition_is_refused():
         bool(0 <= x.a <= 1)
     assert str(-(x.a - 1) * 2 / -number(3)) == "-(x.a - 1) * 2 / -3"
     assert str(x["mean radius"] + 1) == "x.`mean radius` + 1"
+
+
+@pytest.mark.parametrize(
+    "value", [np.float64(0.7), np.float32(0.1), np.int64(3), np.int32(-2), -np.float64(0.0)]
+)
+def test_a_numpy_number_is_written_as_its_value(value):
+    # repr(np.float64(0.7)) is "np.float64(0.7)" under numpy 2: text the grammar cannot read
+    s = SpecBuilder()
+    s.model("m", "ensemble")
+    s.const("k", value)
+    spec = veritas_dsl.parse(str(s), models={"m": _model()})
+    assert spec.checked.constants["k"] == float(value), str(s)
+
+
+def test_an_integer_too_large_for_a_float_is_the_checkers_error_not_an_overflow():
+    s = SpecBuilder()
+    s.model("m", "ensemble")
+    s.const("k", 10**400)
+    with pytest.raises(SpecError):
+        veritas_dsl.parse(str(s), models={"m": _model()})
+
+
+
+@pytest.mark.parametrize("word", [*KEYWORDS, *OPERATOR_WORDS, *TYPES])
+def test_a_keyword_as_a_name_is_written_so_that_it_reads_back_as_that_name(word, tmp_path):
+    # `not.age`, `not[0]` and `x.age <= not` do not parse: there `not` is the operator
+    (tmp_path / "rows.csv").write_text(f"{word},b\n0,0\n")
+    for role in ("input", "data", "const", "feature", "query"):
+        s = SpecBuilder()
+        m = s.model("m", "ensemble")
+        rows = s.data(word if role == "data" else "rows", "csv", "rows.csv")
+        s.features(**{word: real(-1, 1), "b": real(-1, 1)})
+        k = s.const(word if role == "const" else "k", 0.5)
+        q = s.query(word if role == "query" else "q")
+        x = q.input(word if role == "input" else "x")
+        q.where((x[word] <= k) & (linf(x, rows[0]) <= 1))
+        q.maximize(m(x))
+        spec = veritas_dsl.parse(str(s), tmp_path / "s.ver", models={"m": _named(word)})
+        assert len(list(spec.lowered())) == 1, str(s)
+
+
+def _named(first: str) -> Ensemble:
+    m = _model()
+    return Ensemble(
+        feature=m.feature, threshold=m.threshold, left=m.left, right=m.right, value=m.value,
+        tree_offsets=m.tree_offsets, base_score=m.base_score, feature_names=(first, "b"),
+        task="binary",
+    )  # fmt: skip
+
+
+def test_text_where_a_built_value_belongs_is_refused_not_written_into_the_spec():
+    # each of these wrote its string verbatim: a second query appeared in the spec
+    evil = "1 > 0\n}\nquery injected {\n    input y\n    maximize m(y)"
+    s = SpecBuilder()
+    m = s.model("m", "ensemble")
+    test = s.data("test", "csv", "rows.csv")
+    with pytest.raises(TypeError):
+        s.features(a="real\n}\nquery injected {\n input y\n maximize m(y)\n}\nfeatures { b : real")
+    with pytest.raises(TypeError):
+        s.query("q", rows=("r", "test { input y\n }\nquery injected for r in test"))
+    q = s.query("q")
+    x = q.input("x")
+    with pytest.raises(TypeError):
+        q.where(evil)
+    with pytest.raises(TypeError):
+        q.forall(evil)
+    with pytest.raises(ValueError):
+        each("min(m(x)) }\nquery injected { input y\n maximize max", m(x), m, "V")
+    q.maximize(m(x))
+    s.query("batch", rows=("r", test[0:2]))
+    s.query("whole", rows=("r", test))
+    assert "injected" not in s.text()

@@ -24,7 +24,7 @@ from sklearn.ensemble import (
 
 import veritas_dsl
 from veritas_dsl import Ensemble
-from veritas_dsl.ir.probability import margin_bound, sigmoid
+from veritas_dsl.ir.probability import margin_bound, probability_bounds, sigmoid
 from veritas_dsl.report import json as json_report
 from veritas_dsl.report import terminal
 from veritas_dsl.unlearning import DareForest
@@ -212,7 +212,9 @@ def test_a_probability_objective_is_reported_in_both_scales(data):
     p = sigmoid(run.result.upper)
     assert p == pytest.approx(booster.predict_proba(x)[0, 1], abs=1e-6)
     document = json.loads(json_report.dumps(runs))
-    assert document["results"][0]["probability"] == {"lower": p, "upper": p}
+    bounds = document["results"][0]["probability"]
+    assert bounds["lower"] <= p <= bounds["upper"]
+    assert math.nextafter(bounds["lower"], 1) >= bounds["upper"]  # the exact value between
     assert problems(document, "run.schema.json") == []
     assert f"(probability {p:.6g})" in terminal.render(runs, "spec.ver")[0]
 
@@ -234,3 +236,71 @@ def test_a_batch_of_probability_objectives_sums_up_in_both_scales(tmp_path):
         f"q: 2 rows: optimum min {low:.6g}, median {high:.6g}, max {high:.6g}"
         f" (probability {p_low}, {p_high}, {p_high}) (2 exact)"
     )
+
+
+def test_a_probability_is_the_exact_logistic_of_the_margin_not_the_librarys_rounding():
+    """docs/language.md: at the bound the library's rounded probability can equal the number
+    compared with, where the exact one is above it (scikit-learn's predict_proba is expit)."""
+    from scipy.special import expit
+
+    z = margin_bound(0.7, ">=")  # the least float64 margin whose exact probability is > 0.7
+    assert expit(z) == 0.7
+    spec = veritas_dsl.parse(
+        "model m = ensemble\nquery q { input x  where x.f0 >= 0.5 and proba(m, x) > 0.7  find"
+        "  solve with oracle }",
+        models={"m": boundary_model(0.7)},
+    )
+    (run,) = spec.run(timeout_s=30)
+    assert run.result.solution.value == "optimal"
+    assert float(np.float32(sigmoid(z))) < 0.7  # in float32, as XGBoost has it: 0.699999988
+
+
+def test_an_ensemble_file_saved_before_the_scale_says_to_save_it_again(data, tmp_path):
+    # its source still says "sklearn GradientBoostingClassifier": the help said only that
+    # binary models with a logistic probability have one, which this one seemed to be
+    model = Ensemble.from_sklearn(fitted(data)["sklearn gradient boosting"][0])
+    model.save(tmp_path / "m.json")
+    document = json.loads((tmp_path / "m.json").read_text())
+    del document["probability"]
+    (tmp_path / "m.json").write_text(json.dumps(document))
+    with pytest.raises(veritas_dsl.SpecError) as error:
+        veritas_dsl.parse(
+            'model m = ensemble "m.json"\nquery q { input x  maximize proba(m, x) }',
+            tmp_path / "s.ver",
+        )
+    (diagnostic,) = error.value.diagnostics
+    assert diagnostic.code == "V340" and "save" in diagnostic.help, diagnostic.help
+
+
+def exact_probability(z: float) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        return 1 / (1 + (-Decimal(z)).exp())
+
+
+# margins whose float64 sigmoid is below the exact probability (rounded twice): as the upper
+# bound of a probability objective --json said it, the exact probability was above its "upper"
+MARGINS = (0.8472978603872034, 1.86618, -0.4, 3.0, 40.0, -40.0, 300.0, -745.0, -800.0, 0.0)
+
+
+@pytest.mark.parametrize("z", MARGINS)
+def test_the_probability_bounds_of_json_enclose_the_exact_probability(z):
+    low, high = probability_bounds(z)
+    assert Decimal(low) <= exact_probability(z) <= Decimal(high)
+    assert high == low or math.nextafter(low, 2) == high
+
+
+def test_a_probability_objectives_json_upper_is_at_least_its_exact_probability():
+    z = 0.8472978603872034
+    assert Decimal(sigmoid(z)) < exact_probability(z)  # the case the report got wrong
+    model = Ensemble(
+        feature=[-1], threshold=[0.0], left=[-1], right=[-1], value=[[z]], tree_offsets=[0, 1],
+        base_score=[0.0], feature_names=("f0",), task="binary", probability="logistic",
+    )  # fmt: skip
+    spec = veritas_dsl.parse(
+        "model m = ensemble\nquery top { input x  maximize proba(m, x)  solve with oracle }",
+        models={"m": model},
+    )
+    document = json.loads(json_report.dumps(spec.run(timeout_s=30)))
+    bounds = document["results"][0]["probability"]
+    assert Decimal(bounds["lower"]) < exact_probability(z) < Decimal(bounds["upper"])

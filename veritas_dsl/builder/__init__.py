@@ -22,10 +22,13 @@ from collections.abc import Mapping
 from veritas_dsl.builder.expressions import (
     Cond,
     Data,
+    Domain,
     Expr,
     Instance,
     Model,
+    Rows,
     boolean,
+    built,
     changed,
     class_,
     each,
@@ -100,7 +103,10 @@ class SpecBuilder:
         if source is not None and not domains:
             self._items.append(head)
             return
-        lines = [f"    {name(feature)} : {domain}" for feature, domain in domains.items()]
+        lines = [
+            f"    {name(feature)} : {built(domain, Domain, 'a domain is real(), integer(), ...')}"
+            for feature, domain in domains.items()
+        ]
         self._items.append("\n".join([head + " {", *lines, "}"]))
 
     def const(self, declared: str, value) -> Expr:
@@ -142,9 +148,10 @@ class Query:
         self.header = f"{keyword} {name(declared)}"
         if rows is not None:
             variable, selected = rows
+            built(selected, Rows | Data, "a batch's rows are a data set or its slice, test[0:20]")
             self.row = Instance(name(variable))
             self.header += f" for {name(variable)} in {selected}"
-            self.header += f" where {where}" if where is not None else ""
+            self.header += f" where {_cond(where)}" if where is not None else ""
         elif where is not None:
             raise ValueError("a row filter (where) needs rows")
 
@@ -161,7 +168,7 @@ class Query:
         return self.instances[0] if len(self.instances) == 1 else self.instances
 
     def where(self, cond: Cond) -> Query:
-        self.statements.append(f"where {cond}")
+        self.statements.append(f"where {_cond(cond)}")
         return self
 
     def maximize(self, objective) -> Query:
@@ -180,7 +187,7 @@ class Query:
         """``forall x: given => conclusion``, over the instances :meth:`input` named."""
         head = f"forall {', '.join(map(str, self.instances))}: "
         self.statements.append(
-            head + (f"{given} => " if given is not None else "") + f"{conclusion}"
+            head + (f"{_cond(given)} => " if given is not None else "") + _cond(conclusion)
         )
         return self
 
@@ -206,3 +213,7 @@ class Query:
                 parts.append(f"{name(engine_name)}({options_text(options)})")
         self.statements.append(f"solve with {', '.join(parts)}")
         return self
+
+
+def _cond(cond: Cond) -> str:
+    return str(built(cond, Cond, "a condition is built from comparisons, e.g. x.age >= 18"))

@@ -9,16 +9,19 @@ with ``&``, ``|`` and ``~``, and a chain is ``(0 <= x.age) & (x.age <= 60)``.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Mapping
 
 from veritas_dsl import names
+from veritas_dsl.editor.words import KEYWORDS, OPERATOR_WORDS, TYPES
 
 #: Precedence of an expression's outermost construct, loosest first (grammar/ver.lark).
 SUM, PRODUCT, UNARY, POSTFIX = range(4)
 #: ... and of a condition's.
 OR, AND, NOT, COMPARISON = range(4)
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_WORDS = frozenset((*KEYWORDS, *OPERATOR_WORDS, *TYPES))
 _NO_TRUTH = (
     "a built condition has no truth value in Python: combine conditions with & | ~ (not and, "
     "or, not), and write a chain a <= b <= c as (a <= b) & (b <= c)"
@@ -28,10 +31,11 @@ _UNIT = re.compile(r"(\d+(\.\d*)?|\.\d+)(" + "|".join(map(re.escape, _UNITS)) + 
 
 
 def name(text: str) -> str:
-    """A name as the language writes it: in backquotes unless it is a plain identifier."""
+    """A name as the language writes it: in backquotes unless it is a plain identifier that is
+    not one of its words (``not.age`` reads as the operator ``not``)."""
     if not isinstance(text, str) or not text or "`" in text or "\n" in text:
         raise ValueError(f"not a name the language can write: {text!r}")
-    return text if _PLAIN.fullmatch(text) else f"`{text}`"
+    return text if _PLAIN.fullmatch(text) and text not in _WORDS else f"`{text}`"
 
 
 def string(text: str) -> str:
@@ -42,15 +46,19 @@ def string(text: str) -> str:
 
 
 def number(value: float) -> Expr:
-    """A Python number as an expression: ``repr`` of a float reads back as the same double."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A Python or NumPy number as an expression: ``repr`` of a float reads back as the same
+    double. Converted first, as NumPy's ``repr`` is ``np.float64(0.7)``; an integer stays one
+    (one too large for a double is the checker's error, not an overflow here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"not a number: {value!r}")
+    value = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if isinstance(value, int):
+        return -number(-value) if value < 0 else Expr(str(value), POSTFIX)
     if math.isnan(value):
         raise ValueError("the language has no NaN")
     if value < 0 or (value == 0 and math.copysign(1.0, value) < 0):
         return -number(-value)
-    text = "inf" if math.isinf(value) else repr(value) if isinstance(value, float) else str(value)
-    return Expr(text, POSTFIX)
+    return Expr("inf" if math.isinf(value) else repr(value), POSTFIX)
 
 
 def expr(value) -> Expr:
@@ -189,8 +197,25 @@ class Data:
             if key.step is not None:
                 raise ValueError("a batch takes every row of its slice")
             start, stop = (str(number(k)) if k is not None else "" for k in (key.start, key.stop))
-            return f"{self}[{start}:{stop}]"
+            return Rows(f"{self}[{start}:{stop}]")
         return Instance(f"{self}[{number(key)}]")
+
+
+class Rows(str):
+    """``test[0:20]``, the rows a batch runs on (text, but only as :class:`Data` writes it)."""
+
+
+class Domain(str):
+    """A feature's domain, as :func:`real`, :func:`integer`, :func:`boolean` and :func:`onehot`
+    write it."""
+
+
+def built(value, kind: type, what: str):
+    """``value`` if it is a ``kind`` the builder made: a Python string there would be written
+    into the spec as it is, whatever it says."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{what}, not {value!r}")
+    return value
 
 
 class Cond:
@@ -303,27 +328,29 @@ def most(*terms) -> Expr:
 
 def each(func: str, term: Expr, member: Model, family: str) -> Expr:
     """``min(m(x) for m in V)`` (``func`` ``min`` or ``max``): a family's worst term."""
+    if func not in ("min", "max"):
+        raise ValueError(f"each takes min or max, not {func!r}")
     return Expr(f"{func}({term} for {member} in {name(family)})", POSTFIX)
 
 
 def real(low=None, high=None) -> str:
     """A feature's domain: ``real``, ``real in [low, high]``."""
-    return "real" + _range(low, high)
+    return Domain("real" + _range(low, high))
 
 
 def integer(low=None, high=None) -> str:
     """``int``, ``int in [low, high]``."""
-    return "int" + _range(low, high)
+    return Domain("int" + _range(low, high))
 
 
 def boolean() -> str:
     """``bool``."""
-    return "bool"
+    return Domain("bool")
 
 
 def onehot(*members: str) -> str:
     """``onehot(a, b, c)``: a one-hot group of features."""
-    return f"onehot({', '.join(map(name, members))})"
+    return Domain(f"onehot({', '.join(map(name, members))})")
 
 
 def _range(low, high) -> str:

@@ -47,3 +47,28 @@ def _around(c: float) -> tuple[float, float]:
         while Decimal(math.nextafter(below, math.inf)) < exact:
             below = math.nextafter(below, math.inf)
     return below, math.nextafter(below, math.inf)
+
+
+
+def probability_bounds(z: float) -> tuple[float, float]:
+    """The float64s just below and just above the exact ``1 / (1 + exp(-z))``: bounds on the
+    probability of a margin bound ``z``. :func:`sigmoid` rounds twice, to either side, so as an
+    upper bound it is below the exact probability about half the time. Decided by ``p *
+    exp(-z) < 1 - p`` (the exact probability is above ``p``), whose sides are far apart in 80
+    digits even where the probability itself would round to 1 there."""
+    if math.isinf(z) or z == 0:
+        p = 1.0 if z > 0 else 0.0 if z < 0 else 0.5
+        return p, p
+    with localcontext() as ctx:
+        ctx.prec = 80
+        e = (-Decimal(z)).exp()
+
+        def above(p: float) -> bool:  # the exact probability is above p
+            return Decimal(p) * e < 1 - Decimal(p)
+
+        p = sigmoid(z)
+        while not above(p):
+            p = math.nextafter(p, -math.inf)
+        while above(math.nextafter(p, math.inf)):
+            p = math.nextafter(p, math.inf)
+    return p, math.nextafter(p, math.inf)

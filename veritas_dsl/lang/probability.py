@@ -52,7 +52,8 @@ class Probabilities:
                 expr.args[0].span,
                 label=what,
                 help="only binary models whose probability is their output or its logistic "
-                "function have one; compare the output itself",
+                "function have one (an ensemble file saved before veritas-dsl recorded it has "
+                "none: save the model again); compare the output itself",
             )
         call = dataclasses.replace(expr, func=model.name, args=expr.args[1:])
         margin = self.expressions.model_output(call, scope, 0)

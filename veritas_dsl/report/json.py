@@ -8,7 +8,7 @@ Shape: ``{"schema": 1, "results": [{"query", "row", "kind", "solver", "status", 
 "solutions" (present when ``solutions = N`` was asked) lists ``{"value", "witness"}`` best first
 and "solutions_proven" says how many of them, from the first, are proven in order,
 "probability" (present when the objective is ``proba(m, x)``) gives ``{"lower", "upper"}`` as
-probabilities,
+probabilities (rounded outward: bounds on the exact ones),
 "engines" (present when several engines answered) repeats the per-engine fields, "verdict" is
 ``holds``, ``failed``, ``vacuous`` or ``undecided`` ("holds" is true, false, or null when
 undecided), "warnings" are the spec's warnings (``warning[V6xx]``), "batches" (present when a
@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 
 from veritas_dsl.diagnostics import Diagnostic
-from veritas_dsl.ir.probability import sigmoid
+from veritas_dsl.ir.probability import probability_bounds
 from veritas_dsl.outcome import QueryRun
 from veritas_dsl.result import Result
 
@@ -82,8 +82,8 @@ def result_entry(run: QueryRun, result: Result) -> dict:
         entry["solutions_proven"] = result.solutions_proven
     if run.lowered.origin.probability:
         entry["probability"] = {
-            "lower": None if result.lower is None else sigmoid(result.lower),
-            "upper": None if result.upper is None else sigmoid(result.upper),
+            "lower": None if result.lower is None else probability_bounds(result.lower)[0],
+            "upper": None if result.upper is None else probability_bounds(result.upper)[1],
         }
     return entry
 
