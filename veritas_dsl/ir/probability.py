@@ -49,7 +49,6 @@ def _around(c: float) -> tuple[float, float]:
     return below, math.nextafter(below, math.inf)
 
 
-
 def probability_bounds(z: float) -> tuple[float, float]:
     """The float64s just below and just above the exact ``1 / (1 + exp(-z))``: bounds on the
     probability of a margin bound ``z``. :func:`sigmoid` rounds twice, to either side, so as an
