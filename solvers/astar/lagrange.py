@@ -35,7 +35,7 @@ class Decomposition:
     row_leaf: np.ndarray  # (n_rows,): a row is a leaf and a pair of its tree
     row_pair: np.ndarray
     row_bounds: np.ndarray  # (2 * n_rows,): start, end of the row's range in the flat vector
-    leaf_first_row: np.ndarray  # (n_leaves,): the leaf's first row
+    leaf_first_row: np.ndarray  # (n_leaves + 1,): the leaf's first row
     pair_start: np.ndarray  # (n_pairs + 1,)
     pair_feature: np.ndarray
     shared_lam: np.ndarray  # flat multiplier index per (pair, global cell) entry
@@ -97,7 +97,7 @@ def decompose(model: Ensemble, output: int = 0) -> Decomposition:
         row_leaf=rows_a[:, 0],
         row_pair=rows_a[:, 1],
         row_bounds=rows_a[:, 2:].ravel(),
-        leaf_first_row=np.array(first_row, dtype=np.int64),
+        leaf_first_row=np.array([*first_row, len(rows)], dtype=np.int64),
         pair_start=np.array(pair_start, dtype=np.int64),
         pair_feature=np.array(pair_feature, dtype=np.int64),
         shared_lam=np.concatenate(shared_lam) if shared_lam else np.zeros(0, np.int64),
@@ -121,9 +121,9 @@ def evaluate(d: Decomposition, lam: np.ndarray):
         np.append(d.tree_first_leaf, len(leaf))))
     chosen = np.flatnonzero(leaf == tree_best[owner])
     chosen = chosen[np.unique(owner[chosen], return_index=True)[1]]
-    for l in chosen:
-        r0 = d.leaf_first_row[l]
-        r1 = d.leaf_first_row[l + 1] if l + 1 < len(d.leaf_first_row) else len(d.row_leaf)
+    for leaf_id in chosen:
+        r0 = d.leaf_first_row[leaf_id]
+        r1 = d.leaf_first_row[leaf_id + 1]
         for r in range(r0, r1):
             a, b = d.row_bounds[2 * r], d.row_bounds[2 * r + 1]
             grad[a + int(np.argmax(lam[a:b]))] += 1.0

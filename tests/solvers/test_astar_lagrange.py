@@ -53,10 +53,9 @@ def best_leaves(model: Ensemble) -> float:
     total = float(model.base_score[0])
     for t in range(len(model.tree_offsets) - 1):
         lo, hi = model.tree_offsets[t], model.tree_offsets[t + 1]
-        shift = lambda a: np.where(a >= 0, a - lo, -1)  # noqa: E731
+        left, right = (np.where(c[lo:hi] >= 0, c[lo:hi] - lo, -1) for c in (model.left, model.right))
         one = Ensemble(
-            feature=model.feature[lo:hi], threshold=model.threshold[lo:hi],
-            left=shift(model.left[lo:hi]), right=shift(model.right[lo:hi]),
+            feature=model.feature[lo:hi], threshold=model.threshold[lo:hi], left=left, right=right,
             value=model.value[lo:hi], tree_offsets=[0, hi - lo], base_score=[0.0],
             feature_names=model.feature_names,
         )  # fmt: skip
