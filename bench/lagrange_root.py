@@ -1,6 +1,6 @@
 """The Lagrangian root bound (``solvers/astar/lagrange.py``, issue 44) against A*'s proven bound.
 
-    python bench/lagrange_root.py [--steps 200] [--models 54:80x8,28:300x8]
+    python bench/lagrange_root.py [--steps 200] [--patience 10] [--models 54:80x8,28:300x8]
 
 On the models of ``bench/anytime_big.py`` (same data and training), for the global max and min of
 the margin: A*'s bounds at 1 s and 5 s, and the Lagrangian bound at the root after K subgradient
@@ -32,10 +32,11 @@ def negated(model: Ensemble) -> Ensemble:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--patience", type=int, default=10, help="steps before halving")
     parser.add_argument("--models", default="54:80x8,28:300x8")
     args = parser.parse_args()
     engine = AStarEngine()
-    checkpoints = sorted({k for k in (10, 50, 100, args.steps) if k <= args.steps})
+    checkpoints = sorted({k for k in (100, 500, 1500, args.steps) if k <= args.steps})
     print(f"{'model':<10} {'task':<4} {'A* 1s [lo, up]':>20} {'A* 5s [lo, up]':>20} "
           f"{'sum best':>9} " + " ".join(f"{'L@' + str(k):>8}" for k in checkpoints)
           + f" {'L time':>7} {'L gap %':>8} {'A*5 gap %':>9}")  # fmt: skip
@@ -53,7 +54,8 @@ def main() -> None:
             d = lagrange.decompose(model)
             seen: list[float] = []
             start = time.perf_counter()
-            lagrange.minimise(d, args.steps, five.lower, trace=lambda v, _, s=seen: s.append(v))
+            lagrange.minimise(d, args.steps, five.lower, trace=lambda v, _, s=seen: s.append(v),
+                              patience=args.patience)  # fmt: skip
             took = time.perf_counter() - start
             at = [min(seen[:k]) for k in checkpoints]
             sign = 1 if task == "max" else -1

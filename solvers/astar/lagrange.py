@@ -142,9 +142,10 @@ def evaluate(d: Decomposition, lam: np.ndarray):
     return total, grad, cells
 
 
-def minimise(d: Decomposition, steps: int, target: float, trace=None):
+def minimise(d: Decomposition, steps: int, target: float, trace=None, patience: int = 10):
     """Subgradient descent on ``L`` from ``lam = 0`` with Polyak steps toward ``target`` (a value
-    reached, e.g. an incumbent); returns the least ``L`` seen. ``trace(L, lam)`` sees each."""
+    reached, e.g. an incumbent), halved after ``patience`` steps without progress; returns the
+    least ``L`` seen. ``trace(L, lam)`` sees each."""
     lam = np.zeros(d.n_lam)
     best, mu, stall = np.inf, 1.0, 0
     for _ in range(steps):
@@ -155,7 +156,7 @@ def minimise(d: Decomposition, steps: int, target: float, trace=None):
             stall = 0
         else:
             stall += 1
-            if stall >= 10:
+            if stall >= patience:
                 mu, stall = mu / 2, 0
         best = min(best, value)
         norm = float(grad @ grad)
