@@ -1,0 +1,96 @@
+"""The Lagrangian bound (``solvers/astar/lagrange.py``): a bound for every multiplier vector,
+the subgradient's and random ones, against the brute-force oracle's exact maximum; at 0 it is
+the sum of each tree's best leaf."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from veritas_dsl.ir import Feature, Maximize, OutputAtom, OutputTerm, Query
+from veritas_dsl.model import Ensemble
+from veritas_dsl.solvers.astar import lagrange
+from veritas_dsl.solvers.base import Limits
+from veritas_dsl.solvers.oracle.engine import OracleEngine
+
+TERM = OutputTerm((OutputAtom(1.0, "m", "x"),))
+
+
+def random_forest(seed: int, n_trees: int, depth: int, n_features: int) -> Ensemble:
+    """Full trees on few features whose thresholds come from a small grid, so trees share
+    thresholds and disagree on cells."""
+    rng = np.random.default_rng(seed)
+    feature, threshold, left, right, value, offsets = [], [], [], [], [], [0]
+    for _ in range(n_trees):
+        start = len(feature)
+        n_nodes = 2 ** (depth + 1) - 1
+        for i in range(n_nodes):
+            internal = 2 * i + 1 < n_nodes
+            feature.append(int(rng.integers(n_features)) if internal else -1)
+            threshold.append(float(rng.integers(-3, 4)) / 2 if internal else 0.0)
+            left.append(start + 2 * i + 1 if internal else -1)
+            right.append(start + 2 * i + 2 if internal else -1)
+            value.append([0.0 if internal else float(rng.integers(-8, 9)) / 4])
+        offsets.append(len(feature))
+    return Ensemble(
+        feature=feature, threshold=threshold, left=left, right=right, value=value,
+        tree_offsets=offsets, base_score=[0.25], feature_names=[f"f{i}" for i in range(n_features)],
+    )  # fmt: skip
+
+
+def exact_max(model: Ensemble) -> float:
+    features = tuple(Feature(name) for name in model.feature_names)
+    q = Query("max", features, ("x",), {"m": model}, (), Maximize(TERM))
+    result = OracleEngine().solve(q, Limits(timeout_s=60))
+    assert result.lower == result.upper
+    return result.lower
+
+
+def best_leaves(model: Ensemble) -> float:
+    """The sum of each tree's best reachable leaf: each tree's own exact maximum."""
+    total = float(model.base_score[0])
+    for t in range(len(model.tree_offsets) - 1):
+        lo, hi = model.tree_offsets[t], model.tree_offsets[t + 1]
+        left, right = (np.where(c[lo:hi] >= 0, c[lo:hi] - lo, -1) for c in (model.left, model.right))
+        one = Ensemble(
+            feature=model.feature[lo:hi], threshold=model.threshold[lo:hi], left=left, right=right,
+            value=model.value[lo:hi], tree_offsets=[0, hi - lo], base_score=[0.0],
+            feature_names=model.feature_names,
+        )  # fmt: skip
+        total += exact_max(one)
+    return total
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**6), n_trees=st.integers(1, 5), depth=st.integers(1, 3),
+    n_features=st.integers(1, 3),
+)  # fmt: skip
+def test_every_multiplier_vector_gives_a_bound(seed, n_trees, depth, n_features):
+    model = random_forest(seed, n_trees, depth, n_features)
+    d = lagrange.decompose(model)
+    optimum = exact_max(model)
+    at_zero = lagrange.evaluate(d, np.zeros(d.n_lam))[0]
+    assert at_zero == pytest.approx(best_leaves(model), abs=1e-9)
+    seen = []
+    best = lagrange.minimise(d, 40, optimum, trace=lambda value, lam: seen.append(value))
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        seen.append(lagrange.evaluate(d, rng.normal(0, 2, d.n_lam))[0])
+    assert min(seen) >= optimum - 1e-9
+    assert best == min(seen[: len(seen) - 5])
+
+
+def test_the_steps_tighten_a_loose_sum_of_best_leaves():
+    """Forests where the sum of best leaves is loose: the steps take some of it back."""
+    tightened = 0
+    for seed in range(20):
+        model = random_forest(seed, 4, 2, 2)
+        d = lagrange.decompose(model)
+        optimum, loose = exact_max(model), best_leaves(model)
+        best = lagrange.minimise(d, 100, optimum)
+        assert optimum - 1e-9 <= best <= loose + 1e-12
+        tightened += best < loose - 1e-6
+    assert tightened >= 5, "the steps never tightened the bound: a weak test"
