@@ -42,6 +42,7 @@ from fractions import Fraction
 import numpy as np
 
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.unlearning.dare.estimator import check_params
 from veritas_dsl.unlearning.dare.forest import DareForest, _ids, _rows
 from veritas_dsl.unlearning.dare.view import _inputs
 
@@ -108,10 +109,10 @@ class ShardedForest:
         self.epsilon = _positive("epsilon", epsilon)
         if _exact(self.epsilon) > _exact(_positive("budget", budget)):
             raise ModelError(f"epsilon {epsilon} is above the budget {budget}: no answer fits")
-        DareForest(**forest, random_state=0)  # checks the settings
+        check_params(DareForest(**forest, random_state=0))
         self.forest = dict(forest)
         if random_state is not None:
-            DareForest(random_state=random_state)  # an integer >= 0
+            check_params(DareForest(random_state=random_state))  # an integer >= 0
         else:
             random_state = np.random.SeedSequence().entropy
         self.random_state = random_state

@@ -10,7 +10,7 @@ gives a forest distributed as such a fit (see :mod:`veritas_dsl.unlearning.dare.
 
 from __future__ import annotations
 
-import math
+import copy as copying
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +18,19 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.steps import step
+from veritas_dsl.unlearning.dare.estimator import (
+    BaseEstimator,
+    ClassifierMixin,
+    NotFitted,
+    check_feature_names,
+    check_params,
+    encode_labels,
+    feature_count,
+    feature_names,
+    matrix,
+)
 from veritas_dsl.unlearning.dare.splits import Presorted
-from veritas_dsl.unlearning.dare.tree import Grower, Settings, Tree
+from veritas_dsl.unlearning.dare.tree import Grower, Settings
 from veritas_dsl.unlearning.dare.view import ForestView
 
 if TYPE_CHECKING:
@@ -32,56 +43,50 @@ if TYPE_CHECKING:
 ONE_BY_ONE = 100
 
 
-class DareForest:
-    """A data-removal-enabled random forest for binary classification.
+class DareForest(ClassifierMixin, BaseEstimator):
+    """A data-removal-enabled random forest for binary classification, a scikit-learn
+    classifier (:mod:`.estimator`).
 
     ``k`` thresholds are sampled per sampled attribute (None: every valid one); ``max_features``
-    attributes are sampled per greedy node (``"sqrt"``, a count, or None: all); the top
-    ``random_depth`` levels are random nodes. :meth:`fit` and :meth:`add` return the forest;
-    every method that raises :class:`ModelError` leaves the forest as it was.
+    attributes are sampled per greedy node (:func:`~.estimator.feature_count`); the top
+    ``random_depth`` levels are random nodes; ``max_depth`` None grows until the leaves are
+    pure or too small. ``random_state``: a seed, None (fresh entropy) or a Generator, which the
+    forest then draws from. :meth:`fit` and :meth:`add` return the forest; every method that
+    raises :class:`ModelError` (a ValueError) leaves the forest as it was.
     """
 
     def __init__(
         self,
         n_trees: int = 100,
-        max_depth: int = 10,
+        max_depth: int | None = 10,
         k: int | None = 10,
         random_depth: int = 0,
-        max_features: int | str | None = "sqrt",
+        max_features: int | float | str | None = "sqrt",
         min_samples_leaf: int = 1,
-        random_state: int = 0,
+        random_state: int | np.random.Generator | None = 0,
     ) -> None:
-        _check_int("n_trees", n_trees, 1)
-        _check_int("max_depth", max_depth, 0)
-        if k is not None:
-            _check_int("k", k, 1)
-        _check_int("random_depth", random_depth, 0)
-        if max_features is not None and max_features != "sqrt":
-            _check_int("max_features", max_features, 1)
-        _check_int("min_samples_leaf", min_samples_leaf, 1)
-        _check_int("random_state", random_state, 0)
+        # Stored as given and checked at fit, as scikit-learn asks (set_params and clone rely
+        # on it).
         self.n_trees, self.max_depth, self.k = n_trees, max_depth, k
         self.random_depth, self.max_features = random_depth, max_features
         self.min_samples_leaf, self.random_state = min_samples_leaf, random_state
-        self.last_deletion_cost = 0
-        self._X: np.ndarray | None = None
-        self._y: np.ndarray | None = None
-        self._alive: np.ndarray | None = None
-        self._trees: list[Tree] = []
-        self._presorted: Presorted | None = None  # rows sorted per attribute; a cache
-        self._rng = np.random.Generator(np.random.PCG64(random_state))
 
     def params(self) -> dict:
-        """The constructor's arguments."""
-        return {
-            "n_trees": self.n_trees,
-            "max_depth": self.max_depth,
-            "k": self.k,
-            "random_depth": self.random_depth,
-            "max_features": self.max_features,
-            "min_samples_leaf": self.min_samples_leaf,
-            "random_state": self.random_state,
-        }
+        """The constructor's arguments (``get_params()``)."""
+        return self.get_params()
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_X", None) is not None
+
+    @property
+    def last_deletion_cost(self) -> int:
+        """Rows the last deletion re-examined (see :meth:`delete`); 0 after a fit."""
+        self._fitted()
+        return self._last_deletion_cost
+
+    @last_deletion_cost.setter
+    def last_deletion_cost(self, value: int) -> None:
+        self._last_deletion_cost = value
 
     # -- training rows -----------------------------------------------------------------------
 
@@ -102,19 +107,27 @@ class DareForest:
         return np.flatnonzero(self._alive)
 
     def training_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the remaining rows (float32) and their labels, in id order."""
+        """Copies of the remaining rows (float32) and their labels (from ``classes_``), in id
+        order."""
         keep = self.remaining()
-        return self._X[keep].copy(), self._y[keep].copy()
+        return self._X[keep].copy(), self.classes_[self._y[keep]]
 
     # -- fit, delete, add --------------------------------------------------------------------
 
     def fit(self, X, y) -> DareForest:
-        """Grow the trees on ``X`` (cast to float32) and labels ``y`` in {0, 1}; forget any
-        earlier fit and restart the random generator from ``random_state``."""
-        X, y = _rows(X, y, None)
-        if np.all(y == y[0]):
-            raise ModelError(f"every label is {int(y[0])}: fit needs rows of both classes")
-        self._rng = np.random.Generator(np.random.PCG64(self.random_state))
+        """Grow the trees on ``X`` (cast to float32; a DataFrame's column names become
+        ``feature_names_in_``) and labels ``y`` of two classes (``classes_``, sorted); forget
+        any earlier fit and restart the random generator from ``random_state``."""
+        check_params(self)
+        names = feature_names(X)
+        X, y_raw = _rows(X, y, None)
+        classes, y = encode_labels(y_raw, None)
+        self._rng = np.random.default_rng(self.random_state)  # an int: PCG64(random_state)
+        self.classes_, self.n_features_in_ = classes, X.shape[1]
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
         self._X, self._y, self._presorted = X, y, None
         self._alive = np.ones(len(X), dtype=bool)
         grower = self._grower()
@@ -183,12 +196,11 @@ class DareForest:
         ``copy.deepcopy`` (a fifth of the time on 100 trees of depth 10): the training rows and
         their sorted orders, which no edit changes in place, are shared."""
         self._fitted()
-        other = DareForest(**self.params())
-        other._X, other._y, other._alive = self._X, self._y, self._alive.copy()
+        other = copying.copy(self)  # parameters and fitted attributes, shared
+        other._alive = self._alive.copy()
         other._presorted = self._grower().presorted  # built once, for every copy
         other._trees = [tree.copy() for tree in self._trees]
-        other._rng.bit_generator.state = self._rng.bit_generator.state
-        other.last_deletion_cost = self.last_deletion_cost
+        other._rng = copying.deepcopy(self._rng)
         return other
 
     def warm(self, indices) -> None:
@@ -206,7 +218,9 @@ class DareForest:
     def add(self, X, y) -> DareForest:
         """Learn new rows; they get the next ids."""
         self._fitted()
+        check_feature_names(self, X)
         X, y = _rows(X, y, self._X.shape[1])
+        y = encode_labels(y, self.classes_)[1]
         ids = np.arange(len(self._X), len(self._X) + len(X))
         old = (self._X, self._y, self._alive)
         self._X = np.concatenate([self._X, X])
@@ -242,13 +256,13 @@ class DareForest:
             self.last_deletion_cost = grower.cost
 
     def _grower(self) -> Grower:
-        p = self._X.shape[1]
-        features = {None: p, "sqrt": max(1, int(math.sqrt(p)))}.get(self.max_features)
+        # No depth limit is a limit no tree reaches: a split leaves a row on each side.
+        depth = len(self._X) if self.max_depth is None else self.max_depth
         settings = Settings(
-            max_depth=self.max_depth,
+            max_depth=depth,
             k=self.k,
             random_depth=self.random_depth,
-            max_features=min(p, features if features is not None else self.max_features),
+            max_features=feature_count(self.max_features, self._X.shape[1]),
             min_samples_leaf=self.min_samples_leaf,
         )
         if self._presorted is None or self._presorted.order.shape[1] != len(self._X):
@@ -256,8 +270,8 @@ class DareForest:
         return Grower(self._X, self._y, settings, self._rng, self._presorted)
 
     def _fitted(self) -> None:
-        if self._X is None:
-            raise ModelError("the forest is not fitted yet: call fit(X, y) first")
+        if not self.__sklearn_is_fitted__():
+            raise NotFitted("the forest is not fitted yet: call fit(X, y) first")
 
     # -- outputs -----------------------------------------------------------------------------
 
@@ -267,15 +281,26 @@ class DareForest:
         return ForestView.of(self._trees, self._X.shape[1])
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, shape ``(n, 2)``: column 1 is the mean over trees of the
-        fraction of positives in the leaf ``x`` reaches (``X`` is cast to float32)."""
-        return self.view().predict_proba(X)
+        """Class probabilities, shape ``(n, 2)``, columns in ``classes_`` order: column 1 is
+        the mean over trees of the fraction of the second class in the leaf ``x`` reaches
+        (``X`` is cast to float32)."""
+        self._fitted()
+        check_feature_names(self, X)
+        return self.view().predict_proba(matrix(X, self.n_features_in_))
+
+    def predict(self, X) -> np.ndarray:
+        """The class of each row: the second class where its probability is above 0.5, as the
+        exported Ensemble decides (a tie goes to the first)."""
+        second = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[second.astype(np.int64)]
 
     def to_ensemble(self) -> Ensemble:
-        """The forest as a binary :class:`Ensemble` whose ``eval`` is ``predict_proba[:, 1]``."""
+        """The forest as a binary :class:`Ensemble` whose ``eval`` is ``predict_proba[:, 1]``,
+        its features named by ``feature_names_in_`` (``f0, f1, ...`` without)."""
         from veritas_dsl.model.ensemble import Ensemble
 
-        return self.view().to_ensemble(Ensemble)
+        names = getattr(self, "feature_names_in_", None)
+        return self.view().to_ensemble(Ensemble, names=None if names is None else tuple(names))
 
     # -- files -------------------------------------------------------------------------------
 
@@ -294,32 +319,15 @@ class DareForest:
         return load(cls, path)
 
 
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ModelError(f"{name} must be an integer >= {low}, not {value!r}")
-
-
 def _rows(X, y, width: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float32 rows and int8 labels."""
-    try:
-        X = np.array(X, dtype=np.float32)
-        y_raw = np.asarray(y)
-    except (TypeError, ValueError) as error:
-        raise ModelError(f"the rows are not numbers: {error}") from None
-    if X.ndim != 2 or len(X) == 0 or X.shape[1] == 0:
-        raise ModelError(f"X must be a non-empty 2-d array, not shape {X.shape}")
-    if width is not None and X.shape[1] != width:
-        raise ModelError(f"X has {X.shape[1]} columns; the forest was fitted on {width}")
-    bad = np.argwhere(~np.isfinite(X))
-    if len(bad):
-        r, c = bad[0]
-        raise ModelError(f"X[{r}, {c}] is {X[r, c]}: rows must be finite")
+    """Validated float32 rows and their labels, as given."""
+    if y is None:
+        raise ModelError("DareForest requires y to be passed, but the target y is None")
+    X = matrix(X, width)
+    y_raw = np.asarray(y)
     if y_raw.shape != (len(X),):
         raise ModelError(f"y must have one label per row ({len(X)}), not shape {y_raw.shape}")
-    odd = np.flatnonzero(~np.isin(y_raw, (0, 1)))
-    if len(odd):
-        raise ModelError(f"y[{odd[0]}] is {y_raw[odd[0]].item()!r}: labels must be 0 or 1")
-    return X, y_raw.astype(np.int8)
+    return X, y_raw
 
 
 def _ids(indices, n: int) -> np.ndarray:

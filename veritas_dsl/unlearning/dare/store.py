@@ -23,6 +23,7 @@ from veritas_dsl.model.archive import check_inflation
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.model.forest import check_forest, check_offsets
 from veritas_dsl.model.limits import MAX_BYTES, model_size
+from veritas_dsl.unlearning.dare.estimator import check_params
 from veritas_dsl.unlearning.dare.tree import GREEDY, LEAF, RANDOM, Tree
 from veritas_dsl.unlearning.dare.view import ForestView
 
@@ -55,10 +56,13 @@ def save(forest, path: str | Path) -> None:
     header = {
         "format": FILE_FORMAT,
         "version": FILE_VERSION,
-        "params": forest.params(),
+        "params": _params(forest),
         "rng": forest._rng.bit_generator.state,
         "last_deletion_cost": forest.last_deletion_cost,
+        "classes": forest.classes_.tolist(),
     }
+    if hasattr(forest, "feature_names_in_"):
+        header["feature_names"] = forest.feature_names_in_.tolist()
     arrays = dict(
         header=np.array(json.dumps(header)),
         X=forest._X,
@@ -85,6 +89,15 @@ def save(forest, path: str | Path) -> None:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def _params(forest) -> dict:
+    """The parameters as JSON; a Generator given as ``random_state`` is stored as None (the
+    generator's state is stored apart, so the loaded forest draws on from where it was)."""
+    params = forest.get_params()
+    if isinstance(params["random_state"], np.random.Generator):
+        params["random_state"] = None
+    return params
 
 
 def load(cls, path: str | Path):
@@ -164,19 +177,47 @@ def _forest(cls, arrays: dict):
         if arrays[name].dtype != dtype or arrays[name].ndim != ndim:
             raise ModelError(f"the array {name} is not {ndim}-d {np.dtype(dtype).name}")
     forest = cls(**header["params"])
+    check_params(forest)
     X, y, alive = arrays["X"], arrays["y"], arrays["alive"]
     if not (len(X) == len(y) == len(alive)) or X.shape[1] == 0 or not alive.any():
         raise ModelError("the training rows, labels and deleted marks do not match")
     if not np.isfinite(X).all() or not np.isin(y, (0, 1)).all():
         raise ModelError("the training rows are not finite or the labels not 0 and 1")
-    forest._X, forest._y, forest._alive = X, y, alive
+    forest._X, forest._y, forest._alive, forest._presorted = X, y, alive, None
+    _fitted_attributes(forest, header)
     forest._trees = _trees(arrays, forest)
     try:
+        generator = _BIT_GENERATORS[header["rng"]["bit_generator"]]
+        forest._rng = np.random.Generator(generator())
         forest._rng.bit_generator.state = header["rng"]
     except (TypeError, ValueError, KeyError) as error:
         raise ModelError(f"the random generator's state is unreadable ({error})") from None
     forest.last_deletion_cost = header["last_deletion_cost"]
     return forest
+
+
+# The generators a ``random_state`` Generator may hold (numpy's own).
+_BIT_GENERATORS = {
+    g.__name__: g
+    for g in (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64,
+              np.random.MT19937)
+}  # fmt: skip
+
+
+def _fitted_attributes(forest, header: dict) -> None:
+    """``classes_``, ``n_features_in_`` and ``feature_names_in_`` from the header (a file
+    from before labels were kept: 0 and 1)."""
+    classes = np.asarray(header.get("classes", [0, 1]))
+    if classes.ndim != 1 or len(classes) != 2 or not classes[0] < classes[1]:
+        raise ModelError("the classes are damaged")
+    forest.classes_, forest.n_features_in_ = classes, forest._X.shape[1]
+    if "feature_names" in header:
+        names = header["feature_names"]
+        if not isinstance(names, list) or len(names) != forest.n_features_in_ or not all(
+            isinstance(n, str) for n in names
+        ):
+            raise ModelError("the feature names are damaged")
+        forest.feature_names_in_ = np.asarray(names, dtype=object)
 
 
 def _header(arrays: dict) -> dict:
@@ -254,7 +295,8 @@ def _check_rows(tree: Tree, forest) -> None:
         if tree.count[node] != len(rows) or tree.positives[node] != int(y[rows].sum()):
             raise ModelError("a node's cached counts are not those of its rows")
         misplaced = kind != LEAF and (kind == RANDOM) != (depth < forest.random_depth)
-        if depth > forest.max_depth or misplaced:
+        too_deep = forest.max_depth is not None and depth > forest.max_depth
+        if too_deep or misplaced:
             raise ModelError("a node's kind does not fit its depth")
         if kind == LEAF:
             if not np.array_equal(tree.rows[node], rows):

@@ -102,10 +102,12 @@ class ForestView:
         negatives = self.shares(self.count - self.positives)
         return np.concatenate([negatives.sums(nodes), self.fractions.sums(nodes)], axis=1)
 
-    def to_ensemble(self, cls, values: LeafFractions | None = None, source: str = "DaRE forest"):
-        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf fractions. With other
-        leaf ``values`` (a bound, not this forest) it has no library model: its ``eval`` is its
-        own definition."""
+    def to_ensemble(
+        self, cls, values: LeafFractions | None = None, source: str = "DaRE forest", names=None
+    ):
+        """A binary ``cls`` (an Ensemble) with this forest's trees and leaf fractions, its
+        features ``names`` (None: ``f0, f1, ...``). With other leaf ``values`` (a bound, not
+        this forest) it has no library model: its ``eval`` is its own definition."""
         leaf = self.kind == LEAF
         library = LibraryModel(
             "DaRE forest", lambda X: self.predict_proba(X)[:, 1], np.arange(self.n_features)
@@ -119,7 +121,7 @@ class ForestView:
             value=fractions.values(),
             tree_offsets=self.tree_offsets,
             base_score=np.zeros(1),
-            feature_names=tuple(f"f{i}" for i in range(self.n_features)),
+            feature_names=names or tuple(f"f{i}" for i in range(self.n_features)),
             task="binary",
             class_threshold=0.5,
             probability="identity",
