@@ -144,7 +144,7 @@ def test_retraining_on_one_class_is_an_error(tmp_path):
         )
     (diagnostic,) = error.value.diagnostics
     assert diagnostic.code == "V413"
-    assert "cannot retrain `before`" in diagnostic.message and "both classes" in diagnostic.message
+    assert "cannot retrain `before`" in diagnostic.message and "two classes" in diagnostic.message
 
 
 def test_a_row_the_saved_forest_forgot_is_named_in_the_spec_and_in_the_file(tmp_path):
