@@ -25,22 +25,11 @@ import os
 import time
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, make_classification
+from membership import data_sets  # bench/membership.py: the same sets, rows and trees
 
 from veritas_dsl.unlearning import DareForest
 from veritas_dsl.unlearning.cap import capped_deletion
 from veritas_dsl.unlearning.membership import UNLEARNINGS, estimate, play
-
-
-def data_sets(names: list[str]) -> dict:
-    sets = {}
-    if "breast_cancer" in names:
-        X, y = load_breast_cancer(return_X_y=True)
-        sets["breast_cancer"] = (X, y, 400, 100)  # rows, train rows, trees
-    if "synthetic" in names:
-        X, y = make_classification(2000, 20, n_informative=5, random_state=0)
-        sets["synthetic"] = (X, y, 1000, 50)
-    return sets
 
 
 def cell(values) -> str:
