@@ -8,7 +8,7 @@ from veritas_dsl.solvers.base import Availability, Capabilities
 
 CAPABILITIES = Capabilities(
     # Not hard_vote: a count of trees per label has no admissible per-tree heuristic yet. l2
-    # as a distance to a row to minimise only (lifted.py refuses the rest).
+    # as a distance to a row to minimise; not as a ball or between two instances.
     constructs=frozenset(
         {
             "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",

@@ -69,13 +69,9 @@ def resources_of(query, constraints, plan, var, groups) -> tuple[Resource, ...]:
             specs.append((K.KIND_L1, float(c.radius), False, c.instance, c.center, c.weights))
         elif isinstance(c, Ball) and c.norm == "linf" and not isinstance(c.center, Row):
             specs.append((K.KIND_LINF, float(c.radius), False, c.instance, c.center, c.weights))
-        elif isinstance(c, Ball) and c.norm == "l2":
-            raise _refuse(query, "an l2 ball (l2 is a distance to minimise here)")
     if plan.distance is not None:
         d = plan.distance
         kind = {"linf": K.KIND_LINF, "l1": K.KIND_L1, "l2": K.KIND_L2}[d.norm]
-        if kind == K.KIND_L2 and not isinstance(d.center, Row):
-            raise _refuse(query, "an l2 distance between two instances")
         specs.append((kind, math.inf, True, d.instance, d.center, d.weights))
     for spec in specs:
         _check_weights(query, spec[5])

@@ -14,7 +14,8 @@ from veritas_dsl.solvers.milp import gurobi, highs
 Driver = Literal["auto", "highs", "gurobi"]
 
 #: What the program answers. Not hard_vote: a count of trees would need one indicator per tree
-#: and label; not yet. l2 as a distance to minimise only (a ball is refused when written).
+#: and label; not yet. l2 as a distance to a row to minimise; not as a ball or between two
+#: instances (their squares would need rows of their own, with checks and cuts as outputs have).
 SUPPORTED = frozenset(
     {
         "two_instances", "several_models", "multiclass", "int_domain", "bool_domain", "tie",

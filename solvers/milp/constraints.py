@@ -27,7 +27,7 @@ from veritas_dsl.ir.query import (
     Tie,
     weight_of,
 )
-from veritas_dsl.solvers.base import Deadline, UnsupportedQuery
+from veritas_dsl.solvers.base import Deadline
 from veritas_dsl.solvers.milp.program import ONE, ZERO, Affine, power_of_two
 from veritas_dsl.solvers.milp.trees import Trees
 
@@ -309,11 +309,6 @@ class Constraints(Trees):
             self.at_least(Affine.column(var.x), r, active)
 
     def ball(self, c: Ball, active: Affine, top_level: bool) -> None:
-        if c.norm == "l2":  # a sum of squares within a radius: its rows would need their own
-            raise UnsupportedQuery(  # checks and cuts, as outputs have; the oracle takes it
-                f"query {self.query.name}: the MILP engine takes l2 as a distance to minimise, "
-                "not as a ball"
-            )
         if c.radius < 0:
             self.forbid(active)
             return

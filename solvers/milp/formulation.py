@@ -283,10 +283,6 @@ class _Builder(Constraints):
         grid step (:attr:`Formulation.step` None): squares of distances a float32 step apart
         differ below the solver's resolution, so the optimum is the solver's to it and its
         bound stays the lower one (``Progress.result``)."""
-        if not isinstance(goal.center, Row):
-            raise UnsupportedQuery(
-                f"query {self.query.name}: the MILP engine measures an l2 distance to a row only"
-            )
         own = self.var_of[self.query.instances.index(goal.instance)]
         if self.complex.intersection(map(int, own)):
             raise UnsupportedQuery(

@@ -11,7 +11,8 @@ CAPABILITIES = Capabilities(
     constructs=frozenset(
         {
             "two_instances", "several_models", "multiclass", "int_domain", "bool_domain",
-            "tie", "one_hot", "changed", "linf", "l1", "l2", "weighted_distance", "linear",
+            "tie", "one_hot", "changed", "linf", "l1", "l2", "l2_ball", "l2_pair",
+            "weighted_distance", "linear",
             "output_constraint", "disjunction", "maximize", "minimize", "worst_of",
             "minimize_distance", "find", "prove", "hard_vote",
         }

@@ -66,7 +66,8 @@ def installed(names) -> list[str]:
     return [n for n in names if registry.get(n).available()]
 
 
-#: Engines that list l2 but take it as a distance to a row to minimise only, refusing a ball.
+#: Engines that take l2 as a distance to a row to minimise only, not as a ball or between two
+#: instances (those are the oracle's).
 GOAL_ONLY = ("astar", "milp", "gurobi")
 
 
@@ -319,23 +320,41 @@ def test_closest_l2_example_over_int_features_matches_the_cells(model, row, weig
         assert square >= best and float(Root(square)) == result.upper, name
 
 
-@pytest.mark.parametrize("name", GOAL_ONLY)
-def test_an_l2_ball_and_l2_between_instances_are_refused_where_goal_only(name, two_trees):
-    if not registry.get(name).available():
-        pytest.skip(f"{name} is not installed")
-    space, zero = features(two_trees), Row((0.0,) * two_trees.n_features)
-    ball = Query(
-        "ball", space, ("x",), {"m": two_trees}, (Ball("l2", "x", zero, 1.0),),
-        Maximize(term(out())),
-    )  # fmt: skip
-    with pytest.raises(UnsupportedQuery, match="ball"):
-        registry.get(name).solve(ball)
-    pair = Query(
-        "pair", space, ("x", "y"), {"m": two_trees},
-        (OutputConstraint(term(out("y")), ">", 2.0),), MinimizeDistance("l2", "x", "y"),
-    )  # fmt: skip
-    with pytest.raises(UnsupportedQuery, match=r"to a row only|between two instances"):
-        registry.get(name).solve(pair)
+def l2_queries(model) -> dict[str, Query]:
+    """A ball, a distance between two instances and a distance to a row, each alone."""
+    space, zero = features(model), Row((0.0,) * model.n_features)
+    return {
+        "ball": Query(
+            "ball", space, ("x",), {"m": model}, (Ball("l2", "x", zero, 1.0),),
+            Maximize(term(out())),
+        ),
+        "pair": Query(
+            "pair", space, ("x", "y"), {"m": model},
+            (OutputConstraint(term(out("y")), ">", 2.0),), MinimizeDistance("l2", "x", "y"),
+        ),
+        "row": Query(
+            "row", space, ("x",), {"m": model}, (OutputConstraint(term(out()), ">", 2.0),),
+            MinimizeDistance("l2", "x", zero),
+        ),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["ball", "pair", "row"])
+def test_a_refusal_names_exactly_the_engines_that_answer(kind, two_trees):
+    # The hint "engines that can" is what a user tries next: each engine it names answers the
+    # query (installed ones are run), and each engine left out refuses it.
+    query = l2_queries(two_trees)[kind]
+    able = set(registry.able(query))
+    assert able == ({"oracle"} if kind != "row" else set(GOAL_ONLY) | {"oracle"})
+    for name, engine in registry.ENGINES.items():
+        if name in able:
+            if engine.available():
+                result = engine.solve(query)
+                assert result.termination is not Termination.ERROR, (name, result)
+            continue
+        hint = f"engines that can: {', '.join(registry.able(query))}$"
+        with pytest.raises(UnsupportedQuery, match=hint):
+            registry.check_supports(engine, query)
 
 
 # -- the MILP at extreme scales (as tests/solvers/test_milp_scales.py does for l1) -------------

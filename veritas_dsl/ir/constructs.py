@@ -19,13 +19,17 @@ from veritas_dsl.ir.query import (
     OutputConstraint,
     Prove,
     Query,
+    Row,
     Tie,
     VoteMargin,
     output_terms,
     walk,
 )
 
-#: Every construct a query can use; engines declare the subset they answer.
+#: Every construct a query can use; engines declare the subset they answer. ``l2`` is a distance
+#: to a row to minimise; ``l2_ball`` a radius, ``l2_pair`` a distance between two instances:
+#: engines that take the first need not take the others (squares over two copies of the inputs
+#: or under a radius are another encoding).
 CONSTRUCTS = frozenset(
     {
         "two_instances",
@@ -39,6 +43,8 @@ CONSTRUCTS = frozenset(
         "linf",
         "l1",
         "l2",
+        "l2_ball",
+        "l2_pair",
         "weighted_distance",
         "linear",
         "output_constraint",
@@ -86,6 +92,8 @@ def constructs(query: Query) -> frozenset[str]:
     goal = query.goal
     if isinstance(goal, MinimizeDistance):
         found.add(goal.norm)
+        if goal.norm == "l2" and not isinstance(goal.center, Row):
+            found.add("l2_pair")
         if goal.weights is not None:
             found.add("weighted_distance")
     conclusion = goal.conclusion if isinstance(goal, Prove) else ()
@@ -100,7 +108,9 @@ def constructs(query: Query) -> frozenset[str]:
     }
     for c in walk(query.constraints + conclusion):
         if isinstance(c, Ball):
-            found.add(c.norm)
+            found.add("l2_ball" if c.norm == "l2" else c.norm)
+            if c.norm == "l2" and not isinstance(c.center, Row):
+                found.add("l2_pair")
             if c.weights is not None:
                 found.add("weighted_distance")
         elif type(c) in names:
