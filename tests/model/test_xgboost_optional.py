@@ -174,3 +174,38 @@ def test_a_model_in_memory_without_xgboost_names_the_extra():
 def test_a_decimal_at_a_midpoint_rounds_by_its_exact_value(text):
     assert float32_of(text) == nearest_float32(text)
     assert xgboost_document.base_values(f"[{text}]")[0] == nearest_float32(text)
+
+
+def damaged(path: Path) -> dict[str, str]:
+    """The JSON model at ``path`` cut in half, with half its trees dropped (``num_trees`` left as
+    it was) and with a tree's ``left_children`` three short: name -> text."""
+    raw = path.read_text()
+    dropped = json.loads(raw)
+    model = dropped["learner"]["gradient_booster"]["model"]
+    model["trees"], model["tree_info"] = model["trees"][:10], model["tree_info"][:10]
+    short = json.loads(raw)
+    tree = short["learner"]["gradient_booster"]["model"]["trees"][3]
+    tree["left_children"] = tree["left_children"][:-3]
+    return {"half": raw[: len(raw) // 2], "dropped": json.dumps(dropped), "short": json.dumps(short)}
+
+
+def test_damaged_files_without_xgboost_are_located_errors(tmp_path):
+    # Without the library nothing checks the file but our reader: each damage is error V401 at
+    # the model's declaration, exit 2, no traceback and nothing on standard output.
+    spec = (ROOT / "examples" / "domains.ver").read_text()
+    assert spec.count('"models/credit.json"') == 1
+    files = {f"{name}.json": text for name, text in damaged(ROOT / "examples/models/credit.json").items()}
+    whole = model_file(tmp_path, "ubj").read_bytes()
+    for at in (len(whole) // 3, len(whole) // 2, len(whole) - 1):
+        files[f"cut{at}.ubj"] = whole[:at]
+    for name, content in files.items():
+        model = tmp_path / name
+        (model.write_text if isinstance(content, str) else model.write_bytes)(content)
+        (tmp_path / "spec.ver").write_text(spec.replace("models/credit.json", name))
+        done = hidden(
+            "from veritas_dsl.cli import main\nsys.exit(main(['run', 'spec.ver', '--json']))\n",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, (name, done.stderr)
+        assert "error[V401]" in done.stderr and " --> spec.ver:3:" in done.stderr, name
+        assert "Traceback" not in done.stderr and done.stdout == "", name
