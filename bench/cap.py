@@ -68,16 +68,24 @@ def main() -> None:
     parser.add_argument("--shadows", type=int, default=2)
     parser.add_argument("--batches", type=int, default=30, help="single-row deletions")
     parser.add_argument("--taus", default="0.05,0.01,0.002,0.0005")
+    parser.add_argument(
+        "--noisy", default="0.2:0.9,0.1:0.9,0.05:0.9", help="TAU:SHARE,...: noisy caps"
+    )
     parser.add_argument("--sets", default="breast_cancer")
     args = parser.parse_args()
-    taus = [float(t) for t in args.taus.split(",")]
+    taus = [float(t) for t in args.taus.split(",") if t]
+    noisy = [tuple(map(float, pair.split(":"))) for pair in args.noisy.split(",") if pair]
     print(
         f"{args.seeds} seeds, {args.shadows} shadows, {args.batches} single-row deletions per "
         f"target; load average {os.getloadavg()[0]:.1f} at start"
     )
     for name, (X, y, n_train, trees) in data_sets(args.sets.split(",")).items():
         start = time.process_time()
-        unlearnings = {**UNLEARNINGS, **{f"cap {t:g}": capped_deletion(t) for t in taus}}
+        unlearnings = {
+            **UNLEARNINGS,
+            **{f"cap {t:g}": capped_deletion(t) for t in taus},
+            **{f"cap {t:g}, noise {n:g}": capped_deletion(t, n) for t, n in noisy},
+        }
         attack: dict[str, list[dict]] = {}
         use: dict[str, list[dict]] = {}
         for seed in range(args.seeds):

@@ -221,6 +221,13 @@ def _add_cap(commands) -> None:
         "--timeout", type=float, default=10.0, metavar="SECONDS",
         help="time limit of each engine call (default 10); at it, its bound still counts",
     )  # fmt: skip
+    cap.add_argument(
+        "--noise", type=float, default=0.0, metavar="SHARE",
+        help="share of tau given to seeded noise in every leaf, in [0, 1) (default 0)",
+    )  # fmt: skip
+    cap.add_argument(
+        "--seed", type=int, metavar="N", help="the noise's seed (default: fresh entropy)"
+    )
     cap.add_argument("--save", metavar="FILE", help="write the capped model (ensemble JSON)")
     cap.add_argument("--json", action="store_true", help="print one JSON document")
     cap.set_defaults(parser=cap)
@@ -262,6 +269,11 @@ def check(args: argparse.Namespace) -> None:
     tau = getattr(args, "tau", 0.0)
     if not (math.isfinite(tau) and tau >= 0):
         args.parser.error(f"argument --tau: must be a number >= 0, not {tau:g}")
+    noise = getattr(args, "noise", 0.0)
+    if not 0 <= noise < 1:  # NaN fails too
+        args.parser.error(f"argument --noise: must be a share in [0, 1), not {noise:g}")
+    if (getattr(args, "seed", None) or 0) < 0:
+        args.parser.error(f"argument --seed: must be at least 0, not {args.seed}")
     resume, jsonl = getattr(args, "resume", None), getattr(args, "jsonl", None)
     if resume and jsonl and Path(resume).resolve() != Path(jsonl).resolve():
         args.parser.error("argument --jsonl: --resume FILE appends to FILE; give one file")

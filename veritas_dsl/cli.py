@@ -347,6 +347,8 @@ def _cap(args: argparse.Namespace) -> ExitCode:
             steps=args.steps,
             features=t.features,
             groups=t.groups,
+            noise=args.noise,
+            seed=args.seed,
         )
         found.append((t.model, t.base, t.deleted(), capped))
     if args.save:

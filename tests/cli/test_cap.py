@@ -80,6 +80,10 @@ def test_a_spec_gives_one_result_per_deletion(folder, capsys):
         (["--tau", "0.1"], "needs --delete"),
         (["--delete", "5", "--tau", "0.1", "--save", "/no/such/folder/m.json"], "no folder"),
         (["--delete", "5", "--tau", "0.1", "--solver", "nosuch"], "unknown engine"),
+        (["--delete", "5", "--tau", "0.1", "--noise", "1"], "--noise: must be a share in [0, 1)"),
+        (["--delete", "5", "--tau", "0.1", "--noise", "nan"], "--noise: must be a share"),
+        (["--delete", "5", "--tau", "0.1", "--noise", "0.5", "--seed", "-2"], "--seed: must be"),
+        (["--delete", "5", "--tau", "0.1", "--seed", "x"], "--seed: invalid int value"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(folder, capsys, argv, message):
@@ -91,6 +95,26 @@ def test_bad_input_exits_2_with_a_message(folder, capsys, argv, message):
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_noisy_cap_is_seeded_and_proven_on_the_model_saved(folder, capsys, tmp_path):
+    path, _, _ = folder
+    argv = ["cap", str(path / "forest.dare"), "--delete", "5,9", "--tau", "0.02", "--json"]
+    documents = []
+    for name in ("a.json", "b.json"):
+        saved = tmp_path / name
+        assert main([*argv, "--noise", "0.5", "--seed", "3", "--save", str(saved)]) == 0
+        documents.append(json.loads(capsys.readouterr().out))
+    assert documents[0] == documents[1] and problems(documents[0], "cap.schema.json") == []
+    assert (documents[0]["noise"], documents[0]["seed"]) == (0.5, 3)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    forest = DareForest.load(path / "forest.dare")
+    before, model = forest.to_ensemble(), Ensemble.load(tmp_path / "a.json")
+    for goal in (Maximize, Minimize):
+        result = solve(registry.get("milp"), footprint_query(before, model, goal))
+        assert result.exact and max(result.upper, -result.lower) <= 0.02
+    assert main([*argv[:-1], "--noise", "0.5", "--seed", "3"]) == 0
+    assert "noise       every leaf moved by seeded noise, 0.5 of tau" in capsys.readouterr().out
 
 
 def test_save_refuses_a_spec_of_several_deletions(folder, capsys, tmp_path):

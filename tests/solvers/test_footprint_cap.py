@@ -18,7 +18,7 @@ from veritas_dsl.ir import Maximize, Minimize
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.solve import solve
 from veritas_dsl.unlearning import DareForest
-from veritas_dsl.unlearning.cap import CapError, cap, clipped, product
+from veritas_dsl.unlearning.cap import CapError, cap, clipped, draw_noise, product
 from veritas_dsl.unlearning.dare.derive import deleted
 from veritas_dsl.unlearning.leakage import footprint_query
 
@@ -116,6 +116,57 @@ def test_a_cap_above_the_footprint_publishes_the_model_after():
     found = cap(before, after, 1.0, steps=0)
     assert np.array_equal(found.model.eval(GRID), after.eval(GRID))
     assert found.uncapped >= grid_footprint(before, after)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("seed", range(3))
+def test_every_engine_proves_the_noisy_cap_on_the_model_published(name, seed):
+    require(registry.get(name))
+    before, after = forests(seed)
+    tau = grid_footprint(before, after) / 2
+    found = cap(before, after, tau, engine=name, steps=6, timeout_s=None, noise=0.8, seed=seed)
+    exact = grid_footprint(before, found.model)
+    assert found.proven and exact <= found.footprint <= tau
+    assert found.footprint == pytest.approx(exact, abs=1e-12)
+    point = np.array([found.point], np.float32)
+    assert abs(float(found.model.eval(point)[0] - before.eval(point)[0])) == found.reached
+    # The noise reaches trees the deletion left alone: every tree moved somewhere.
+    moved = np.abs(
+        np.array(tree_values(found.model, GRID), float) - np.array(tree_values(before, GRID), float)
+    ).max(axis=0)
+    assert np.all(moved > 0), moved
+
+
+def test_the_noise_is_bounded_seeded_and_keeps_probabilities():
+    before, after = forests(3)
+    tau, share = 0.05, 0.5
+    trees = product(before, after)
+    first = draw_noise(trees, Fraction(share * tau), seed=7)
+    assert first == draw_noise(trees, Fraction(share * tau), seed=7)
+    assert first != draw_noise(trees, Fraction(share * tau), seed=8)
+    per_tree = Fraction(share * tau) / before.n_trees
+    assert first and all(abs(d) <= per_tree for d in first.values())
+    assert max(abs(d) for d in first.values()) > per_tree / 2  # drawn over the whole range
+    # Without a clip the published trees differ from Mo's by the noise alone, held in [0, 1/T].
+    model = clipped(before, after, trees, Fraction(0), first)
+    old, new = tree_values(before, GRID), tree_values(model, GRID)
+    for o_row, n_row in zip(old, new, strict=True):
+        for o, n in zip(o_row, n_row, strict=True):
+            assert abs(n - o) <= per_tree and 0 <= n <= Fraction(1, before.n_trees)
+    found = cap(before, after, tau, steps=0, noise=share, seed=7)
+    again = cap(before, after, tau, steps=0, noise=share, seed=7)
+    assert np.array_equal(found.model.value, again.model.value) and found.clip == again.clip
+    assert grid_footprint(before, found.model) <= found.footprint <= tau
+
+
+def test_the_noise_share_is_checked():
+    before, after = forests(0)
+    for bad in (-0.1, 1.0, float("nan"), "0.5"):
+        with pytest.raises(CapError, match="noise"):
+            cap(before, after, 0.1, noise=bad)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(CapError, match="seed"):
+            cap(before, after, 0.1, noise=0.5, seed=bad)
 
 
 def test_the_cap_refuses_what_it_cannot_cap():

@@ -113,23 +113,22 @@ def _raw(model: Ensemble, nodes: np.ndarray) -> list[tuple[int, int]]:
     return [(int(num[n]), int(den[n])) for n in nodes]
 
 
-def clipped(before: Ensemble, after: Ensemble, trees: Product, clip: Fraction) -> Ensemble:
+def clipped(
+    before: Ensemble,
+    after: Ensemble,
+    trees: Product,
+    clip: Fraction,
+    noise: dict[int, Fraction] | None = None,
+) -> Ensemble:
     """Mu' for the product ``trees`` of ``before`` and ``after``: each leaf
-    ``Mo_t + clip(Mu_t - Mo_t, -clip, clip)``, exactly. A leaf unchanged or unclipped keeps its
-    model's own terms (so an unchanged tree is ``before``'s bit for bit, and cancels)."""
-    leaf = trees.feature < 0
-    terms = [(0, 1)] * len(leaf)
-    at = np.flatnonzero(leaf)
-    old = _raw(before, trees.before_leaf[at])
-    new = _raw(after, trees.after_leaf[at])
-    for k, o, n in zip(at, old, new, strict=True):
-        change = Fraction(*n) - Fraction(*o)
-        if change == 0:
-            terms[k] = o
-        elif abs(change) <= clip:
-            terms[k] = n
-        else:
-            terms[k] = (Fraction(*o) + (clip if change > 0 else -clip)).as_integer_ratio()
+    ``Mo_t + clip(Mu_t - Mo_t, -clip, clip) + noise``, held within the leaves' range (a
+    probability stays one), exactly. ``noise`` maps product leaves to their draw
+    (:func:`draw_noise`). A leaf unchanged and without noise keeps its model's own terms (so
+    an unchanged tree without noise is ``before``'s bit for bit, and cancels)."""
+    leaves = _leaves(before, after, trees)
+    terms = [(0, 1)] * len(trees.feature)
+    for k, (_, o, shift) in _shifts(leaves, clip, noise or {}).items():
+        terms[k] = leaves[k].terms if shift == 0 else (o + shift).as_integer_ratio()
     if not all(abs(a) <= LIMIT and b <= LIMIT for a, b in terms):
         raise CapError(f"a capped leaf's fraction does not fit in 2**53 (c = {clip})")
     fractions = LeafFractions([a for a, _ in terms], [b for _, b in terms])
@@ -144,9 +143,59 @@ def clipped(before: Ensemble, after: Ensemble, trees: Product, clip: Fraction) -
         feature_names=before.feature_names,
         task=before.task,
         class_threshold=before.class_threshold,
-        source=f"{after.source}, capped",
+        source=f"{after.source}, capped" + (", noisy" if noise else ""),
         fractions=fractions,
     )
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """A product leaf: its tree, ``Mo_t``'s value there (and its terms as ``Mo`` holds them)
+    and ``Mu_t - Mo_t``, exactly."""
+
+    tree: int
+    old: Fraction
+    change: Fraction
+    terms: tuple[int, int]
+
+
+def _leaves(before: Ensemble, after: Ensemble, trees: Product) -> dict[int, _Leaf]:
+    """Every leaf of the product ``trees``, by node."""
+    at = np.flatnonzero(trees.feature < 0)
+    old = _raw(before, trees.before_leaf[at])
+    new = _raw(after, trees.after_leaf[at])
+    tree = np.searchsorted(trees.tree_offsets, at, side="right") - 1
+    return {
+        int(k): _Leaf(int(t), Fraction(*o), Fraction(*n) - Fraction(*o), o)
+        for k, t, o, n in zip(at, tree, old, new, strict=True)
+    }
+
+
+def _shifts(leaves, clip: Fraction, noise: dict[int, Fraction]) -> dict[int, tuple]:
+    """Per product leaf ``(tree, Mo_t's value, Mu'_t - Mo_t)``: the change clipped to ``clip``, plus
+    its noise, the sum held within ``[min(0, lowest leaf), max(1 / trees, highest leaf)]`` (each
+    tree of a forest of probabilities gives at most ``1 / trees``; holding only pulls toward
+    ``Mo_t``, so no shift grows)."""
+    values = [v for leaf in leaves.values() for v in (leaf.old, leaf.old + leaf.change)]
+    trees = 1 + max((leaf.tree for leaf in leaves.values()), default=0)
+    low, high = min(Fraction(0), *values), max(Fraction(1, trees), *values)
+    shifts = {}
+    for k, leaf in leaves.items():
+        moved = max(-clip, min(clip, leaf.change)) + noise.get(k, Fraction(0))
+        shifts[k] = (leaf.tree, leaf.old, min(high, max(low, leaf.old + moved)) - leaf.old)
+    return shifts
+
+
+def draw_noise(trees: Product, share: Fraction, seed: int | None) -> dict[int, Fraction]:
+    """Seeded noise for every leaf of the product ``trees``: a whole number of ``unit`` (see
+    :func:`cap`) drawn uniformly in ``[-share / n_trees, share / n_trees]``, so that the noise
+    of all trees together moves no input by more than ``share``."""
+    n_trees = len(trees.tree_offsets) - 1
+    unit = Fraction(1, n_trees * 2**GRID)
+    top = math.floor(share / n_trees / unit)
+    at = np.flatnonzero(trees.feature < 0)
+    draws = np.random.default_rng(seed).integers(-top, top + 1, size=len(at))
+    return {int(k): int(d) * unit for k, d in zip(at, draws, strict=True) if d}
 
 
 @dataclass(frozen=True)
@@ -175,6 +224,10 @@ class Cap:
         Trees where Mu differs from Mo.
     steps : int
         Footprints measured by the bisection (two engine calls each).
+    noise : float
+        The share of ``tau`` given to seeded noise in every leaf (0: none).
+    seed : int or None
+        The noise's seed (None: fresh entropy, or no noise).
     """
 
     model: Ensemble
@@ -188,6 +241,8 @@ class Cap:
     changed_trees: int
     steps: int
     engine: str
+    noise: float = 0.0
+    seed: int | None = None
 
     def predict_proba(self, X) -> np.ndarray:
         """``[1 - Mu'(x), Mu'(x)]`` per row: Mu' as the attack of :mod:`.membership` reads it."""
@@ -206,6 +261,8 @@ class Cap:
             "changed_trees": self.changed_trees,
             "steps": self.steps,
             "engine": self.engine,
+            "noise": self.noise,
+            "seed": self.seed,
         }
 
 
@@ -230,6 +287,8 @@ def cap(
     steps: int = DEFAULT_STEPS,
     features: tuple[Feature, ...] | None = None,
     groups: tuple[tuple[int, ...], ...] = (),
+    noise: float = 0.0,
+    seed: int | None = None,
 ) -> Cap:
     """Mu' of ``before`` (Mo) and ``after`` (Mu) with ``|Mu'(x) - Mo(x)| <= tau`` over the
     inputs in the ``features``' domains and one-hot ``groups`` (default: every input). Both
@@ -239,18 +298,29 @@ def cap(
     ``c`` starts where the trees' own extremes prove the cap (:func:`_tree_bound`: arithmetic,
     no engine), then grows by bisection while ``engine`` proves the footprint at most ``tau``:
     ``steps`` footprints measured (the last one of the Mu' returned; 0: no engine), each
-    engine call limited to ``timeout_s`` (at a limit its upper bound still counts)."""
+    engine call limited to ``timeout_s`` (at a limit its upper bound still counts).
+
+    ``noise`` (a share of ``tau``, in ``[0, 1)``): every leaf of every tree of Mu' also moves
+    by seeded noise (:func:`draw_noise`, ``seed``; None: fresh entropy) of at most
+    ``noise * tau`` over all trees together, drawn before ``c`` is chosen; the footprint proven
+    is that of the noisy Mu' published. The noise makes every input's footprint a sum of many
+    small draws, so the deleted rows' own changes no longer stand out (docs: "A noisy cap")."""
     _check(before, after, tau, engine, steps)
+    if not (isinstance(noise, int | float) and 0 <= noise < 1):
+        raise CapError(f"noise must be a share of tau in [0, 1), not {noise!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise CapError(f"seed must be a whole number >= 0, not {seed!r}")
     trees = product(before, after)
-    rise, fall = _extremes(before, after, trees)
+    leaves = _leaves(before, after, trees)
+    jitter = draw_noise(trees, Fraction(noise) * Fraction(tau), seed) if noise else {}
     unit = Fraction(1, before.n_trees * 2**GRID)
-    top = math.ceil(max(rise + fall, default=Fraction(0)) / unit)
+    top = math.ceil(max((abs(leaf.change) for leaf in leaves.values()), default=0) / unit)
 
     def bound(m: int) -> float:
-        return _tree_bound(rise, fall, m * unit)
+        return _tree_bound(_shifts(leaves, m * unit, jitter), before.n_trees)
 
     def measure(m: int) -> _Measured:
-        model = clipped(before, after, trees, m * unit)
+        model = clipped(before, after, trees, m * unit, jitter)
         if steps == 0:
             return _Measured(model, bound(m), None, False, None)
         return _footprint(before, model, engine, timeout_s, features, groups, bound(m))
@@ -272,10 +342,12 @@ def cap(
         reached=best.reached,
         proven=best.proven,
         point=best.point,
-        uncapped=bound(top),
-        changed_trees=sum(1 for r, f in zip(rise, fall, strict=True) if r or f),
+        uncapped=_tree_bound(_shifts(leaves, unit * top, {}), before.n_trees),
+        changed_trees=len({leaf.tree for leaf in leaves.values() if leaf.change}),
         steps=used,
         engine=engine if steps else "",
+        noise=float(noise),
+        seed=seed if noise else None,
     )
 
 
@@ -290,36 +362,23 @@ def _largest(good: int, bad: int, holds) -> int:
 
 
 #: What rounding the two outputs to float64 may add to their exact difference: each is an exact
-#: sum rounded once (leaf fractions), in [0, 1] (each capped tree lies between Mo_t and Mu_t),
-#: so each errs by at most 2**-54.
+#: sum rounded once (leaf fractions), in [0, 1] (each tree's leaves are held within
+#: ``[0, 1 / trees]``: :func:`_shifts`), so each errs by at most 2**-54.
 _ROUNDING = Fraction(1, 2**53)
 
 
-def _tree_bound(rise: list[Fraction], fall: list[Fraction], clip: Fraction) -> float:
+def _tree_bound(shifts: dict[int, tuple], n_trees: int) -> float:
     """A bound on ``max_x |Mu'(x) - Mo(x)|`` from each tree alone: per side, the sum over trees
-    of the tree's largest clipped change (the most ``x`` can collect, if every tree's largest
-    change met in one box), plus what rounding the outputs adds."""
-    up = sum((min(r, clip) for r in rise), Fraction(0))
-    down = sum((min(f, clip) for f in fall), Fraction(0))
-    if up == down == 0:  # every leaf is Mo's: the outputs are one exact sum, rounded alike
+    of the tree's largest shift (the most ``x`` can collect, if every tree's largest shift met
+    in one box), plus what rounding the outputs adds."""
+    up, down = [Fraction(0)] * n_trees, [Fraction(0)] * n_trees
+    for t, _, shift in shifts.values():
+        up[t], down[t] = max(up[t], shift), max(down[t], -shift)
+    if not any(up) and not any(down):  # every leaf is Mo's: one exact sum, rounded alike
         return 0.0
-    exact = max(up, down) + _ROUNDING
+    exact = max(sum(up), sum(down)) + _ROUNDING
     rounded = float(exact)
     return rounded if rounded >= exact else math.nextafter(rounded, math.inf)
-
-
-def _extremes(before, after, trees: Product) -> tuple[list[Fraction], list[Fraction]]:
-    """Per tree, the largest rise ``Mu_t - Mo_t`` and fall ``Mo_t - Mu_t`` over its product
-    leaves (0 when none), exactly."""
-    rise, fall = [], []
-    for start, end in zip(trees.tree_offsets[:-1], trees.tree_offsets[1:], strict=True):
-        at = np.arange(start, end)[trees.feature[start:end] < 0]
-        old = _raw(before, trees.before_leaf[at])
-        new = _raw(after, trees.after_leaf[at])
-        changes = [Fraction(*n) - Fraction(*o) for o, n in zip(old, new, strict=True)]
-        rise.append(max(max(changes), Fraction(0)))
-        fall.append(max(-min(changes), Fraction(0)))
-    return rise, fall
 
 
 def _check(before: Ensemble, after: Ensemble, tau: float, engine: str, steps: int) -> None:
@@ -360,15 +419,18 @@ def _footprint(before, model, engine, timeout_s, features, groups, known) -> _Me
     return _Measured(model, min(upper, known), reached, proven, point)
 
 
-def capped_deletion(tau: float, **options):
+def capped_deletion(tau: float, noise: float = 0.0, **options):
     """An unlearning for :func:`~veritas_dsl.unlearning.membership.membership`: the forest's
     own deletion, published capped at ``tau`` (``options`` go to :func:`cap`; by default no
-    engine runs, ``steps=0``: the trees' bound proves the cap, and a game plays many)."""
+    engine runs, ``steps=0``: the trees' bound proves the cap, and a game plays many). With
+    ``noise``, each publication draws its noise from the game's seed for it: fresh per
+    deletion, and the attacker's shadows play the same mechanism with their own draws."""
     from veritas_dsl.unlearning.dare.derive import deleted
 
     options = {"steps": 0, **options}
 
     def unlearn(before, ids, seed: int) -> Cap:
-        return cap(before.to_ensemble(), deleted(before, ids).to_ensemble(), tau, **options)
+        after = deleted(before, ids).to_ensemble()
+        return cap(before.to_ensemble(), after, tau, noise=noise, seed=seed, **options)
 
     return unlearn

@@ -163,6 +163,11 @@ def render_cap(model: str | None, base: str | None, deleted: list[int], found: C
         f"clip        each tree's change within +-{found.clip:.6g} "
         f"({found.changed_trees} trees changed; {found.steps} footprints measured)",
     ]
+    if found.noise:
+        lines.append(
+            f"noise       every leaf moved by seeded noise, {found.noise:g} of tau over all "
+            f"trees (seed {found.seed})"
+        )
     if found.point is not None:
         lines.append(f"reached     {found.reached:.6g} at {list(found.point)}")
     return "\n".join(lines)
