@@ -121,8 +121,8 @@ def clipped(
     noise: dict[int, Fraction] | None = None,
 ) -> Ensemble:
     """Mu' for the product ``trees`` of ``before`` and ``after``: each leaf
-    ``Mo_t + clip(Mu_t - Mo_t, -clip, clip) + noise``, held within the leaves' range (a
-    probability stays one), exactly. ``noise`` maps product leaves to their draw
+    ``Mo_t + clip(Mu_t - Mo_t, -clip, clip) + noise``, exactly. ``noise`` maps product leaves
+    to their draw
     (:func:`draw_noise`). A leaf unchanged and without noise keeps its model's own terms (so
     an unchanged tree without noise is ``before``'s bit for bit, and cancels)."""
     leaves = _leaves(before, after, trees)
@@ -172,18 +172,14 @@ def _leaves(before: Ensemble, after: Ensemble, trees: Product) -> dict[int, _Lea
 
 
 def _shifts(leaves, clip: Fraction, noise: dict[int, Fraction]) -> dict[int, tuple]:
-    """Per product leaf ``(tree, Mo_t's value, Mu'_t - Mo_t)``: the change clipped to ``clip``, plus
-    its noise, the sum held within ``[min(0, lowest leaf), max(1 / trees, highest leaf)]`` (each
-    tree of a forest of probabilities gives at most ``1 / trees``; holding only pulls toward
-    ``Mo_t``, so no shift grows)."""
-    values = [v for leaf in leaves.values() for v in (leaf.old, leaf.old + leaf.change)]
-    trees = 1 + max((leaf.tree for leaf in leaves.values()), default=0)
-    low, high = min(Fraction(0), *values), max(Fraction(1, trees), *values)
-    shifts = {}
-    for k, leaf in leaves.items():
-        moved = max(-clip, min(clip, leaf.change)) + noise.get(k, Fraction(0))
-        shifts[k] = (leaf.tree, leaf.old, min(high, max(low, leaf.old + moved)) - leaf.old)
-    return shifts
+    """Per product leaf ``(tree, Mo_t's value, Mu'_t - Mo_t)``: the change clipped to ``clip``,
+    plus its noise. The noise is not held within ``[0, 1 / trees]``: held, a pure leaf (0 or
+    ``1 / trees``) could move one way only, and the rows in many pure leaves (training rows,
+    more than others) would stand out: bench/cap.py measured the attack's AUC rise with it."""
+    return {
+        k: (leaf.tree, leaf.old, max(-clip, min(clip, leaf.change)) + noise.get(k, Fraction(0)))
+        for k, leaf in leaves.items()
+    }
 
 
 def draw_noise(trees: Product, share: Fraction, seed: int | None) -> dict[int, Fraction]:
@@ -312,12 +308,13 @@ def cap(
         raise CapError(f"seed must be a whole number >= 0, not {seed!r}")
     trees = product(before, after)
     leaves = _leaves(before, after, trees)
-    jitter = draw_noise(trees, Fraction(noise) * Fraction(tau), seed) if noise else {}
+    spread = Fraction(noise) * Fraction(tau)
+    jitter = draw_noise(trees, spread, seed) if noise else {}
     unit = Fraction(1, before.n_trees * 2**GRID)
     top = math.ceil(max((abs(leaf.change) for leaf in leaves.values()), default=0) / unit)
 
     def bound(m: int) -> float:
-        return _tree_bound(_shifts(leaves, m * unit, jitter), before.n_trees)
+        return _tree_bound(_shifts(leaves, m * unit, jitter), before.n_trees, spread)
 
     def measure(m: int) -> _Measured:
         model = clipped(before, after, trees, m * unit, jitter)
@@ -342,7 +339,7 @@ def cap(
         reached=best.reached,
         proven=best.proven,
         point=best.point,
-        uncapped=_tree_bound(_shifts(leaves, unit * top, {}), before.n_trees),
+        uncapped=_tree_bound(_shifts(leaves, unit * top, {}), before.n_trees, Fraction(0)),
         changed_trees=len({leaf.tree for leaf in leaves.values() if leaf.change}),
         steps=used,
         engine=engine if steps else "",
@@ -361,22 +358,24 @@ def _largest(good: int, bad: int, holds) -> int:
     return good
 
 
-#: What rounding the two outputs to float64 may add to their exact difference: each is an exact
-#: sum rounded once (leaf fractions), in [0, 1] (each tree's leaves are held within
-#: ``[0, 1 / trees]``: :func:`_shifts`), so each errs by at most 2**-54.
-_ROUNDING = Fraction(1, 2**53)
+def _rounding(noise: Fraction) -> Fraction:
+    """What rounding the two outputs to float64 may add to their exact difference: each is an
+    exact sum rounded once (leaf fractions), of magnitude below ``M``, the power of two at least
+    ``1 + noise`` (Mo's in [0, 1]; Mu''s clipped trees lie between Mo_t and Mu_t, and its noise
+    adds at most ``noise``), so each errs by at most ``M * 2**-54``."""
+    return Fraction(2 ** math.ceil(math.log2(1 + noise)), 2**53)
 
 
-def _tree_bound(shifts: dict[int, tuple], n_trees: int) -> float:
+def _tree_bound(shifts: dict[int, tuple], n_trees: int, noise: Fraction) -> float:
     """A bound on ``max_x |Mu'(x) - Mo(x)|`` from each tree alone: per side, the sum over trees
     of the tree's largest shift (the most ``x`` can collect, if every tree's largest shift met
-    in one box), plus what rounding the outputs adds."""
+    in one box), plus what rounding the outputs adds (``noise``: the noise's largest sum)."""
     up, down = [Fraction(0)] * n_trees, [Fraction(0)] * n_trees
     for t, _, shift in shifts.values():
         up[t], down[t] = max(up[t], shift), max(down[t], -shift)
     if not any(up) and not any(down):  # every leaf is Mo's: one exact sum, rounded alike
         return 0.0
-    exact = max(sum(up), sum(down)) + _ROUNDING
+    exact = max(sum(up), sum(down)) + _rounding(noise)
     rounded = float(exact)
     return rounded if rounded >= exact else math.nextafter(rounded, math.inf)
 
