@@ -117,6 +117,9 @@ def capped_unlearning() -> None:
     after = deleted(before, [6, 12, 15])
     found = cap(before.to_ensemble(), after.to_ensemble(), 0.05, steps=0)
     found.model.save(HERE / "models" / "unlearning_capped.json")
+    # The same cap with half of it given to seeded noise in every leaf.
+    noisy = cap(before.to_ensemble(), after.to_ensemble(), 0.05, steps=0, noise=0.5, seed=1)
+    noisy.model.save(HERE / "models" / "unlearning_capped_noisy.json")
 
 
 GERMAN = [
