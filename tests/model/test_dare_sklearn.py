@@ -12,25 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from veritas_dsl.unlearning import DareForest
 
-#: Every check expected to fail, and why: all fit three or more classes, which DareForest does
-#: not learn yet (multi-class, issue 42 item 1, is not built).
-MULTI_CLASS = "fits 3+ classes: DareForest learns two"
-EXPECTED_FAILURES = {
-    name: MULTI_CLASS
-    for name in (
-        "check_fit_score_takes_y", "check_estimators_overwrite_params",
-        "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-        "check_positive_only_tag_during_fit", "check_dtype_object",
-        "check_f_contiguous_array_estimator", "check_classifiers_classes",
-        "check_classifiers_train", "check_supervised_y_2d",
-        "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-        "check_dict_unchanged", "check_fit2d_predict1d",
-    )
-}  # fmt: skip
 
-
-@parametrize_with_checks([DareForest()], expected_failed_checks=lambda _: EXPECTED_FAILURES)
+@parametrize_with_checks([DareForest()])  # every check, none expected to fail
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 

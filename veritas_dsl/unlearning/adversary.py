@@ -13,6 +13,7 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare.classes import two_classes
 
 
 def worst_deletion(forest: DareForest, candidates=1000, seed: int = 0) -> tuple[int, int]:
@@ -22,6 +23,7 @@ def worst_deletion(forest: DareForest, candidates=1000, seed: int = 0) -> tuple[
     when fewer remain). The forest is left as it was (but for the caches a loaded forest
     builds, which change no answer: :meth:`DareForest.warm`); deleting ``row`` then gives
     ``last_deletion_cost == cost``. Costs about one deletion per candidate."""
+    two_classes(forest, "worst_deletion")
     if isinstance(candidates, (int, np.integer)) and not isinstance(candidates, bool):
         alive = forest.remaining()
         if candidates < 1:

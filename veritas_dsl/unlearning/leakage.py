@@ -41,7 +41,7 @@ from veritas_dsl.run import solve
 from veritas_dsl.solvers import registry
 from veritas_dsl.solvers.base import ALONE, Limits
 from veritas_dsl.solvers.solve import SHARED, check
-from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare import DareForest, classes
 from veritas_dsl.unlearning.dare.consistency import consistent_rows
 
 #: The time limit of the whole report (trial deletions and both optimisations), unless told.
@@ -315,6 +315,9 @@ def _deleted(before: DareForest, after: DareForest) -> tuple[int, ...]:
     """The ids ``before`` holds and ``after`` does not; refuses forests of other rows."""
     if not isinstance(before, DareForest) or not isinstance(after, DareForest):
         raise LeakageError("leakage compares two DareForest objects (before and after deleting)")
+    for forest in before, after:
+        if forest.multiclass:
+            raise LeakageError(str(classes.refuse("leakage")))
     ids_b, ids_a = before.remaining(), after.remaining()
     (X_b, _), (X_a, _) = before.training_rows(), after.training_rows()
     shared = ids_a < before.n_rows  # ids beyond were added after `before`

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from veritas_dsl.errors import UserError
-from veritas_dsl.unlearning.dare import DareForest
+from veritas_dsl.unlearning.dare import DareForest, classes
 from veritas_dsl.unlearning.dare.derive import deleted, id_problems
 
 #: How Mu is made: ``(before, ids, seed) -> after`` (anything with ``predict_proba``).
@@ -383,6 +383,8 @@ def membership(
 
 def _checked(before: DareForest, ids) -> np.ndarray:
     """``ids`` as an array, each a remaining row listed once, some row left."""
+    if getattr(before, "multiclass", False):  # the attack reads one class of two
+        raise MembershipError(str(classes.refuse("the membership attack")))
     ids = np.asarray(ids, dtype=np.int64).ravel()
     if len(ids) == 0:
         raise MembershipError("a deletion lists no rows")

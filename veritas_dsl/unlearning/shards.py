@@ -128,6 +128,8 @@ class ShardedForest:
         None: a balanced assignment from ``partition_seed`` (a seeded permutation of the ids,
         dealt round the shards). Resets the budget and the draws."""
         X, y = _rows(X, y, None)
+        if len(np.unique(y)) > 2:  # the shards vote for one class of two
+            raise ModelError("ShardedForest learns two classes; y holds more")
         if shard is None:
             order = np.random.default_rng(self.partition_seed).permutation(len(X))
             shard = np.empty(len(X), dtype=np.int64)

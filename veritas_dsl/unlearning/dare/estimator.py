@@ -20,9 +20,10 @@ from veritas_dsl.model.errors import ModelError
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
-    from sklearn.exceptions import NotFittedError
+    from sklearn.exceptions import DataConversionWarning, NotFittedError
 except ImportError:  # the core package without the [sklearn] extra
     NotFittedError = AttributeError  # type: ignore[misc,assignment]  # as scikit-learn's is
+    DataConversionWarning = UserWarning  # type: ignore[misc,assignment]
 
     class BaseEstimator:  # type: ignore[no-redef]
         """``get_params``/``set_params`` over the constructor's arguments, as scikit-learn's."""
@@ -49,6 +50,11 @@ except ImportError:  # the core package without the [sklearn] extra
 
 class NotFitted(ModelError, NotFittedError):
     """A call before ``fit``: a ModelError, and scikit-learn's NotFittedError."""
+
+
+class NotNumbers(ModelError, TypeError):
+    """Rows holding objects that are no numbers: a ModelError, and the TypeError NumPy and
+    scikit-learn raise for them."""
 
 
 def check_int(name: str, value, low: int) -> None:
@@ -107,8 +113,8 @@ def encode_labels(y, classes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray
         if len(classes) < 2:
             raise ModelError(f"one class only (every label is {classes[0].item()!r}): fit needs "
                              "rows of two classes")  # fmt: skip
-        if len(classes) > 2:
-            raise ModelError(f"{len(classes)} classes: DareForest learns two")
+        if len(classes) > 127:  # codes are int8
+            raise ModelError(f"{len(classes)} classes: DareForest learns at most 127")
         return classes, codes.astype(np.int8)
     codes = np.searchsorted(classes, y).clip(0, len(classes) - 1)
     odd = np.flatnonzero(classes[codes] != y)
@@ -129,10 +135,15 @@ def matrix(X, width: int | None) -> np.ndarray:
         if X.dtype.kind == "c":
             raise ModelError("Complex data not supported")
         X = X.astype(np.float32)
-    except (TypeError, ValueError) as error:
+    except TypeError as error:
+        raise NotNumbers(f"the rows are not numbers: {error}") from None
+    except ValueError as error:
         raise ModelError(f"the rows are not numbers: {error}") from None
     if X.ndim != 2:
-        raise ModelError(f"X must be a 2-d array, not shape {X.shape}")
+        raise ModelError(
+            f"X must be a 2-d array, not shape {X.shape}: Reshape your data "
+            "(X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row)"
+        )
     for axis, what in enumerate(("sample", "feature")):
         if X.shape[axis] == 0:
             raise ModelError(f"X has 0 {what}(s) (shape={X.shape}) while a minimum of 1 is "
@@ -145,6 +156,21 @@ def matrix(X, width: int | None) -> np.ndarray:
         r, c = bad[0]
         raise ModelError(f"X[{r}, {c}] is {X[r, c]}: rows must be finite (no NaN or inf)")
     return X
+
+
+def labels(y, n: int) -> np.ndarray:
+    """``y`` as one label per row; a column ``(n, 1)`` is taken with a warning, as
+    scikit-learn's classifiers take it."""
+    if y is None:
+        raise ModelError("DareForest requires y to be passed, but the target y is None")
+    y = np.asarray(y)
+    if y.shape == (n, 1):
+        warnings.warn("A column-vector y was passed when a 1d array was expected: y.ravel() "
+                      "is used", DataConversionWarning, stacklevel=3)  # fmt: skip
+        y = y.ravel()
+    if y.shape != (n,):
+        raise ModelError(f"y must have one label per row ({n}), not shape {y.shape}")
+    return y
 
 
 def feature_names(X) -> np.ndarray | None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from veritas_dsl.model.errors import ModelError
 from veritas_dsl.steps import step
+from veritas_dsl.unlearning.dare import classes as classes_
 from veritas_dsl.unlearning.dare.estimator import (
     BaseEstimator,
     ClassifierMixin,
@@ -27,6 +28,7 @@ from veritas_dsl.unlearning.dare.estimator import (
     encode_labels,
     feature_count,
     feature_names,
+    labels,
     matrix,
 )
 from veritas_dsl.unlearning.dare.splits import Presorted
@@ -54,6 +56,8 @@ class DareForest(ClassifierMixin, BaseEstimator):
     forest then draws from. :meth:`fit` and :meth:`add` return the forest; every method that
     raises :class:`ModelError` (a ValueError) leaves the forest as it was.
     """
+
+    _members: list | None = None  # three or more classes: one binary forest per class
 
     def __init__(
         self,
@@ -130,13 +134,17 @@ class DareForest(ClassifierMixin, BaseEstimator):
             self.feature_names_in_ = names
         self._X, self._y, self._presorted = X, y, None
         self._alive = np.ones(len(X), dtype=bool)
+        self.last_deletion_cost = 0
+        self._members = classes_.fit_members(self, X, y) if len(classes) > 2 else None
+        if self._members is not None:
+            self._trees = []
+            return self
         grower = self._grower()
         rows = np.arange(len(X))
         self._trees = []
         for t in range(self.n_trees):
             step(f"DaRE fit: tree {t + 1} of {self.n_trees}")
             self._trees.append(grower.grow(rows))
-        self.last_deletion_cost = 0
         return self
 
     def delete(self, indices) -> DareForest:
@@ -153,6 +161,12 @@ class DareForest(ClassifierMixin, BaseEstimator):
         leaf) counts its rows, and a subtree grafted back from a memo (:mod:`.memo`) counts
         the rows of every node its update went through (chosen again from its rows)."""
         ids = self._deletable(indices)
+        if self._members is not None:
+            for member in self._members:
+                member.delete(ids)
+            self._alive[ids] = False
+            self.last_deletion_cost = sum(m.last_deletion_cost for m in self._members)
+            return self
         if len(ids) > ONE_BY_ONE:
             alive = self._alive.copy()
             alive[ids] = False
@@ -168,6 +182,8 @@ class DareForest(ClassifierMixin, BaseEstimator):
         (:mod:`.trial`): :meth:`warm` a loaded forest first, or every tree stops early."""
         from veritas_dsl.unlearning.dare.trial import deletion_cost
 
+        if self.multiclass:
+            raise classes_.refuse("deletion_cost")
         return deletion_cost(self, int(self._deletable([row])[0]))
 
     def _deletable(self, indices) -> np.ndarray:
@@ -198,6 +214,9 @@ class DareForest(ClassifierMixin, BaseEstimator):
         self._fitted()
         other = copying.copy(self)  # parameters and fitted attributes, shared
         other._alive = self._alive.copy()
+        if self._members is not None:
+            other._members = [m.copy() for m in self._members]
+            return other
         other._presorted = self._grower().presorted  # built once, for every copy
         other._trees = [tree.copy() for tree in self._trees]
         other._rng = copying.deepcopy(self._rng)
@@ -210,6 +229,10 @@ class DareForest(ClassifierMixin, BaseEstimator):
         cache is a function of its node's rows and seed: no answer changes."""
         self._fitted()
         ids = _ids(indices, len(self._X)).tolist()
+        for member in self._members or ():
+            member.warm(ids)
+        if self._members is not None:
+            return
         grower = self._grower()
         for tree in self._trees:
             for r in ids:
@@ -228,11 +251,21 @@ class DareForest(ClassifierMixin, BaseEstimator):
         alive = np.concatenate([self._alive, np.ones(len(X), dtype=bool)])
         self._alive = np.concatenate([self._alive, np.zeros(len(X), dtype=bool)])
         try:
-            self._change(alive, ids, adding=True)
+            if self._members is not None:
+                self._add_to_members(X, y)
+                self._alive = alive
+            else:
+                self._change(alive, ids, adding=True)
         except BaseException:
             self._X, self._y, self._alive = old
             raise
         return self
+
+    def _add_to_members(self, X: np.ndarray, codes: np.ndarray) -> None:
+        """Add the rows to every member, all or nothing (copies are edited)."""
+        self._members = [
+            m.copy().add(X, (codes == c).astype(np.int8)) for c, m in enumerate(self._members)
+        ]
 
     def _change(self, alive: np.ndarray, touched: np.ndarray, adding: bool) -> None:
         """Update every tree to the rows ``alive`` from its rows (each node on the way chosen
@@ -269,6 +302,12 @@ class DareForest(ClassifierMixin, BaseEstimator):
             self._presorted = Presorted.of(self._X, self._y)
         return Grower(self._X, self._y, settings, self._rng, self._presorted)
 
+    @property
+    def multiclass(self) -> bool:
+        """Whether the forest learns three or more classes (:mod:`.classes`)."""
+        self._fitted()
+        return self._members is not None
+
     def _fitted(self) -> None:
         if not self.__sklearn_is_fitted__():
             raise NotFitted("the forest is not fitted yet: call fit(X, y) first")
@@ -277,7 +316,8 @@ class DareForest(ClassifierMixin, BaseEstimator):
 
     def view(self) -> ForestView:
         """The trees as they are now, frozen (later deletions do not change it)."""
-        self._fitted()
+        if self.multiclass:
+            raise classes_.refuse("view()")
         return ForestView.of(self._trees, self._X.shape[1])
 
     def predict_proba(self, X) -> np.ndarray:
@@ -286,13 +326,18 @@ class DareForest(ClassifierMixin, BaseEstimator):
         (``X`` is cast to float32)."""
         self._fitted()
         check_feature_names(self, X)
-        return self.view().predict_proba(matrix(X, self.n_features_in_))
+        X = matrix(X, self.n_features_in_)
+        if self._members is not None:
+            return classes_.probabilities(self._members, X)
+        return self.view().predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
         """The class of each row: the second class where its probability is above 0.5, as the
         exported Ensemble decides (a tie goes to the first)."""
-        second = self.predict_proba(X)[:, 1] > 0.5
-        return self.classes_[second.astype(np.int64)]
+        p = self.predict_proba(X)
+        if p.shape[1] > 2:
+            return self.classes_[np.argmax(p, axis=1)]
+        return self.classes_[(p[:, 1] > 0.5).astype(np.int64)]
 
     def to_ensemble(self) -> Ensemble:
         """The forest as a binary :class:`Ensemble` whose ``eval`` is ``predict_proba[:, 1]``,
@@ -300,6 +345,8 @@ class DareForest(ClassifierMixin, BaseEstimator):
         from veritas_dsl.model.ensemble import Ensemble
 
         names = getattr(self, "feature_names_in_", None)
+        if self.multiclass:
+            return classes_.to_ensemble(self._members, None if names is None else tuple(names))
         return self.view().to_ensemble(Ensemble, names=None if names is None else tuple(names))
 
     # -- files -------------------------------------------------------------------------------
@@ -308,7 +355,8 @@ class DareForest(ClassifierMixin, BaseEstimator):
         """Write the forest to an ``.npz`` file (no pickle), see :mod:`.store`."""
         from veritas_dsl.unlearning.dare.store import save
 
-        self._fitted()
+        if self.multiclass:
+            raise classes_.refuse("save")
         save(self, path)
 
     @classmethod
@@ -324,10 +372,7 @@ def _rows(X, y, width: int | None) -> tuple[np.ndarray, np.ndarray]:
     if y is None:
         raise ModelError("DareForest requires y to be passed, but the target y is None")
     X = matrix(X, width)
-    y_raw = np.asarray(y)
-    if y_raw.shape != (len(X),):
-        raise ModelError(f"y must have one label per row ({len(X)}), not shape {y_raw.shape}")
-    return X, y_raw
+    return X, labels(y, len(X))
 
 
 def _ids(indices, n: int) -> np.ndarray:
