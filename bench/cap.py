@@ -7,15 +7,17 @@ rows of the utility columns); a DaRE forest (default configuration) fit with
 ``random_state=seed``; ``--batches`` single-row deletions, each deleted from the forest
 apart; ``play`` with ``--shadows`` shadows scores, for each unlearning, M_A on the deleted
 rows against as many outside rows. The unlearnings are the forest's deletion (``delete``,
-tau = inf), a retraining with a fresh seed (``retrain``, the paper's baseline) and the
+tau = inf), a retraining with a fresh seed (``retrain``, the paper's baseline), the
 deletion capped at each tau (``veritas_dsl.unlearning.cap``, the cap proven by the trees'
-bound; no engine runs). Per deletion and unlearning, on the test rows: the accuracy, the
+bound; no engine runs) and capped with noise (``--noisy TAU:SHARE``: that share of tau is
+seeded noise in every leaf, drawn afresh per publication from the game's seed). Per
+deletion and unlearning, on the test rows: the accuracy, the
 agreement of the predicted class with a model retrained with a fresh seed, the mean
 ``|Mu'(x) - Mr(x)|``, and the footprint bound. Cells: means over seeds (and deletions), with
 the 95 % interval across seeds for the attack's measures.
 
     python bench/cap.py [--seeds 3] [--shadows 2] [--batches 30] [--taus 0.05,0.01,...]
-        [--sets breast_cancer,synthetic]
+        [--noisy 0.05:0.9,0.5:0.95,...] [--sets breast_cancer,synthetic]
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=30, help="single-row deletions")
     parser.add_argument("--taus", default="0.05,0.01,0.002,0.0005")
     parser.add_argument(
-        "--noisy", default="0.2:0.9,0.1:0.9,0.05:0.9", help="TAU:SHARE,...: noisy caps"
+        "--noisy", default="0.05:0.9,0.2:0.9,0.5:0.95", help="TAU:SHARE,...: noisy caps"
     )
     parser.add_argument("--sets", default="breast_cancer")
     args = parser.parse_args()
