@@ -1,9 +1,10 @@
 """A plain numpy reference of a greedy DaRE node's choice, to check the Numba kernel against:
 sort, group equal values, keep the valid thresholds, sample by key, score by Gini
-(exactly, in fractions)."""
+(exactly, in fractions) or by entropy (float64, as the kernel carries it)."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -27,7 +28,18 @@ def candidates(x: np.ndarray, y: np.ndarray, min_samples_leaf: int):
     return ((values[:-1] + values[1:]) / 2.0)[keep], left_n[keep], left_pos[keep]
 
 
-def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf):
+def _n_entropy(m: int, q: int) -> float:
+    return 0.0 if q in (0, m) else m * math.log(m) - q * math.log(q) - (m - q) * math.log(m - q)
+
+
+def entropy_key(ln: int, lp: int, n: int, positives: int) -> tuple[int, int]:
+    """The kernel's entropy score: ``E`` in float64, its bits below 2**-52 dropped."""
+    e = _n_entropy(ln, lp) + _n_entropy(n - ln, positives - lp)
+    whole = math.floor(e)
+    return whole, int((e - whole) * 2.0**52)
+
+
+def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf, criterion="gini"):
     """``(attribute, threshold)`` or None, by the kernel's rules."""
     labels = y[rows]
     n, positives = len(rows), int(labels.sum())
@@ -46,7 +58,10 @@ def greedy_split(X, y, rows, seed, k, max_features, min_samples_leaf):
             thresholds, left_n, left_pos = thresholds[chosen], left_n[chosen], left_pos[chosen]
         for ln, lp, t in zip(left_n.tolist(), left_pos.tolist(), thresholds, strict=True):
             rn, rp = n - ln, positives - lp
-            g = Fraction(lp * (ln - lp), ln) + Fraction(rp * (rn - rp), rn)
+            if criterion == "gini":
+                g = Fraction(lp * (ln - lp), ln) + Fraction(rp * (rn - rp), rn)
+            else:
+                g = entropy_key(ln, lp, n, positives)
             candidate = (g, int(attribute), float(t))
             if best is None or candidate < best:
                 best = candidate

@@ -14,10 +14,12 @@ from veritas_dsl.unlearning import DareForest
 from conftest import examples
 
 
-def _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf, steps=50):
+def _edit_and_compare(
+    X, y, seed, n_trees, max_depth, min_samples_leaf, steps=50, criterion="gini"
+):
     """Interleave ``steps`` random deletions and additions, comparing with a fit after each."""
     rng = np.random.default_rng(seed)
-    params = dict(DETERMINISTIC, n_trees=n_trees, max_depth=max_depth)
+    params = dict(DETERMINISTIC, n_trees=n_trees, max_depth=max_depth, criterion=criterion)
     params["min_samples_leaf"] = min_samples_leaf
     forest = DareForest(**params).fit(X, y)
     assert_same_forest(forest, X, y)
@@ -59,6 +61,20 @@ def _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf, steps=50
 def test_edits_equal_a_fit_on_the_remaining_rows(data, n_trees, max_depth, min_samples_leaf):
     X, y, seed = data
     _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf)
+
+
+@settings(max_examples=examples(0.3))
+@given(
+    data=tied_data(),
+    n_trees=st.integers(1, 2),
+    max_depth=st.integers(0, 4),
+    min_samples_leaf=st.integers(1, 3),
+)
+def test_entropy_edits_equal_a_fit_on_the_remaining_rows(
+    data, n_trees, max_depth, min_samples_leaf
+):
+    X, y, seed = data
+    _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf, criterion="entropy")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -128,3 +144,25 @@ def test_a_deletion_that_leaves_equal_gini_chooses_as_a_fit(params):
     assert_same_forest(forest, X, y)
     if params is DETERMINISTIC:
         assert forest.view().threshold[0] == 1.5
+
+
+def test_entropy_is_its_own_criterion_saved_and_refused_by_the_certificate(tmp_path):
+    from veritas_dsl.model.errors import ModelError
+    from veritas_dsl.unlearning.dare.certificate import worst_case
+
+    rng = np.random.default_rng(11)
+    X = rng.integers(0, 6, (80, 3)).astype(np.float32)
+    y = (X[:, 0] + rng.integers(0, 3, 80) > 4).astype(int)
+    params = dict(DETERMINISTIC, n_trees=1, max_depth=4)
+    gini = DareForest(**params).fit(X, y)
+    entropy = DareForest(**params, criterion="entropy").fit(X, y)
+    assert shape(gini) != shape(entropy)  # the two criteria choose differently here
+    entropy.save(tmp_path / "e.dare")
+    loaded = DareForest.load(tmp_path / "e.dare")
+    assert loaded.criterion == "entropy"
+    loaded.delete([3, 7])
+    assert_same_forest(loaded, X, y)
+    with pytest.raises(ModelError, match="criterion"):
+        DareForest(criterion="log_loss").fit(X, y)
+    with pytest.raises(ModelError, match="gini criterion"):
+        worst_case(entropy, 1)

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import veritas_dsl
+from veritas_dsl.unlearning.dare.estimator import CRITERIA
 from veritas_dsl.unlearning.dare.kernels import _sort_ranks, best_split, mix, mix_int
 from veritas_dsl.unlearning.dare.splits import Presorted, greedy_split
 
@@ -29,13 +30,16 @@ from conftest import examples
     max_features=st.integers(1, 5),
     min_samples_leaf=st.integers(1, 4),
     share=st.floats(0.05, 1.0),
+    criterion=st.sampled_from(["gini", "entropy"]),
 )
-def test_kernel_chooses_as_the_reference(data, k, max_features, min_samples_leaf, share):
+def test_kernel_chooses_as_the_reference(data, k, max_features, min_samples_leaf, share, criterion):
     X, y, seed = data
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(len(X), max(1, int(share * len(X))), replace=False))
-    expected = reference(X, y, rows, seed, k, max_features, min_samples_leaf)
-    got = greedy_split(y, rows, seed, k, max_features, min_samples_leaf, Presorted.of(X, y))
+    expected = reference(X, y, rows, seed, k, max_features, min_samples_leaf, criterion)
+    got = greedy_split(
+        y, rows, seed, k, max_features, min_samples_leaf, Presorted.of(X, y), CRITERIA[criterion]
+    )
     assert (None if got is None else (got.attribute, got.threshold)) == expected
 
 
@@ -81,8 +85,8 @@ def test_sorting_the_rows_chooses_as_picking_them_from_every_row(n_rows):
         rows = np.sort(rng.choice(n_rows, size, replace=False))
         for seed in range(4):
             fixed = (p.columns, y, rows, p.order, p.values, p.labels, p.position)
-            a0, t0, c0, cache0 = best_split(*fixed, True, seed, 3, 2, 1, 4096)
-            a1, t1, c1, cache1 = best_split(*fixed, False, seed, 3, 2, 1, 4096)
+            a0, t0, c0, cache0 = best_split(*fixed, True, seed, 3, 2, 1, 4096, 0)
+            a1, t1, c1, cache1 = best_split(*fixed, False, seed, 3, 2, 1, 4096, 0)
             assert (a0, t0, c0) == (a1, t1, c1)
             for part0, part1 in zip(cache0, cache1, strict=True):
                 np.testing.assert_array_equal(part0, part1)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.unlearning.dare.kernels import ALL, better, gini, key_base, keyed, threshold_key
+from veritas_dsl.unlearning.dare.kernels import ALL, better, key_base, keyed, score, threshold_key
 
 _LEAF = 0  # tree.LEAF (tree imports this module through walk)
 
@@ -168,7 +168,9 @@ def _valid(cand, c, n, min_samples_leaf):
 
 
 @kernel
-def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, complete, *best):
+def _best_of(
+    cand, cand_values, a, rows, k, n, positives, min_samples_leaf, complete, criterion, *best
+):
     """Mark the cached thresholds of ``a`` (in the rows ``rows`` of ``cand``, the valid ones in
     increasing key order) that are no longer valid; the first ``k`` valid ones are the node's
     sample of ``a``: fold them into ``best`` (attribute, threshold, :func:`~.kernels.gini`) as
@@ -193,7 +195,7 @@ def _best_of(cand, cand_values, a, rows, k, n, positives, min_samples_leaf, comp
             break
         sampled += 1
         t = (cand_values[c, 0] + cand_values[c, 1]) / 2.0
-        g = gini(cand[c, 1], cand[c, 2], n, positives)
+        g = score(criterion, cand[c, 1], cand[c, 2], n, positives)
         if better(a, t, g, best_a, best_t, best_g):
             best_a, best_t, best_g = a, t, g
     return best_a, best_t, best_g, True
@@ -253,6 +255,7 @@ def follow_deletion(
     end,
     subtree,
     r,
+    criterion,
 ):
     """Update the cache of the greedy node ``[first, end)`` for the deletion of row ``r``
     (attribute values ``row``, label ``label``; ``n`` and ``positives`` are the node's counts
@@ -335,7 +338,7 @@ def follow_deletion(
                         _place(cand, cand_values, key_base(seed, a), start, stop, merged)
         best_a, best_t, best_g, ok = _best_of(
             cand, cand_values, a, range(start, stop), k, n, positives, min_samples_leaf,
-            bound[i] == ALL,
+            bound[i] == ALL, criterion,
             best_a, best_t, best_g,
         )  # fmt: skip
         if not ok:

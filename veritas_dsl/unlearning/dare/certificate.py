@@ -91,10 +91,12 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     Not a refit on the remaining rows but S, unless ``random_depth=0`` (module docstring).
     Raises :class:`UnstableError` naming every random split that such a deletion may change
     (then no bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole
-    number >= 0.
+    number >= 0 or the forest's criterion is not Gini.
     """
     if isinstance(deletions, bool) or not isinstance(deletions, (int, np.integer)) or deletions < 0:
         raise ModelError(f"deletions must be a whole number >= 0, not {deletions!r}")
+    if forest.criterion != "gini":  # the margins below are Gini's (gini_margin.py)
+        raise ModelError(f"worst_case bounds forests of the gini criterion, not {forest.criterion}")
     k = int(deletions)
     unstable = unstable_nodes(forest, k)
     random = [node for node in unstable if node.kind == "random"]

@@ -62,8 +62,14 @@ def check_int(name: str, value, low: int) -> None:
         raise ModelError(f"{name} must be an integer >= {low}, not {value!r}")
 
 
+#: What a greedy node minimises, by the name ``criterion`` takes (kernels.GINI, kernels.ENTROPY).
+CRITERIA = {"gini": 0, "entropy": 1}
+
+
 def check_params(forest) -> None:
     """The constructor's arguments, checked (at ``fit`` and ``load``, as scikit-learn asks)."""
+    if not isinstance(forest.criterion, str) or forest.criterion not in CRITERIA:
+        raise ModelError(f"criterion must be 'gini' or 'entropy', not {forest.criterion!r}")
     check_int("n_trees", forest.n_trees, 1)
     if forest.max_depth is not None:
         check_int("max_depth", forest.max_depth, 0)

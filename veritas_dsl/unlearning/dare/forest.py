@@ -20,6 +20,7 @@ from veritas_dsl.model.errors import ModelError
 from veritas_dsl.steps import step
 from veritas_dsl.unlearning.dare import classes as classes_
 from veritas_dsl.unlearning.dare.estimator import (
+    CRITERIA,
     BaseEstimator,
     ClassifierMixin,
     NotFitted,
@@ -68,12 +69,14 @@ class DareForest(ClassifierMixin, BaseEstimator):
         max_features: int | float | str | None = "sqrt",
         min_samples_leaf: int = 1,
         random_state: int | np.random.Generator | None = 0,
+        criterion: str = "gini",
     ) -> None:
         # Stored as given and checked at fit, as scikit-learn asks (set_params and clone rely
         # on it).
         self.n_trees, self.max_depth, self.k = n_trees, max_depth, k
         self.random_depth, self.max_features = random_depth, max_features
         self.min_samples_leaf, self.random_state = min_samples_leaf, random_state
+        self.criterion = criterion
 
     def params(self) -> dict:
         """The constructor's arguments (``get_params()``)."""
@@ -297,6 +300,7 @@ class DareForest(ClassifierMixin, BaseEstimator):
             random_depth=self.random_depth,
             max_features=feature_count(self.max_features, self._X.shape[1]),
             min_samples_leaf=self.min_samples_leaf,
+            criterion=CRITERIA[self.criterion],
         )
         if self._presorted is None or self._presorted.order.shape[1] != len(self._X):
             self._presorted = Presorted.of(self._X, self._y)

@@ -192,6 +192,42 @@ def _smallest(keys, k):
     return where
 
 
+#: The criteria a greedy node can minimise (``Settings.criterion``).
+GINI, ENTROPY = 0, 1
+#: Entropy scores are float64, carried as ``whole + rest / 2**52`` to compare as Gini's.
+_ENTROPY_DEN = np.int64(2**52)
+
+
+@kernel
+def score(criterion, left_n, left_pos, n, positives):
+    """The cut's score under ``criterion`` as :func:`gini`'s ``(whole, rest, den)``: the least
+    wins (:func:`compare_gini`)."""
+    if criterion == ENTROPY:
+        return entropy(left_n, left_pos, n, positives)
+    return gini(left_n, left_pos, n, positives)
+
+
+@kernel
+def _n_entropy(m, q):
+    """``m`` times the entropy (in nats) of a side of ``m`` rows, ``q`` of them positive."""
+    if q == 0 or q == m:
+        return 0.0
+    return m * np.log(m) - q * np.log(q) - (m - q) * np.log(m - q)
+
+
+@kernel
+def entropy(left_n, left_pos, n, positives):
+    """A cut's ``E = sum over its sides of n_s H(p_s)``, the information gain's loss term, in
+    float64 from the integer counts (the same counts give the same bits, so a deletion
+    re-chooses what a fit chooses on this machine; a libm whose log differs in the last bit
+    could break a tie within an ulp otherwise), as ``(whole, rest, 2**52)``: ``E``'s bits below
+    ``2**-52`` are dropped, which only makes more cuts tie (then the smaller attribute and
+    threshold win, as for Gini)."""
+    e = _n_entropy(left_n, left_pos) + _n_entropy(n - left_n, positives - left_pos)
+    whole = np.floor(e)
+    return np.int64(whole), np.int64((e - whole) * 2.0**52), _ENTROPY_DEN
+
+
 @kernel
 def gini(left_n, left_pos, n, positives):
     """A cut's ``G = sum over its sides of p q / (p + q)``, exactly, as ``(whole, rest, den)``:
@@ -264,6 +300,7 @@ def best_split(
     max_features,
     min_samples_leaf,
     cache_limit,
+    criterion,
 ):
     """``(attribute, threshold, cache)`` of the best sampled split of ``rows``; attribute -1
     when none. ``columns`` is X transposed; ``order``, ``values``, ``labels`` and ``position``
@@ -271,9 +308,9 @@ def best_split(
 
     Attributes are taken in increasing :func:`attribute_keys` order, skipping those without a
     valid threshold, until ``max_features`` are taken; of each, the ``k`` valid thresholds of
-    smallest :func:`threshold_keys` (all when ``k`` < 1). The largest Gini score wins, compared
-    exactly (:func:`better`); equal scores go to the smaller attribute, then the smaller
-    threshold.
+    smallest :func:`threshold_keys` (all when ``k`` < 1). The best :func:`score` under
+    ``criterion`` wins (the largest Gini score, or the least entropy), compared as
+    :func:`better` does; equal scores go to the smaller attribute, then the smaller threshold.
 
     ``cache`` is what decides the choice (see :mod:`.cache`): the attributes taken; per
     attribute the largest key cached (``ALL`` when every valid threshold is); per cached
@@ -329,7 +366,7 @@ def best_split(
             chosen = kept[:k]
         taken += 1
         for c in chosen:
-            g = gini(left_n[c], left_pos[c], m, positives)
+            g = score(criterion, left_n[c], left_pos[c], m, positives)
             if better(a, thresholds[c], g, best_a, best_t, best_g):
                 best_a, best_t, best_g = a, thresholds[c], g
         if cached:

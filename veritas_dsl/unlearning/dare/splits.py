@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from veritas_dsl.unlearning.dare.kernels import best_split
+from veritas_dsl.unlearning.dare.kernels import GINI, best_split
 
 #: The most sampled thresholds a greedy node caches (``k=None`` on many rows would cache every
 #: valid threshold); a node without a cache chooses again from its rows after a deletion.
@@ -67,11 +67,14 @@ def greedy_split(
     max_features: int,
     min_samples_leaf: int,
     presorted: Presorted,
+    criterion: int = GINI,
 ) -> Split | None:
     """The best split of ``rows`` among the sampled candidates, or None when no attribute has a
     valid threshold (:func:`~.kernels.best_split` says how candidates are sampled and ties
     broken)."""
-    return greedy_choice(y, rows, seed, k, max_features, min_samples_leaf, presorted)[0]
+    return greedy_choice(
+        y, rows, seed, k, max_features, min_samples_leaf, presorted, criterion
+    )[0]
 
 
 def greedy_choice(
@@ -82,6 +85,7 @@ def greedy_choice(
     max_features: int,
     min_samples_leaf: int,
     presorted: Presorted,
+    criterion: int = GINI,
 ) -> tuple[Split | None, tuple | None]:
     """:func:`greedy_split` and the node's cache (:mod:`.cache`; None when it would hold more
     than ``CACHE_LIMIT`` thresholds). A node holding most of the rows picks them out of
@@ -103,6 +107,7 @@ def greedy_choice(
         max_features,
         min_samples_leaf,
         CACHE_LIMIT,
+        criterion,
     )
     if attribute < 0:
         return None, None

@@ -97,6 +97,8 @@ def _params(forest) -> dict:
     params = forest.get_params()
     if isinstance(params["random_state"], np.random.Generator):
         params["random_state"] = None
+    if params["criterion"] == "gini":  # so that a Gini forest's file reads as before it existed
+        del params["criterion"]
     return params
 
 
@@ -234,7 +236,7 @@ def _header(arrays: dict) -> dict:
     if not isinstance(cost, int) or cost < 0 or not isinstance(header.get("rng"), dict):
         raise ModelError("the header is damaged")
     known = {"n_trees", "max_depth", "k", "random_depth", "max_features"}
-    if not set(header["params"]) <= known | {"min_samples_leaf", "random_state"}:
+    if not set(header["params"]) <= known | {"min_samples_leaf", "random_state", "criterion"}:
         raise ModelError(f"unknown parameters {sorted(header['params'])}")
     return header
 

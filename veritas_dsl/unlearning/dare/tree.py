@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from veritas_dsl.jit import kernel
-from veritas_dsl.unlearning.dare.kernels import mix_int
+from veritas_dsl.unlearning.dare.kernels import GINI, mix_int
 from veritas_dsl.unlearning.dare.leaves import LeafRows
 from veritas_dsl.unlearning.dare.memo import ROWS_PER_TREE, Memos, graft
 from veritas_dsl.unlearning.dare.pool import CachePool
@@ -77,6 +77,7 @@ class Settings:
     random_depth: int
     max_features: int
     min_samples_leaf: int
+    criterion: int = GINI  # kernels.GINI or kernels.ENTROPY
 
 
 class Tree:
@@ -178,7 +179,7 @@ class Grower:
         self.cost = 0
         self._grafting = 0  # > 0 while a memo's subtree is brought to the current rows
         s, p = settings, presorted
-        self._walk_settings = (s.k or 0, s.min_samples_leaf, s.max_depth)
+        self._walk_settings = (s.k or 0, s.min_samples_leaf, s.max_depth, s.criterion)
         self._sorted_rows = (p.values, p.labels, p.order, p.position, p.columns, y)
         self._path = np.empty(s.max_depth + 1, dtype=np.int64)  # the nodes a walk passed
 
@@ -209,8 +210,9 @@ class Grower:
     def _greedy(self, rows: np.ndarray, seed: int) -> tuple[Split | None, tuple | None]:
         s = self.settings
         return greedy_choice(
-            self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf, self.presorted
-        )
+            self.y, rows, seed, s.k, s.max_features, s.min_samples_leaf, self.presorted,
+            s.criterion,
+        )  # fmt: skip
 
     def _fill(
         self, tree, node, rows, depth, split: Split | None, kind, seed, cache=None, positives=None

@@ -48,10 +48,10 @@ def walk(
     row's counts and is appended to ``path``; at the leaf the row leaves ``held`` and
     ``leaf_of``. ``chosen_here``: ``node`` is a greedy node whose choice the caller already
     made (unchanged). ``pool`` is ``(slots, attrs, bound, cand, cand_values)``, ``settings``
-    ``(k, min_samples_leaf, max_depth)``. Returns ``(status, node, depth, nodes passed,
+    ``(k, min_samples_leaf, max_depth, criterion)``. Returns ``(status, node, depth, nodes passed,
     attribute, threshold)``, the last two a changed choice."""
     slots, attrs, bound, cand, cand_values = pool
-    k, m, max_depth = settings
+    k, m, max_depth, criterion = settings
     passed = 0
     while True:
         n, positives = nodes[node, COUNT] - 1, nodes[node, POSITIVES] - label
@@ -73,7 +73,7 @@ def walk(
             status, a, t = follow_deletion(
                 attrs[a0 : a0 + na], bound[a0 : a0 + na], cand[c0 : c0 + nc],
                 cand_values[c0 : c0 + nc], row, label, n, positives, k, m, nodes[node, SEED],
-                presorted, leaf_of, node, end, subtree, r,
+                presorted, leaf_of, node, end, subtree, r, criterion,
             )  # fmt: skip
             if status != DECIDED:
                 return CHOOSE_AGAIN, node, depth, passed, -1, 0.0
