@@ -45,36 +45,26 @@ def _edit_and_compare(
         assert_same_forest(forest, pool_X, pool_y)
 
 
-@settings(max_examples=examples(0.4))
+@settings(max_examples=examples(0.6))
 @given(
     data=tied_data(),
     n_trees=st.integers(1, 2),
     max_depth=st.integers(0, 4),
     min_samples_leaf=st.integers(1, 3),
+    criterion=st.sampled_from(["gini", "entropy"]),
 )
 @example(
     data=(np.zeros((2, 1), np.float32), np.array([0, 1]), 0),
     n_trees=1,
     max_depth=3,
     min_samples_leaf=1,
+    criterion="gini",
 )
-def test_edits_equal_a_fit_on_the_remaining_rows(data, n_trees, max_depth, min_samples_leaf):
-    X, y, seed = data
-    _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf)
-
-
-@settings(max_examples=examples(0.3))
-@given(
-    data=tied_data(),
-    n_trees=st.integers(1, 2),
-    max_depth=st.integers(0, 4),
-    min_samples_leaf=st.integers(1, 3),
-)
-def test_entropy_edits_equal_a_fit_on_the_remaining_rows(
-    data, n_trees, max_depth, min_samples_leaf
+def test_edits_equal_a_fit_on_the_remaining_rows(
+    data, n_trees, max_depth, min_samples_leaf, criterion
 ):
     X, y, seed = data
-    _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf, criterion="entropy")
+    _edit_and_compare(X, y, seed, n_trees, max_depth, min_samples_leaf, criterion=criterion)
 
 
 @pytest.mark.parametrize("seed", range(4))
