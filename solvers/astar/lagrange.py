@@ -10,13 +10,17 @@ t's thresholds on v; trees that never split on v need none). For any multipliers
 bounds the maximum from above: at any input, with every copy equal to it, the terms in ``lam``
 cancel. ``lam = 0`` gives the sum of best leaves (A*'s root bound). The minimisation of ``L`` is
 by subgradient steps (Polyak's rule against an incumbent); every ``L`` seen is a bound, so the
-least is kept. A prototype on the whole input space (no static box) in float64: it measures how
-far the idea tightens the root bound, it is not wired into the engine.
+least is kept. The steps search in float64, whose rounding can put ``L`` ulps below the maximum;
+the bound returned is ``L`` at the best multipliers evaluated exactly (rationals) and rounded up.
+A prototype on the whole input space (no static box): it measures how far the idea tightens the
+root bound, it is not wired into the engine.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -142,6 +146,29 @@ def evaluate(d: Decomposition, lam: np.ndarray):
     return total, grad, cells
 
 
+def sound_bound(d: Decomposition, lam: np.ndarray) -> float:
+    """``L(lam)`` in exact rational arithmetic, rounded up to a float: never below the maximum.
+    Maxima over single multipliers are exact in floats; only the sums need rationals."""
+    padded = np.append(lam, 0.0)
+    row_max = np.maximum.reduceat(padded, d.row_bounds)[::2]
+    leaf = [Fraction(v) for v in d.leaf_value]
+    for r, leaf_id in enumerate(d.row_leaf):
+        leaf[leaf_id] += Fraction(float(row_max[r]))
+    ends = [*d.tree_first_leaf[1:], len(leaf)]
+    total = Fraction(d.base) + sum(
+        (max(leaf[a:b]) for a, b in zip(d.tree_first_leaf, ends, strict=True)), Fraction(0))
+    if len(d.shared_cell):
+        n_cells = int(d.shared_cell.max()) + 1
+        shared = [Fraction(0)] * n_cells
+        for cell, k in zip(d.shared_cell, d.shared_lam, strict=True):
+            shared[cell] -= Fraction(float(lam[k]))
+        cuts = [*d.feature_first_cell, n_cells]
+        total += sum((max(shared[cuts[i]:cuts[i + 1]]) for i in range(len(cuts) - 1)),
+                     Fraction(0))
+    rounded = float(total)
+    return rounded if rounded >= total else math.nextafter(rounded, math.inf)
+
+
 def minimise(d: Decomposition, steps: int, target: float, trace=None, patience: int = 10):
     """Subgradient descent on ``L`` from ``lam = 0`` with Polyak steps toward ``target`` (a value
     reached, e.g. an incumbent), halved after ``patience`` steps without progress; returns the
@@ -158,9 +185,10 @@ def minimise(d: Decomposition, steps: int, target: float, trace=None, patience: 
             stall += 1
             if stall >= patience:
                 mu, stall = mu / 2, 0
-        best = min(best, value)
+        if value < best:
+            best, best_lam = value, lam
         norm = float(grad @ grad)
         if norm == 0.0:  # every copy agrees: L is reached, the bound is exact
             break
         lam = lam - mu * max(value - target, 1e-9) / norm * grad
-    return best
+    return sound_bound(d, best_lam)

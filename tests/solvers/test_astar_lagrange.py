@@ -79,8 +79,39 @@ def test_every_multiplier_vector_gives_a_bound(seed, n_trees, depth, n_features)
     rng = np.random.default_rng(seed)
     for _ in range(5):
         seen.append(lagrange.evaluate(d, rng.normal(0, 2, d.n_lam))[0])
-    assert min(seen) >= optimum - 1e-9
-    assert best == min(seen[: len(seen) - 5])
+    assert min(seen) >= optimum - 1e-9  # float64 values: may be ulps below
+    assert best >= optimum  # the returned bound is exact, rounded up
+    assert best == pytest.approx(min(seen[: len(seen) - 5]), abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**6), n_trees=st.integers(1, 5), depth=st.integers(1, 3),
+    n_features=st.integers(1, 3),
+)  # fmt: skip
+def test_the_exact_bound_is_never_below_the_maximum_even_by_ulps(seed, n_trees, depth, n_features):
+    """Multipliers in tenths (not exact in binary) make float64 sums round; the exact
+    evaluation rounded up stays at or above the oracle's maximum, with no tolerance."""
+    model = random_forest(seed, n_trees, depth, n_features)
+    d = lagrange.decompose(model)
+    optimum = exact_max(model)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        lam = rng.integers(-30, 31, d.n_lam) / 10
+        assert lagrange.sound_bound(d, lam) >= optimum
+        assert lagrange.sound_bound(d, lam) >= lagrange.evaluate(d, lam)[0] - 1e-9
+
+
+def test_a_float_sum_ulps_below_the_maximum_is_rounded_back_up():
+    """Two depth-1 trees on one feature (maximum 0) where float64 gives ``L = -1.1e-16``:
+    the tenths in the multipliers do not cancel in binary, in exact arithmetic they do."""
+    model = random_forest(0, 2, 1, 1)
+    d = lagrange.decompose(model)
+    optimum = exact_max(model)
+    assert d.n_lam == 4 and optimum == 0.0
+    lam = np.array([0.9, 1.0, 0.1, 0.7])
+    assert lagrange.evaluate(d, lam)[0] < optimum  # the float64 evaluation: unsound
+    assert lagrange.sound_bound(d, lam) >= optimum
 
 
 def test_the_steps_tighten_a_loose_sum_of_best_leaves():
