@@ -53,6 +53,24 @@ def test_a_deletion_is_its_shards_refit_node_for_node_and_leaves_the_others(dele
     assert np.array_equal(forest.votes(X), fresh.votes(X))
 
 
+def test_an_addition_is_each_shards_refit_node_for_node_and_spends_nothing():
+    X, y = data(150)
+    forest = sharded(**DETERMINISTIC).fit(X[:120], y[:120])
+    forest.predict(X[:4])
+    spent, draws = forest.accountant.spent, forest.accountant.draws
+    forest.delete([3, 10])
+    forest.add(X[120:], y[120:])
+    assert forest.n_rows == 150 and forest.shard_of()[120:].tolist() == [
+        g % 3 for g in range(120, 150)
+    ]
+    for i in range(3):
+        assert_same_forest(forest.shard(i), *shard_rows(forest, X, y, i))
+    assert (forest.accountant.spent, forest.accountant.draws) == (spent, draws)
+    with pytest.raises(ModelError):
+        forest.add(X[:2, :3], y[:2])
+    assert forest.n_rows == 150
+
+
 def test_randomised_shards_edit_only_the_shard_a_row_is_in():
     X, y = data()
     forest = sharded(random_depth=2, random_state=7).fit(X, y)

@@ -197,6 +197,27 @@ class ShardedForest:
         self._alive[ids] = False
         return self
 
+    def add(self, X, y) -> ShardedForest:
+        """Learn new rows; they get the next global ids, and the row of id ``g`` goes to shard
+        ``g % n_shards`` (public, like ``partition_seed``), where its shard's forest adds it
+        exactly (:meth:`DareForest.add`: the shard's refit with the rows). Publishes nothing, so
+        it neither spends the budget nor draws again: :meth:`adaptive_bound` holds as before,
+        the shards being a function of the same seeds and the rows, as after a deletion."""
+        self._fitted()
+        X, y = _rows(X, y, self._X.shape[1])
+        ids = np.arange(len(self._X), len(self._X) + len(X))
+        shard = ids % self.n_shards
+        shards = [forest.copy() for forest in self._shards]  # all or nothing
+        for i in np.unique(shard).tolist():
+            shards[i].add(X[shard == i], y[shard == i])
+        self._shards = shards
+        self._ids = [np.concatenate([self._ids[i], ids[shard == i]]) for i in range(self.n_shards)]
+        self._X = np.concatenate([self._X, X])
+        self._y = np.concatenate([self._y, y])
+        self._shard = np.concatenate([self._shard, shard])
+        self._alive = np.concatenate([self._alive, np.ones(len(X), dtype=bool)])
+        return self
+
     # -- outputs -----------------------------------------------------------------------------
 
     def votes(self, X) -> np.ndarray:
