@@ -4,6 +4,7 @@ published labels follow the exponential mechanism, and bad input leaves the fore
 from __future__ import annotations
 
 import math
+import zipfile
 
 import numpy as np
 import pytest
@@ -233,3 +234,44 @@ def test_bad_fits_and_calls_before_a_fit():
     with pytest.raises(ModelError, match=r"epsilon 2\.0 is above the budget"):
         forest.predict(X, epsilon=2.0)
     assert forest.accountant.answers == 0
+
+
+def test_save_and_load_keep_the_shards_the_accountant_and_the_noise(tmp_path):
+    X, y = data()
+    forest = sharded().fit(X, y)
+    forest.delete([1, 2])
+    forest.predict(X[:7], epsilon=0.5)
+    forest.save(tmp_path / "s.shards")
+    again = ShardedForest.load(tmp_path / "s.shards")
+    assert np.array_equal(again.votes(X), forest.votes(X))
+    assert np.array_equal(again.shard_of(), forest.shard_of())
+    a, b = again.accountant, forest.accountant
+    assert (a.spent, a.answers, a.draws) == (b.spent, b.answers, b.draws)
+    assert np.array_equal(again.predict(X), forest.predict(X))  # the same noise and draws
+    again.delete([3])
+    forest.delete([3])
+    assert np.array_equal(again.votes(X), forest.votes(X))
+
+
+def test_damaged_and_foreign_files_are_refused(tmp_path):
+    X, y = data()
+    forest = sharded().fit(X, y)
+    forest.save(tmp_path / "s.shards")
+    whole = (tmp_path / "s.shards").read_bytes()
+    (tmp_path / "cut").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ModelError, match="cut"):
+        ShardedForest.load(tmp_path / "cut")
+    forest.shard(0).save(tmp_path / "dare.npz")
+    with pytest.raises(ModelError, match=r"dare\.npz"):
+        ShardedForest.load(tmp_path / "dare.npz")
+    with zipfile.ZipFile(tmp_path / "s.shards") as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    parts["shard_0.npz"], parts["shard_1.npz"] = parts["shard_1.npz"], parts["shard_0.npz"]
+    with zipfile.ZipFile(tmp_path / "swapped", "w") as archive:
+        for name, content in parts.items():
+            archive.writestr(name, content)
+    with pytest.raises(ModelError, match="shard 0's forest does not hold its rows"):
+        ShardedForest.load(tmp_path / "swapped")
+    with pytest.raises(ModelError, match="cannot write"):
+        forest.save(tmp_path / "no" / "dir")
+    assert not list((tmp_path).glob("**/*.partial"))

@@ -327,6 +327,21 @@ class ShardedForest:
         self._fitted()
         return self._ids[i].copy()
 
+    def save(self, path) -> None:
+        """Write the forest to one file (no pickle), see :mod:`.shard_store`. The file holds the
+        secret ``random_state``: whoever reads it can predict every draw and the noise."""
+        from veritas_dsl.unlearning.shard_store import save
+
+        self._fitted()
+        save(self, path)
+
+    @classmethod
+    def load(cls, path) -> ShardedForest:
+        """Read a forest written by :meth:`save`; a damaged or foreign file is a ModelError."""
+        from veritas_dsl.unlearning.shard_store import load
+
+        return load(cls, path)
+
     def _fitted(self) -> None:
         if self._X is None:
             raise ModelError("the forest is not fitted yet: call fit(X, y) first")
