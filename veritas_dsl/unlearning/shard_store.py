@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from veritas_dsl.model.archive import check_inflation
 from veritas_dsl.model.errors import ModelError
+from veritas_dsl.model.limits import model_size
 from veritas_dsl.unlearning.dare.forest import DareForest
 from veritas_dsl.unlearning.dare.store import _DAMAGED
 
@@ -65,10 +67,13 @@ def save(forest, path: str | Path) -> None:
 
 def load(cls, path: str | Path):
     """Read a forest written by :func:`save`; anything else is a ModelError naming ``path``."""
+    size = model_size(Path(path), "dare")
     if not zipfile.is_zipfile(path):
         raise ModelError(f"{path}: not a sharded forest file (not a zip archive)")
     try:
         with zipfile.ZipFile(path) as archive, tempfile.TemporaryDirectory() as folder:
+            # what extracting it would write, before writing it
+            check_inflation(sum(m.file_size for m in archive.infolist()), size)
             if "header.json" not in archive.namelist():
                 raise ModelError(f"not a {FILE_FORMAT} file")
             header = _header(archive.read("header.json"))
