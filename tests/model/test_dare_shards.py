@@ -4,6 +4,7 @@ published labels follow the exponential mechanism, and bad input leaves the fore
 from __future__ import annotations
 
 import math
+import zipfile
 
 import numpy as np
 import pytest
@@ -51,6 +52,24 @@ def test_a_deletion_is_its_shards_refit_node_for_node_and_leaves_the_others(dele
         local = np.searchsorted(keep[mine], forest.shard_ids(i))
         assert structure(forest.shard(i), local) == structure(fresh.shard(i))
     assert np.array_equal(forest.votes(X), fresh.votes(X))
+
+
+def test_an_addition_is_each_shards_refit_node_for_node_and_spends_nothing():
+    X, y = data(150)
+    forest = sharded(**DETERMINISTIC).fit(X[:120], y[:120])
+    forest.predict(X[:4])
+    spent, draws = forest.accountant.spent, forest.accountant.draws
+    forest.delete([3, 10])
+    forest.add(X[120:], y[120:])
+    assert forest.n_rows == 150 and forest.shard_of()[120:].tolist() == [
+        g % 3 for g in range(120, 150)
+    ]
+    for i in range(3):
+        assert_same_forest(forest.shard(i), *shard_rows(forest, X, y, i))
+    assert (forest.accountant.spent, forest.accountant.draws) == (spent, draws)
+    with pytest.raises(ModelError):
+        forest.add(X[:2, :3], y[:2])
+    assert forest.n_rows == 150
 
 
 def test_randomised_shards_edit_only_the_shard_a_row_is_in():
@@ -215,3 +234,44 @@ def test_bad_fits_and_calls_before_a_fit():
     with pytest.raises(ModelError, match=r"epsilon 2\.0 is above the budget"):
         forest.predict(X, epsilon=2.0)
     assert forest.accountant.answers == 0
+
+
+def test_save_and_load_keep_the_shards_the_accountant_and_the_noise(tmp_path):
+    X, y = data()
+    forest = sharded().fit(X, y)
+    forest.delete([1, 2])
+    forest.predict(X[:7], epsilon=0.5)
+    forest.save(tmp_path / "s.shards")
+    again = ShardedForest.load(tmp_path / "s.shards")
+    assert np.array_equal(again.votes(X), forest.votes(X))
+    assert np.array_equal(again.shard_of(), forest.shard_of())
+    a, b = again.accountant, forest.accountant
+    assert (a.spent, a.answers, a.draws) == (b.spent, b.answers, b.draws)
+    assert np.array_equal(again.predict(X), forest.predict(X))  # the same noise and draws
+    again.delete([3])
+    forest.delete([3])
+    assert np.array_equal(again.votes(X), forest.votes(X))
+
+
+def test_damaged_and_foreign_files_are_refused(tmp_path):
+    X, y = data()
+    forest = sharded().fit(X, y)
+    forest.save(tmp_path / "s.shards")
+    whole = (tmp_path / "s.shards").read_bytes()
+    (tmp_path / "cut").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ModelError, match="cut"):
+        ShardedForest.load(tmp_path / "cut")
+    forest.shard(0).save(tmp_path / "dare.npz")
+    with pytest.raises(ModelError, match=r"dare\.npz"):
+        ShardedForest.load(tmp_path / "dare.npz")
+    with zipfile.ZipFile(tmp_path / "s.shards") as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    parts["shard_0.npz"], parts["shard_1.npz"] = parts["shard_1.npz"], parts["shard_0.npz"]
+    with zipfile.ZipFile(tmp_path / "swapped", "w") as archive:
+        for name, content in parts.items():
+            archive.writestr(name, content)
+    with pytest.raises(ModelError, match="shard 0's forest does not hold its rows"):
+        ShardedForest.load(tmp_path / "swapped")
+    with pytest.raises(ModelError, match="cannot write"):
+        forest.save(tmp_path / "no" / "dir")
+    assert not list((tmp_path).glob("**/*.partial"))

@@ -199,6 +199,27 @@ class ShardedForest:
         self._alive[ids] = False
         return self
 
+    def add(self, X, y) -> ShardedForest:
+        """Learn new rows; they get the next global ids, and the row of id ``g`` goes to shard
+        ``g % n_shards`` (public, like ``partition_seed``), where its shard's forest adds it
+        exactly (:meth:`DareForest.add`: the shard's refit with the rows). Publishes nothing, so
+        it neither spends the budget nor draws again: :meth:`adaptive_bound` holds as before,
+        the shards being a function of the same seeds and the rows, as after a deletion."""
+        self._fitted()
+        X, y = _rows(X, y, self._X.shape[1])
+        ids = np.arange(len(self._X), len(self._X) + len(X))
+        shard = ids % self.n_shards
+        shards = [forest.copy() for forest in self._shards]  # all or nothing
+        for i in np.unique(shard).tolist():
+            shards[i].add(X[shard == i], y[shard == i])
+        self._shards = shards
+        self._ids = [np.concatenate([self._ids[i], ids[shard == i]]) for i in range(self.n_shards)]
+        self._X = np.concatenate([self._X, X])
+        self._y = np.concatenate([self._y, y])
+        self._shard = np.concatenate([self._shard, shard])
+        self._alive = np.concatenate([self._alive, np.ones(len(X), dtype=bool)])
+        return self
+
     # -- outputs -----------------------------------------------------------------------------
 
     def votes(self, X) -> np.ndarray:
@@ -307,6 +328,21 @@ class ShardedForest:
         """The global id of each of shard ``i``'s local row ids."""
         self._fitted()
         return self._ids[i].copy()
+
+    def save(self, path) -> None:
+        """Write the forest to one file (no pickle), see :mod:`.shard_store`. The file holds the
+        secret ``random_state``: whoever reads it can predict every draw and the noise."""
+        from veritas_dsl.unlearning.shard_store import save
+
+        self._fitted()
+        save(self, path)
+
+    @classmethod
+    def load(cls, path) -> ShardedForest:
+        """Read a forest written by :meth:`save`; a damaged or foreign file is a ModelError."""
+        from veritas_dsl.unlearning.shard_store import load
+
+        return load(cls, path)
 
     def _fitted(self) -> None:
         if self._X is None:
