@@ -168,6 +168,18 @@ def random_forest(n_trees: int, depth: int, n_features: int, seed: int) -> Ensem
 
 
 @pytest.fixture
+def astar_pace_fixed(monkeypatch) -> None:
+    """A* with no clock in its path: every kernel call doubles the last (its sizing by time
+    made huge) and nothing is repaired (a repair climbs for a share of the time searched), so
+    where a run stops, and the incumbent it holds there, do not depend on the machine's speed."""
+    from veritas_dsl.solvers.astar import anytime
+
+    monkeypatch.setattr(anytime, "CALL_SECONDS", 1e9)
+    monkeypatch.setattr(anytime, "LONGEST_CALL_SECONDS", 1e9)
+    monkeypatch.setattr(anytime, "REPAIR_SHARE", 0.0)
+
+
+@pytest.fixture
 def two_trees() -> Ensemble:
     """Two trees over (x0, x1); the output by region is
 

@@ -10,15 +10,11 @@ import json
 import pytest
 
 from veritas_dsl.cli import ExitCode, main
-from veritas_dsl.solvers.astar import anytime
 
 from conftest import random_forest
 
-
-@pytest.fixture(autouse=True)
-def doubling_calls(monkeypatch):
-    monkeypatch.setattr(anytime, "CALL_SECONDS", 1e9)
-    monkeypatch.setattr(anytime, "LONGEST_CALL_SECONDS", 1e9)
+#: Where a run stops does not depend on the machine (conftest.astar_pace_fixed).
+pytestmark = pytest.mark.usefixtures("astar_pace_fixed")
 
 
 def spec(tmp_path, expects: str, engine: str = "astar") -> str:

@@ -35,7 +35,6 @@ from veritas_dsl.ir.distinct import counted_trees, leaf_combination
 from veritas_dsl.ir.evaluate import goal_value, model_outputs
 from veritas_dsl.ir.query import maximizes
 from veritas_dsl.result import Result, Termination
-from veritas_dsl.solvers.astar import anytime
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits, UnsupportedQuery
 from veritas_dsl.solvers.milp.engine import MilpEngine
@@ -46,11 +45,8 @@ from veritas_dsl.validate import validate_witnesses
 
 from conftest import random_forest
 
-
-@pytest.fixture(autouse=True)
-def doubling_calls(monkeypatch):
-    monkeypatch.setattr(anytime, "CALL_SECONDS", 1e9)
-    monkeypatch.setattr(anytime, "LONGEST_CALL_SECONDS", 1e9)
+#: Where a run stops does not depend on the machine (conftest.astar_pace_fixed).
+pytestmark = pytest.mark.usefixtures("astar_pace_fixed")
 
 
 def term(model: str = "m", instance: str = "x", coef: float = 1.0) -> OutputTerm:
