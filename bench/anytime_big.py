@@ -28,6 +28,7 @@ import contextlib
 import io
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import xgboost as xgb
@@ -75,6 +76,22 @@ def model_of(n_features: int, n_trees: int, depth: int):
         random_state=0,
     ).fit(X, y)  # fmt: skip
     return X, clf
+
+
+def root_queries(models: str):
+    """For each ``FEATURES:TREESxDEPTH`` of ``models`` (comma-separated), the model of
+    :func:`model_of` and the maximisation of its margin and of its negation (a min is the max of
+    the negated model): yields ``(label, task, model, query)``. Used by the root-bound benches."""
+    for spec in models.split(","):
+        n_features, shape = spec.split(":")
+        n_trees, depth = (int(s) for s in shape.split("x"))
+        base = Ensemble.from_xgboost(model_of(int(n_features), n_trees, depth)[1])
+        negated = replace(base, value=-base.value, base_score=-base.base_score, library=None)
+        for task, model in (("max", base), ("min", negated)):
+            features = tuple(Feature(name) for name in model.feature_names)
+            yield f"{n_features}f {shape}", task, model, Query(
+                task, features, ("x",), {"m": model}, (), Maximize(TERM)
+            )
 
 
 def gap(lower: float, upper: float, incumbent: float) -> float:

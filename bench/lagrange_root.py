@@ -13,21 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from anytime_big import TERM, model_of
+from anytime_big import root_queries
 
-from veritas_dsl.ir import Feature, Maximize, Query
-from veritas_dsl.model import Ensemble
 from veritas_dsl.solvers.astar import lagrange
 from veritas_dsl.solvers.astar.engine import AStarEngine
 from veritas_dsl.solvers.base import Limits
 
-
-def negated(model: Ensemble) -> Ensemble:
-    return replace(model, value=-model.value, base_score=-model.base_score, library=None)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,35 +34,28 @@ def main() -> None:
     print(f"{'model':<10} {'task':<4} {'A* 1s [lo, up]':>20} {'A* 5s [lo, up]':>20} "
           f"{'sum best':>9} " + " ".join(f"{'L@' + str(k):>8}" for k in checkpoints)
           + f" {'L time':>7} {'L gap %':>8} {'A*5 gap %':>9}")  # fmt: skip
-    for spec in args.models.split(","):
-        n_features, shape = spec.split(":")
-        n_trees, depth = (int(s) for s in shape.split("x"))
-        _, clf = model_of(int(n_features), n_trees, depth)
-        base = Ensemble.from_xgboost(clf)
-        for task, model in (("max", base), ("min", negated(base))):
-            features = tuple(Feature(name) for name in model.feature_names)
-            q = Query(task, features, ("x",), {"m": model}, (), Maximize(TERM))
-            engine.solve(q, Limits(timeout_s=0.5))  # warm-up (compilation)
-            one = engine.solve(q, Limits(timeout_s=1.0))
-            five = engine.solve(q, Limits(timeout_s=5.0))
-            d = lagrange.decompose(model)
-            seen: list[float] = []
-            start = time.perf_counter()
-            lagrange.minimise(d, args.steps, five.lower, trace=lambda v, _, s=seen: s.append(v),
-                              patience=args.patience)  # fmt: skip
-            took = time.perf_counter() - start
-            at = [min(seen[:k]) for k in checkpoints]
-            sign = 1 if task == "max" else -1
-            inc = five.lower
+    for label, task, model, q in root_queries(args.models):
+        engine.solve(q, Limits(timeout_s=0.5))  # warm-up (compilation)
+        one = engine.solve(q, Limits(timeout_s=1.0))
+        five = engine.solve(q, Limits(timeout_s=5.0))
+        d = lagrange.decompose(model)
+        seen: list[float] = []
+        start = time.perf_counter()
+        lagrange.minimise(d, args.steps, five.lower, trace=lambda v, _, s=seen: s.append(v),
+                          patience=args.patience)  # fmt: skip
+        took = time.perf_counter() - start
+        at = [min(seen[:k]) for k in checkpoints]
+        sign = 1 if task == "max" else -1
+        inc = five.lower
 
-            def pair(r, sign=sign):
-                lo, up = sorted((sign * r.lower, sign * r.upper))
-                return f"[{lo:8.3f}, {up:8.3f}]"
+        def pair(r, sign=sign):
+            lo, up = sorted((sign * r.lower, sign * r.upper))
+            return f"[{lo:8.3f}, {up:8.3f}]"
 
-            print(f"{n_features + 'f ' + shape:<10} {task:<4} {pair(one):>20} {pair(five):>20} "
-                  f"{sign * seen[0]:9.3f} " + " ".join(f"{sign * v:8.3f}" for v in at)
-                  + f" {took:6.1f}s {100 * (at[-1] - inc) / abs(inc):8.2f}"
-                  f" {100 * (five.upper - inc) / abs(inc):9.2f}", flush=True)  # fmt: skip
+        print(f"{label:<10} {task:<4} {pair(one):>20} {pair(five):>20} "
+              f"{sign * seen[0]:9.3f} " + " ".join(f"{sign * v:8.3f}" for v in at)
+              + f" {took:6.1f}s {100 * (at[-1] - inc) / abs(inc):8.2f}"
+              f" {100 * (five.upper - inc) / abs(inc):9.2f}", flush=True)  # fmt: skip
 
 if __name__ == "__main__":
     main()

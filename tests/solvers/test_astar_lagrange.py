@@ -63,11 +63,15 @@ def best_leaves(model: Ensemble) -> float:
     return total
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+#: Small random forests, as the oracle measures them.
+FORESTS = dict(
     seed=st.integers(0, 10**6), n_trees=st.integers(1, 5), depth=st.integers(1, 3),
     n_features=st.integers(1, 3),
 )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(**FORESTS)
 def test_every_multiplier_vector_gives_a_bound(seed, n_trees, depth, n_features):
     model = random_forest(seed, n_trees, depth, n_features)
     d = lagrange.decompose(model)
@@ -85,10 +89,7 @@ def test_every_multiplier_vector_gives_a_bound(seed, n_trees, depth, n_features)
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 10**6), n_trees=st.integers(1, 5), depth=st.integers(1, 3),
-    n_features=st.integers(1, 3),
-)  # fmt: skip
+@given(**FORESTS)
 def test_the_exact_bound_is_never_below_the_maximum_even_by_ulps(seed, n_trees, depth, n_features):
     """Multipliers in tenths (not exact in binary) make float64 sums round; the exact
     evaluation rounded up stays at or above the oracle's maximum, with no tolerance."""
