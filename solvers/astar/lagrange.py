@@ -192,3 +192,44 @@ def minimise(d: Decomposition, steps: int, target: float, trace=None, patience: 
             break
         lam = lam - mu * max(value - target, 1e-9) / norm * grad
     return sound_bound(d, best_lam)
+
+
+def box_cells(d: Decomposition, lo, hi) -> np.ndarray:
+    """Per feature ``d`` uses (in ``thresholds``' order), the global cells ``[first, end)`` that
+    meet the closed box ``lo[f] <= x[f] <= hi[f]`` (``lo``, ``hi`` indexed by model feature;
+    the box must hold an input). Cell ``j`` holds the inputs with ``j`` thresholds at or below."""
+    used = np.unique(d.pair_feature)
+    return np.array([(np.searchsorted(cuts, np.float32(lo[f]), side="right"),
+                      np.searchsorted(cuts, np.float32(hi[f]), side="right") + 1)
+                     for f, cuts in zip(used, d.thresholds, strict=True)],
+                    dtype=np.int64).reshape(-1, 2)  # fmt: skip
+
+
+def box_bound(d: Decomposition, lam: np.ndarray, cells: np.ndarray) -> float:
+    """``L(lam)`` restricted to the box of ``cells`` (as :func:`box_cells` gives them), in exact
+    rationals rounded up: never below the maximum in the box. Only the leaves that meet the box
+    count, and each leaf's and the shared copy's cells are cut to the box; at ``lam = 0`` it is
+    the sum of each tree's best leaf in the box."""
+    index = {int(f): i for i, f in enumerate(np.unique(d.pair_feature))}
+    feature = [index[int(f)] for f in d.pair_feature]
+    sizes = [len(d.thresholds[i]) + 1 for i in feature]
+    of_pair = np.split(d.shared_lam, np.cumsum(sizes)[:-1])  # global cell -> flat multiplier
+    first = [of_pair[p][cells[i, 0]] for p, i in enumerate(feature)]
+    end = [of_pair[p][cells[i, 1] - 1] + 1 for p, i in enumerate(feature)]
+    leaf: list = [Fraction(v) for v in d.leaf_value]
+    for r, (leaf_id, p) in enumerate(zip(d.row_leaf, d.row_pair, strict=True)):
+        a, b = max(d.row_bounds[2 * r], first[p]), min(d.row_bounds[2 * r + 1], end[p])
+        if leaf[leaf_id] is not None:
+            leaf[leaf_id] = leaf[leaf_id] + Fraction(float(lam[a:b].max())) if a < b else None
+    ends = [*d.tree_first_leaf[1:], len(leaf)]
+    total = Fraction(d.base) + sum(
+        (max(v for v in leaf[a:b] if v is not None)
+         for a, b in zip(d.tree_first_leaf, ends, strict=True)), Fraction(0))  # fmt: skip
+    for i, (a, b) in enumerate(cells):
+        shared = [Fraction(0)] * int(b - a)
+        for p in (p for p, j in enumerate(feature) if j == i):
+            for j in range(a, b):
+                shared[j - a] -= Fraction(float(lam[of_pair[p][j]]))
+        total += max(shared)
+    rounded = float(total)
+    return rounded if rounded >= total else math.nextafter(rounded, math.inf)

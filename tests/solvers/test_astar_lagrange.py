@@ -40,27 +40,32 @@ def random_forest(seed: int, n_trees: int, depth: int, n_features: int) -> Ensem
     )  # fmt: skip
 
 
-def exact_max(model: Ensemble) -> float:
-    features = tuple(Feature(name) for name in model.feature_names)
+def exact_max(model: Ensemble, lo=None, hi=None) -> float:
+    """The oracle's maximum, in the closed box ``[lo, hi]`` if given (per feature)."""
+    n = len(model.feature_names)
+    lo, hi = lo or [-np.inf] * n, hi or [np.inf] * n
+    features = tuple(Feature(name, lo=a, hi=b)
+                     for name, a, b in zip(model.feature_names, lo, hi, strict=True))
     q = Query("max", features, ("x",), {"m": model}, (), Maximize(TERM))
     result = OracleEngine().solve(q, Limits(timeout_s=60))
     assert result.lower == result.upper
     return result.lower
 
 
+def one_tree(model: Ensemble, t: int) -> Ensemble:
+    lo, hi = model.tree_offsets[t], model.tree_offsets[t + 1]
+    left, right = (np.where(c[lo:hi] >= 0, c[lo:hi] - lo, -1) for c in (model.left, model.right))
+    return Ensemble(
+        feature=model.feature[lo:hi], threshold=model.threshold[lo:hi], left=left, right=right,
+        value=model.value[lo:hi], tree_offsets=[0, hi - lo], base_score=[0.0],
+        feature_names=model.feature_names,
+    )  # fmt: skip
+
+
 def best_leaves(model: Ensemble) -> float:
     """The sum of each tree's best reachable leaf: each tree's own exact maximum."""
-    total = float(model.base_score[0])
-    for t in range(len(model.tree_offsets) - 1):
-        lo, hi = model.tree_offsets[t], model.tree_offsets[t + 1]
-        left, right = (np.where(c[lo:hi] >= 0, c[lo:hi] - lo, -1) for c in (model.left, model.right))
-        one = Ensemble(
-            feature=model.feature[lo:hi], threshold=model.threshold[lo:hi], left=left, right=right,
-            value=model.value[lo:hi], tree_offsets=[0, hi - lo], base_score=[0.0],
-            feature_names=model.feature_names,
-        )  # fmt: skip
-        total += exact_max(one)
-    return total
+    return float(model.base_score[0]) + sum(
+        exact_max(one_tree(model, t)) for t in range(len(model.tree_offsets) - 1))
 
 
 #: Small random forests, as the oracle measures them.
@@ -126,3 +131,47 @@ def test_the_steps_tighten_a_loose_sum_of_best_leaves():
         assert optimum - 1e-9 <= best <= loose + 1e-12
         tightened += best < loose - 1e-6
     assert tightened >= 5, "the steps never tightened the bound: a weak test"
+
+
+#: A box per feature: ends a quarter off the thresholds' grid of halves, or unbounded.
+BOXES = st.lists(st.tuples(st.integers(-4, 4), st.integers(0, 5)), min_size=3, max_size=3)
+
+
+def box_of(spec, n_features):
+    """``(a, w)`` per feature: from ``a / 2 + 1/4`` (-inf at -4) over ``w / 2`` (+inf at 5)."""
+    start = [a / 2 + 0.25 for a, _ in spec[:n_features]]
+    lo = [-np.inf if a == -4 else x for x, (a, _) in zip(start, spec, strict=False)]
+    hi = [np.inf if w == 5 else x + w / 2 for x, (_, w) in zip(start, spec, strict=False)]
+    return lo, hi
+
+
+@settings(max_examples=60, deadline=None)
+@given(**FORESTS, spec=BOXES)
+def test_a_box_bound_is_never_below_the_maximum_in_the_box(seed, n_trees, depth, n_features,
+                                                           spec):
+    """Per-state use: in a box, the restricted ``L`` at 0 is the sum of each tree's own maximum
+    in the box, and at tuned (root) multipliers, the same warm ones in the box, and random ones
+    it stays at or above the oracle's maximum in the box, with no tolerance."""
+    model = random_forest(seed, n_trees, depth, n_features)
+    d = lagrange.decompose(model)
+    lo, hi = box_of(spec, n_features)
+    cells = lagrange.box_cells(d, lo, hi)
+    optimum = exact_max(model, lo, hi)
+    own = float(model.base_score[0]) + sum(
+        exact_max(one_tree(model, t), lo, hi) for t in range(n_trees))
+    assert lagrange.box_bound(d, np.zeros(d.n_lam), cells) == pytest.approx(own, abs=1e-12)
+    root: list = []
+    lagrange.minimise(d, 40, exact_max(model), trace=lambda _, lam: root.append(lam))
+    rng = np.random.default_rng(seed)
+    for lam in [*root[-3:], *(rng.integers(-30, 31, d.n_lam) / 10 for _ in range(3))]:
+        assert lagrange.box_bound(d, lam, cells) >= optimum
+
+
+@settings(max_examples=30, deadline=None)
+@given(**FORESTS)
+def test_the_box_bound_of_the_whole_space_is_the_root_bound(seed, n_trees, depth, n_features):
+    model = random_forest(seed, n_trees, depth, n_features)
+    d = lagrange.decompose(model)
+    cells = lagrange.box_cells(d, [-np.inf] * n_features, [np.inf] * n_features)
+    lam = np.random.default_rng(seed).integers(-30, 31, d.n_lam) / 10
+    assert lagrange.box_bound(d, lam, cells) == lagrange.sound_bound(d, lam)
