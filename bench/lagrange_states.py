@@ -1,6 +1,6 @@
 """Per-state Lagrangian bounds and strong branching in a best-first search over boxes (issue 44).
 
-    python bench/lagrange_states.py [--times 5,30] [--steps 5] [--root-steps 200] [--mu 1]
+    python bench/lagrange_states.py [--times 5,30] [--steps 10] [--root-steps 200] [--mu 0.15]
                                     [--candidates 4] [--models 54:80x8,28:300x8]
 
 A prototype branch and bound, not the A* engine (whose states split one tree's leaves in a fixed
@@ -382,9 +382,9 @@ def uptime():
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--times", default="5,30", help="seconds at which bounds are shown")
-    parser.add_argument("--steps", type=int, default=5, help="L evaluations per box")
+    parser.add_argument("--steps", type=int, default=10, help="L evaluations per box")
     parser.add_argument("--root-steps", type=int, default=200)
-    parser.add_argument("--mu", type=float, default=1.0, help="Polyak step factor")
+    parser.add_argument("--mu", type=float, default=0.15, help="Polyak step factor")
     parser.add_argument("--candidates", type=int, default=4, help="strong branching's trees")
     parser.add_argument("--models", default="54:80x8,28:300x8")
     parser.add_argument("--combos", default="sum:fixed,sum:strong,lagr:fixed,lagr:strong")
