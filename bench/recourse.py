@@ -29,6 +29,12 @@ here from the counterfactuals; the language's minimised distance is L1):
   ``class(w, x) == 1``, w = ``worst_case(before, deletions = k)``, which covers
   ``DareForest.delete`` of up to k rows and nothing else.
 
+The cost table also counts, per method and k, the counterfactuals ``point_bounds`` certifies
+(their lower bound after any ``delete`` of at most k rows above one half), which follows the cuts
+a greedy node can take instead of bounding it by its counts. ``--bins N`` bins every attribute of
+more than N values at the training rows' quantiles first (docs/unlearning-certificates.md: value
+groups of one row never make a reference cut).
+
 Then it removes training rows and asks whether the forest still grants each counterfactual
 (``predict_proba`` > 0.5), after three updates of the same deletion set S:
 
@@ -76,6 +82,7 @@ from veritas_dsl import parse
 from veritas_dsl.result import Termination
 from veritas_dsl.unlearning import DareForest, UnstableError, worst_case, worst_deletion
 from veritas_dsl.unlearning.dare.certificate import unstable_nodes
+from veritas_dsl.unlearning.dare.point_bounds import point_bounds
 
 UPDATES = ("delete", "refit", "fresh")
 REAL = ("uci_german", "adult", "compas")  # balanced unless --no-balance
@@ -360,6 +367,8 @@ def forests(name: str, args, X, y, X_test, y_test):
 def one_set(name: str, args) -> tuple[list[str], list[str]]:
     """The validity table's lines and the cost table's lines of one data set."""
     X, y, X_test, y_test = LOADERS[name](args.max_train, args.balance and name in REAL)
+    if args.bins:
+        X, X_test = binned(X, X_test, args.bins)
     scale = np.median(np.abs(X - np.median(X, axis=0)), axis=0).astype(np.float64)
     scale[scale == 0] = 1.0
     validity, cost = [], []
@@ -387,6 +396,18 @@ def one_set(name: str, args) -> tuple[list[str], list[str]]:
         validity += more[0]
         cost += more[1]
     return validity, cost
+
+
+def binned(X, X_test, bins: int):
+    """Every attribute of more than ``bins`` values replaced by its bin among ``bins`` quantile
+    bins of the training rows (0, 1, ...), on the test rows too."""
+    X, X_test = X.copy(), X_test.copy()
+    for j in range(X.shape[1]):
+        if len(np.unique(X[:, j])) > bins:
+            edges = np.unique(np.quantile(X[:, j], np.linspace(0, 1, bins + 1)[1:-1]))
+            X_test[:, j] = np.searchsorted(edges, X_test[:, j])
+            X[:, j] = np.searchsorted(edges, X[:, j])
+    return X, X_test
 
 
 def mean_se(values: np.ndarray, digits: int = 1) -> str:
@@ -436,9 +457,11 @@ def table_rows(what, forest, rejected, found, times, optimal, scale, args):
             validity.append(f"| {what} | {m} | {how} | {' | '.join(cells)} |")
         answered = sum(x is not None for x in found[m])
         l1, l2 = distances(moves[part])
+        certified = [int(np.sum(point_bounds(forest, points[part], k)[0] > 0.5)) for k in args.ks]
         cost.append(
             f"| {what} | {m} | {answered}/{optimal[m]}/{len(rejected)} | {mean_se(l1, 3)} "
-            f"| {mean_se(l2, 3)} | {statistics.median(times[m]):.3f} |"
+            f"| {mean_se(l2, 3)} | {statistics.median(times[m]):.3f} | "
+            + " | ".join(f"{c}/{len(rows)}" for c in certified) + " |"
         )
     return validity, cost
 
@@ -458,6 +481,9 @@ def arguments():
     parser.add_argument("--candidates", type=int, default=1000, help="of DaRE's adversary")
     parser.add_argument("--max-train", type=int, default=1000, help="on adult and compas")
     parser.add_argument("--sets", default="uci_german,compas,german,cancer")
+    parser.add_argument(
+        "--bins", type=int, default=0, help="bin attributes of more values at quantiles (0: no)"
+    )
     parser.add_argument(
         "--no-balance",
         dest="balance",
@@ -499,8 +525,9 @@ def main() -> None:
     print("|---" * (4 + len(args.alphas) + 2 * len(args.ks)) + "|")
     print("\n".join(validity))
     print("\ncost of the change scaled by the training rows' MAD, mean ± SE over the rows")
-    print("| data | forest | method | found/optimal/rows | L1 | L2 | median s |")
-    print("|---|---|---|---|---|---|---|")
+    points = " | ".join(f"point-certified k = {k}" for k in args.ks)
+    print(f"| data | forest | method | found/optimal/rows | L1 | L2 | median s | {points} |")
+    print("|---" * (7 + len(args.ks)) + "|")
     print("\n".join(cost))
 
 

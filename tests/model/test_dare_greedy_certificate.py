@@ -10,11 +10,14 @@ import copy
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from veritas_dsl.model.errors import ModelError
 from veritas_dsl.unlearning import DareForest, worst_case
 from veritas_dsl.unlearning.dare.certificate import UnstableError, unstable_nodes
+from veritas_dsl.unlearning.dare.point_bounds import point_bounds
 
 from conftest import examples
 
@@ -134,3 +137,58 @@ def test_random_nodes_that_may_change_are_still_refused():
         assert [node.kind for node in error.nodes] == ["random"]
     else:
         raise AssertionError("a random node that may change was certified")
+
+
+@settings(
+    max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    data=st.one_of(small_data(), blocks()),
+    config=st.sampled_from(range(len(GREEDY) + 1)),
+    depth=st.integers(1, 3),
+    k=st.sampled_from([1, 2]),
+    seed=st.integers(0, 3),
+)
+def test_point_bounds_hold_on_every_k_subset_deletion(data, config, depth, k, seed):
+    """``point_bounds`` follows the cuts a deletion can lead to (random nodes too, the last
+    configuration): every deletion of at most k rows lies within them at every grid point."""
+    X, y = data
+    if len(set(y.tolist())) < 2:
+        return
+    settings_ = GREEDY[config] if config < len(GREEDY) else dict(random_depth=1)
+    forest = DareForest(n_trees=2, max_depth=depth, random_state=seed, **settings_).fit(X, y)
+    low, high = point_bounds(forest, GRID, k)
+    for size in range(1, k + 1):
+        for rows in itertools.combinations(range(len(X)), size):
+            value = copy.deepcopy(forest).delete(list(rows)).predict_proba(GRID)[:, 1]
+            bad = np.flatnonzero((value < low) | (value > high))
+            assert len(bad) == 0, (rows, GRID[bad[0]], low[bad[0]], value[bad[0]], high[bad[0]])
+
+
+def test_point_bounds_certify_what_the_worst_case_ensembles_cannot():
+    """Four attributes of four values, 160 rows, a greedy forest of depth 3: its nodes that may
+    change are bounded by their counts in ``worst_case`` (no point certified), while following
+    their possible cuts certifies most points; every one-row deletion keeps them granted."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 4, size=(160, 4)).astype(np.float32)
+    y = ((X[:, 0] + X[:, 1] >= 3) ^ (rng.random(160) < 0.1)).astype(int)
+    forest = DareForest(n_trees=5, max_depth=3, min_samples_leaf=5, random_state=0).fit(X, y)
+    grid = np.array(list(itertools.product(range(4), repeat=4)), dtype=np.float32)
+    low, high = point_bounds(forest, grid, 1)
+    ensemble_low = worst_case(forest, 1)[0].eval(grid)
+    granted = low > 0.5
+    assert np.sum(ensemble_low > 0.5) < np.sum(granted)
+    for r in range(len(X)):
+        value = copy.deepcopy(forest).delete([r]).predict_proba(grid)[:, 1]
+        assert np.all(value >= low) and np.all(value <= high)
+        assert np.all(value[granted] > 0.5)
+
+
+def test_point_bounds_refuse_bad_arguments():
+    X = np.arange(8, dtype=np.float32)[:, None]
+    forest = DareForest(n_trees=1, max_depth=1).fit(X, np.arange(8) >= 4)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ModelError, match="whole number"):
+            point_bounds(forest, X, bad)
+    with pytest.raises(ModelError, match="1 columns"):
+        point_bounds(forest, np.zeros((2, 3)), 1)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the public names: type checkers read them here, and so does
         certified_fit,
         worst_case,
     )
+    from veritas_dsl.unlearning.dare.point_bounds import point_bounds
     from veritas_dsl.unlearning.leakage import Leakage, LeakageError, leakage
     from veritas_dsl.unlearning.membership import Membership, MembershipError, membership
     from veritas_dsl.unlearning.shards import ShardedForest
@@ -46,6 +47,7 @@ __all__ = [
     "certified_fit",
     "leakage",
     "membership",
+    "point_bounds",
     "worst_case",
     "worst_deletion",
 ]

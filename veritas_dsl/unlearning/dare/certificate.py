@@ -93,11 +93,7 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
     (then no bound of this shape holds), and ``ModelError`` when ``deletions`` is not a whole
     number >= 0 or the forest's criterion is not Gini.
     """
-    if isinstance(deletions, bool) or not isinstance(deletions, (int, np.integer)) or deletions < 0:
-        raise ModelError(f"deletions must be a whole number >= 0, not {deletions!r}")
-    if forest.criterion != "gini":  # the margins below are Gini's (gini_margin.py)
-        raise ModelError(f"worst_case bounds forests of the gini criterion, not {forest.criterion}")
-    k = int(deletions)
+    k = check_deletions(forest, deletions)
     unstable = unstable_nodes(forest, k)
     random = [node for node in unstable if node.kind == "random"]
     if random:
@@ -114,6 +110,16 @@ def worst_case(forest: DareForest, deletions: int) -> tuple[Ensemble, Ensemble]:
         )
         for fraction, name in ((low, "lower bound"), (high, "upper bound"))
     )
+
+
+def check_deletions(forest: DareForest, deletions) -> int:
+    """``deletions`` as an int, or a ModelError when it is not a whole number >= 0 or the
+    forest's criterion is not Gini (the margins of gini_margin.py are Gini's)."""
+    if isinstance(deletions, bool) or not isinstance(deletions, (int, np.integer)) or deletions < 0:
+        raise ModelError(f"deletions must be a whole number >= 0, not {deletions!r}")
+    if forest.criterion != "gini":
+        raise ModelError(f"worst_case bounds forests of the gini criterion, not {forest.criterion}")
+    return int(deletions)
 
 
 def certified_fit(X, y, deletions: int, X_test, y_test, seeds: range, **settings):
