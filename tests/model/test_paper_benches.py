@@ -101,7 +101,26 @@ def test_the_recourse_bench_runs(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["recourse.py", *argv.split(), "--no-greedy"])
     runpy.run_path(str(ROOT / "bench" / "recourse.py"), run_name="__main__")
     out = capsys.readouterr().out
-    cost = [line.split("|") for line in out.splitlines() if line.count("|") == 8]
-    assert [r[3].strip() for r in cost if "cancer" in r[1]] == ["plain", "robust", "cert1"]
+    lines = [line.split("|") for line in out.splitlines() if line.count("|") == 9]
+    cost = [r for r in lines if r[4].count("/") == 2]  # found/optimal/rows
+    methods = [r[3].strip() for r in cost if "cancer" in r[1]]
+    assert methods[:3] == ["plain", "robust", "cert1"] and set(methods[3:]) <= {"nn1"}
     assert all("±" in r[5] and "±" in r[6] for r in cost if "cancer" in r[1])
+    # the counterfactuals point_bounds certifies at k = 1, of those answered
+    assert all(r[8].strip().endswith("/2") for r in cost if "cancer" in r[1])
     assert "| DaRE worst 1 | adversarial <= 1 |" in out
+
+
+def test_the_certified_neighbours_stay_granted_after_every_one_row_deletion(bench):
+    """``nn1``: binned attributes, a greedy forest; each rejected row gets the closest training
+    row ``point_bounds`` certifies at k = 1, which every one-row ``delete`` keeps granted."""
+    recourse = bench("recourse")
+    X, y = load_breast_cancer(return_X_y=True)
+    X, rejected = recourse.binned(X[:80, :4], X[80:90, :4], 4)
+    assert all(len(np.unique(X[:, j])) <= 4 for j in range(4))
+    forest = DareForest(n_trees=3, max_depth=2, min_samples_leaf=5).fit(X, y[:80])
+    found = recourse.certified_neighbours(forest, X, rejected, 1)
+    assert all(row is not None for row in found)
+    points = np.array(found, dtype=np.float32)
+    for r in range(80):
+        assert recourse.granted(forest.copy().delete([r]), points).all()
