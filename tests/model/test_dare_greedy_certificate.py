@@ -192,3 +192,11 @@ def test_point_bounds_refuse_bad_arguments():
             point_bounds(forest, X, bad)
     with pytest.raises(ModelError, match="1 columns"):
         point_bounds(forest, np.zeros((2, 3)), 1)
+    with pytest.raises(ModelError, match="numbers"):
+        point_bounds(forest, [["a"]], 1)
+    three = DareForest(n_trees=1, max_depth=1).fit(X, np.arange(8) % 3)
+    with pytest.raises(ModelError, match="two classes"):
+        point_bounds(three, X, 1)
+    gini = DareForest(n_trees=1, max_depth=1, criterion="entropy").fit(X, np.arange(8) >= 4)
+    with pytest.raises(ModelError, match="gini"):
+        point_bounds(gini, X, 1)

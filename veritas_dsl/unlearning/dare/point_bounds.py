@@ -45,6 +45,7 @@ from veritas_dsl.unlearning.dare.certificate import (
     _valid_cuts,
     check_deletions,
 )
+from veritas_dsl.unlearning.dare.classes import two_classes
 from veritas_dsl.unlearning.dare.gini_margin import _gini_now, overtaking_cuts
 from veritas_dsl.unlearning.dare.kernels import attribute_keys, threshold_key
 from veritas_dsl.unlearning.dare.splits import is_leaf
@@ -86,9 +87,14 @@ def point_bounds(
     """``(lower, upper)``, per row of ``X``, such that for every set S of at most ``deletions``
     remaining training rows ``lower <= forest.copy().delete(S).predict_proba(X)[:, 1] <=
     upper`` (the module docstring says how). Exact sums, rounded to the nearest float64.
-    Binary forests of the gini criterion only (as :func:`~.certificate.worst_case`)."""
+    Binary forests of the gini criterion only (as :func:`~.certificate.worst_case`); a
+    ModelError otherwise, and for ``X`` that is not a table of numbers of the forest's width."""
+    two_classes(forest, "point_bounds")
     k = check_deletions(forest, deletions)
-    X = np.asarray(X, dtype=np.float64)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ModelError(f"X must be numbers: {error}") from None
     if X.ndim != 2 or X.shape[1] != forest._X.shape[1]:
         raise ModelError(f"X must have {forest._X.shape[1]} columns, not shape {X.shape}")
     bounds = _Bounds(forest, k)
