@@ -97,13 +97,12 @@ def point_bounds(
         raise ModelError(f"X must be numbers: {error}") from None
     if X.ndim != 2 or X.shape[1] != forest._X.shape[1]:
         raise ModelError(f"X must have {forest._X.shape[1]} columns, not shape {X.shape}")
-    bounds = _Bounds(forest, k)
+    bounds = _Bounds(forest, k, budget)
     lower, upper = np.empty(len(X)), np.empty(len(X))
     trees = len(forest._trees)
     for i, x in enumerate(X):
         low = high = Fraction(0)
         for tree in forest._trees:
-            bounds.budget = budget
             least, most = bounds.tree(tree, x)
             low, high = low + least, high + most
         lower[i], upper[i] = float(low / trees), float(high / trees)
@@ -113,16 +112,17 @@ def point_bounds(
 class _Bounds:
     """The per-tree bounds at an input, with the node analyses shared between inputs."""
 
-    def __init__(self, forest: DareForest, k: int) -> None:
+    def __init__(self, forest: DareForest, k: int, budget: int) -> None:
         self.X = forest._X.astype(np.float64)
         self.y = forest._y.astype(np.int64)
         self.k = k
         self.settings = forest._grower().settings
         self.memo: dict = {}
-        self.budget = BUDGET
+        self.per_tree, self.budget = budget, budget
 
     def tree(self, tree, x) -> tuple[Fraction, Fraction]:
         """Follow the tree's random levels while they cannot change, then its greedy choices."""
+        self.budget = self.per_tree
         node, rows, depth, m = 0, tree.rows_below(0), 0, self.settings.min_samples_leaf
         while tree.kind[node] == RANDOM:
             a, v = tree.feature[node], tree.threshold[node]
@@ -209,7 +209,7 @@ def _reference(X, y, seed: int, k: int, settings) -> tuple[int, int] | None:
             mids = (values[:-1] + values[1:]) / 2.0
             keys = np.array([threshold_key(seed, b, t) for t in mids], dtype=np.uint64)
             # keys of valid thresholds that may sort first (an equal key too, itself not)
-            ahead = np.array([np.count_nonzero(keys[valid] <= key) for key in keys]) - valid
+            ahead = np.searchsorted(np.sort(keys[valid]), keys, side="right") - valid
             sure &= ahead + k < settings.k
         for c in np.flatnonzero(sure).tolist():
             g = _gini_now(X[:, b] <= values[c], y)
